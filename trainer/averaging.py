@@ -1,0 +1,136 @@
+"""Two-Tailed Averaging (thesis §3.4, Algorithm 2 with both extensions).
+
+Two running averages of the optimizer's iterates, a short θ^S and a long θ^L. Every E steps the
+loss of the raw weights, θ^S and θ^L is evaluated; when the short average is at least as good, it
+becomes the long one and a fresh short one starts. Algorithm 2 adds (1) a reset of an average that
+is stagnating and (2) deferring to the raw weights early in training. Hand-written: no library
+implements 2TA.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Callable
+
+import torch
+from torch import Tensor
+
+# An average is "stagnating" (Algorithm 2, lines 3 and 6) when its loss has not improved on its
+# best for this many consecutive evaluations. The thesis says "a few evaluations"; 3 keeps a
+# reset quick after a change of basin while tolerating evaluation noise.
+STAGNATION_PATIENCE = 3
+
+
+@dataclass
+class _Tail:
+    """One running average: its length, its mean weights and its loss history since (re)start."""
+
+    length: int = 0
+    weights: list[Tensor] | None = None
+    best: float = math.inf
+    since_best: int = 0
+
+    def add(self, params: list[Tensor]) -> None:
+        # θ ← θ + (θ_t − θ)/(n + 1) (Algorithm 1, lines 4-5)
+        self.length += 1
+        if self.weights is None or self.length == 1:
+            self.weights = [p.detach().clone() for p in params]
+        else:
+            w = 1.0 / self.length
+            for avg, p in zip(self.weights, params):
+                avg.lerp_(p.detach(), w)
+
+    def observe(self, loss: float) -> None:
+        if loss < self.best:
+            self.best, self.since_best = loss, 0
+        else:
+            self.since_best += 1
+
+    @property
+    def stagnating(self) -> bool:
+        return self.since_best >= STAGNATION_PATIENCE
+
+    def reset(self) -> None:
+        self.length, self.weights, self.best, self.since_best = 0, None, math.inf, 0
+
+
+@dataclass
+class Decision:
+    """What one evaluate_and_adapt call returns: the chosen loss, which weights, and their length."""
+
+    loss: float
+    source: str  # "long" (θ^L) or "raw" (the current iterate)
+    length: int
+    raw_loss: float
+    short_loss: float
+    long_loss: float
+    switched: bool = False
+    reset_short: bool = False
+    reinitialized: bool = False
+
+
+@dataclass
+class TwoTailedAverage:
+    """2TA state over a fixed list of parameters; `eval_every` is E of Algorithm 1."""
+
+    eval_every: int
+    short: _Tail = field(default_factory=_Tail)
+    long: _Tail = field(default_factory=_Tail)
+
+    def add_weights(self, params: list[Tensor]) -> None:
+        """Algorithm 1, add_weights: θ_t enters both averages."""
+        self.short.add(params)
+        self.long.add(params)
+
+    def _switch(self) -> None:
+        """Algorithm 1, switch: S, L, θ^L ← 0, S, θ^S — the short average continues as the long one."""
+        self.long, self.short = self.short, _Tail()
+
+    def evaluate_and_adapt(self, f: Callable[[list[Tensor] | None], float]) -> Decision:
+        """Algorithm 2. `f(weights)` is the validation loss of those weights (None: the raw iterate)."""
+        f_raw = f(None)
+        f_short = f(self.short.weights) if self.short.length else math.inf
+        if self.long.length == self.short.length and self.long.length:
+            f_long = f_short  # identical averages (first evaluation, or just reset): one evaluation
+        else:
+            f_long = f(self.long.weights) if self.long.length else math.inf
+        self.short.observe(f_short)
+        self.long.observe(f_long)
+        d = Decision(f_long, "long", self.long.length, f_raw, f_short, f_long)
+        if f_short <= f_long or self.long.stagnating:  # line 3
+            d.loss = f_short  # line 4
+            self._switch()  # line 5
+            d.switched = True
+        elif self.short.stagnating:  # line 6
+            self.short.reset()  # line 7
+            d.reset_short = True
+        d.length = self.long.length
+        if self.long.length > 1 and f_raw <= d.loss:  # line 8: the raw weights are better
+            if self.long.length == self.eval_every:  # line 9: they always have been so far
+                self.short.reset()  # line 10
+                self.long.reset()
+                d.reinitialized = True
+            d.loss, d.source, d.length = f_raw, "raw", 1  # line 11
+        return d
+
+    def state_dict(self) -> dict:
+        def tail(t: _Tail) -> dict:
+            return {"length": t.length, "weights": t.weights, "best": t.best, "since_best": t.since_best}
+
+        return {"eval_every": self.eval_every, "short": tail(self.short), "long": tail(self.long)}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.eval_every = state["eval_every"]
+        for name in ("short", "long"):
+            s = state[name]
+            setattr(self, name, _Tail(s["length"], s["weights"], s["best"], s["since_best"]))
+
+
+def swap_in(params: list[Tensor], weights: list[Tensor]) -> list[Tensor]:
+    """Copy `weights` into `params` in place and return the previous values (to swap back)."""
+    saved = [p.detach().clone() for p in params]
+    with torch.no_grad():
+        for p, w in zip(params, weights):
+            p.copy_(w)
+    return saved

@@ -1,0 +1,28 @@
+"""Recurrent cells, one module per cell, all behind the RecurrentCell contract (see base.py)."""
+
+from __future__ import annotations
+
+from .base import RecurrentCell, State, chrono_init_
+from .lstm import LSTMCell
+
+CELLS: dict[str, type[RecurrentCell]] = {
+    "lstm": LSTMCell,
+}
+
+
+def make_cell(
+    name: str,
+    input_size: int,
+    hidden_size: int,
+    *,
+    t_max: float = 20.0,
+    mogrifier_rounds: int = 0,
+    mogrifier_rank: int = 0,
+) -> RecurrentCell:
+    """Build the cell called `name` (a TrainConfig.cell value) for one layer."""
+    if name not in CELLS:
+        raise ValueError(f"cell must be one of {sorted(CELLS)}, not {name!r}")
+    return CELLS[name](input_size, hidden_size, t_max=t_max)
+
+
+__all__ = ["CELLS", "RecurrentCell", "State", "chrono_init_", "make_cell"]

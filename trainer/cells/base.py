@@ -1,0 +1,55 @@
+"""The contract every recurrent cell implements, and the Chrono forget-gate initialization.
+
+A cell is one layer run over a whole BPTT window at once, so that each implementation can hoist
+the input-side work out of the time loop and fuse what its equations allow.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import Tensor, nn
+
+State = tuple[Tensor, ...]
+
+
+class RecurrentCell(nn.Module):
+    """One recurrent layer: maps inputs x[T, B, m] and a state to outputs h[T, B, n] and a state.
+
+    `state_mask` is the variational state-dropout mask M^state (thesis §4.2 eq. 1): one [B, n]
+    mask per sequence, multiplied into h_prev before it enters the recurrence (and, for the RLSTM,
+    into c where the output gate reads it). None means no state dropout.
+    """
+
+    input_size: int
+    hidden_size: int
+
+    def __init__(self, input_size: int, hidden_size: int) -> None:
+        super().__init__()
+        self.input_size = input_size
+        self.hidden_size = hidden_size
+
+    def zero_state(self, batch_size: int, device: torch.device | str, dtype: torch.dtype) -> State:
+        """The initial state c_0, h_0 = 0, 0 (thesis §4.2 eq. 1), as (h, c) or (h,)."""
+        z = torch.zeros(batch_size, self.hidden_size, device=device, dtype=dtype)
+        return (z, z.clone())
+
+    def forward(self, x: Tensor, state: State, state_mask: Tensor | None = None) -> tuple[Tensor, State]:
+        raise NotImplementedError
+
+
+def chrono_init_(bias: Tensor, t_max: float) -> None:
+    """Chrono initialization of forget-gate biases, b_f ~ ln U(1, T_max - 1) (thesis §4.4)."""
+    with torch.no_grad():
+        bias.uniform_(1.0, t_max - 1.0).log_()
+
+
+def uniform_init_(module: nn.Module, fan: int) -> None:
+    """Glorot-style uniform init of every weight matrix; biases start at zero."""
+    bound = math.sqrt(1.0 / fan)
+    for name, p in module.named_parameters():
+        if p.dim() >= 2:
+            nn.init.uniform_(p, -bound, bound)
+        else:
+            nn.init.zeros_(p)

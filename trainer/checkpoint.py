@@ -1,0 +1,59 @@
+"""Checkpoints: one file each, written atomically, holding everything a run needs to go on.
+
+A checkpoint holds the evaluation weights (`model`), the raw training weights, the 2TA averages,
+the optimizer state, the full config, the vocabulary, the data position and the RNG state.
+`load_checkpoint` turns one back into a ready model.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from .config import TrainConfig, make_config
+from .model import LanguageModel
+
+FORMAT_VERSION = 1
+
+
+def save_atomic(obj: dict[str, Any], path: str | Path) -> None:
+    """Write to a temporary file beside `path`, fsync, then rename: readers never see half a file."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            torch.save(obj, f)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def read_checkpoint(path: str | Path, map_location: str | torch.device = "cpu") -> dict[str, Any]:
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"no checkpoint at {path}")
+    ckpt = torch.load(path, map_location=map_location, weights_only=False)
+    if not isinstance(ckpt, dict) or ckpt.get("format_version") != FORMAT_VERSION:
+        raise ValueError(f"{path} is not an rnntune checkpoint (format {FORMAT_VERSION})")
+    return ckpt
+
+
+def load_checkpoint(path: str | Path, device: str | torch.device = "cpu") -> tuple[LanguageModel, TrainConfig]:
+    """A ready model (evaluation mode, the checkpoint's best weights) and its config.
+
+    The vocabulary rides along as `model.vocab`.
+    """
+    ckpt = read_checkpoint(path, map_location=device)
+    cfg = make_config(ckpt["config"])
+    model = LanguageModel(cfg, len(ckpt["vocab"]), ckpt["hidden_size"])
+    model.load_state_dict(ckpt["model"])
+    model.vocab = ckpt["vocab"]
+    return model.to(device).eval(), cfg

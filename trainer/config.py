@@ -1,0 +1,183 @@
+"""The trainer's one visible config object (nanoGPT style): every field is a documented setting.
+
+Field names are the contract of DESIGN.md: the hyperparameter names are shared by the search
+spaces, the SQL study and the API. The resolved config is written to every run folder and saved
+inside every checkpoint, so a checkpoint alone is enough to rebuild its model.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+Cell = Literal["lstm", "mogrifier_lstm", "rlstm", "mlstm", "tmlstm", "mgru", "tmgru"]
+Architecture = Literal["residual", "skip"]
+Dataset = Literal["builtin", "ptb", "ptb_char", "wikitext2", "enwik8", "text8", "reverse_copy"]
+Optimizer = Literal["radam", "adam_beta1_0"]
+
+# Word-level datasets report perplexity and tie input/output embeddings (thesis §4.2);
+# the others are character-level and report bits per character.
+WORD_LEVEL_DATASETS = frozenset({"ptb", "wikitext2"})
+
+
+
+def _dropout(what: str):
+    return Field(0.0, ge=0.0, lt=1.0, description=what)
+
+
+class ConfigError(ValueError):
+    """A config that cannot be used; the message names the field and what is allowed."""
+
+
+class TrainConfig(BaseModel):
+    """Everything one training run needs. Defaults train a small model on the built-in corpus."""
+
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+    # --- tuned hyperparameters (DESIGN.md table; ranges: thesis Tables 2.4-2.6, §4.6) ---
+    learning_rate: float = Field(3e-3, gt=0.0, le=1.0, description="RAdam/Adam learning rate")
+    input_embedding_ratio: float = Field(
+        1.0, ge=0.0, le=8.0,
+        description="embedding size = ratio x hidden size; >= 1: equal sizes, no output projection",
+    )
+    l2_penalty: float = Field(1e-5, ge=0.0, lt=1.0, description="l2_penalty * sum ||w||^2 / 2")
+    input_dropout: float = _dropout("on input embeddings, a fresh mask per time step")
+    inter_layer_dropout: float = _dropout("between layers of the skip architecture")
+    cell_output_dropout: float = _dropout("on each cell's output in the residual architecture (§4.2)")
+    state_dropout: float = _dropout("variational: one mask on h_prev per sequence and layer")
+    output_dropout: float = _dropout("before the softmax, a fresh mask per time step")
+    mogrifier_rounds: int = Field(5, ge=0, le=12, description="mogrifier_lstm only; 0 = LSTM")
+    mogrifier_rank: int = Field(
+        40, ge=-1000, le=10000, description="rank k of Q^i, R^i; k <= 0 means full rank"
+    )
+    t_max: float = Field(
+        math.exp(3.0), gt=2.0, le=1e6, description="Chrono init: b_f ~ ln U(1, t_max - 1) (§4.4)"
+    )
+    max_time_steps: int = Field(20, ge=1, le=10000, description="dynamic evaluation BPTT window")
+    dyneval_learning_rate: float = Field(1e-4, gt=0.0, lt=1.0)
+    dyneval_decay_rate: float = Field(1e-3, ge=0.0, lt=1.0)
+    dyneval_epsilon: float = Field(1e-5, gt=0.0, lt=1.0)
+
+    # --- model and task ---
+    cell: Cell = "lstm"
+    architecture: Architecture = Field(
+        "residual", description="residual (thesis §4.2 eq. 1) or skip (Mogrifier paper)"
+    )
+    dataset: Dataset = "builtin"
+    data_dir: Path | None = Field(None, description="folder holding the dataset's standard files")
+    num_params: int | None = Field(
+        None, gt=0, description="parameter budget; the hidden size is solved from it"
+    )
+    hidden_size: int | None = Field(
+        None, gt=0, le=65536, description="explicit hidden size (overrides num_params)"
+    )
+    num_layers: int = Field(2, ge=1, le=64)
+    batch_size: int = Field(32, ge=1, le=65536)
+    bptt: int = Field(64, ge=2, le=100000, description="truncated BPTT window")
+    dropout_samples: int = Field(
+        1, ge=1, le=64, description="D: predictions averaged over D dropout samples (§4.3)"
+    )
+    optimizer: Optimizer = "radam"
+    grad_clip: float = Field(10.0, gt=0.0, description="clip the gradient to this global norm")
+
+    # --- run control ---
+    max_steps: int = Field(1000, ge=1)
+    max_time_s: float | None = Field(None, gt=0.0, description="stop after this much training time")
+    eval_every: int = Field(100, ge=1, description="E: evaluate (and 2TA-adapt) every E steps")
+    eval_batch_size: int = Field(16, ge=1)
+    max_eval_tokens: int | None = Field(
+        None, gt=0, description="cap on validation tokens per evaluation (None: the whole split)"
+    )
+    dyneval: bool = Field(False, description="also report dynamic evaluation at the end (§4.5)")
+    seed: int = Field(0, ge=0)
+    device: str = Field("auto", description="auto, cpu, cuda or cuda:N")
+    run_dir: Path = Field(Path("runs/train"), description="where config, metrics and checkpoints go")
+
+    @model_validator(mode="after")
+    def _check_combinations(self) -> "TrainConfig":
+        if self.hidden_size is None and self.num_params is None:
+            raise ValueError("set hidden_size or num_params (a parameter budget)")
+        if not (self.device in ("auto", "cpu", "cuda") or self.device.startswith("cuda:")):
+            raise ValueError(f"device must be auto, cpu, cuda or cuda:N, not {self.device!r}")
+        if self.dataset not in ("builtin", "reverse_copy") and self.data_dir is None:
+            raise ValueError(f"dataset {self.dataset!r} needs data_dir (the folder with its files)")
+        return self
+
+    @property
+    def word_level(self) -> bool:
+        return self.dataset in WORD_LEVEL_DATASETS
+
+    def to_dict(self) -> dict[str, Any]:
+        return self.model_dump(mode="json")
+
+    def to_yaml(self) -> str:
+        return yaml.safe_dump(self.to_dict(), sort_keys=False)
+
+
+DEFAULT_HIDDEN_SIZE = 128
+
+
+def _describe(err: ValidationError) -> str:
+    lines = []
+    for e in err.errors():
+        name = ".".join(str(p) for p in e["loc"]) or "config"
+        msg = e["msg"]
+        if e["type"] == "extra_forbidden":
+            known = ", ".join(sorted(TrainConfig.model_fields))
+            msg = f"unknown setting; known settings: {known}"
+        elif e["type"] == "literal_error":
+            msg = f"{msg} (got {e.get('input')!r})"
+        elif "input" in e and e["type"] not in ("missing",):
+            msg = f"{msg} (got {e['input']!r})"
+        lines.append(f"  {name}: {msg}")
+    return "invalid trainer config:\n" + "\n".join(lines)
+
+
+def make_config(values: dict[str, Any] | None = None) -> TrainConfig:
+    """Validate a dict into a TrainConfig; errors name every bad field and what is allowed."""
+    values = dict(values or {})
+    if values.get("hidden_size") is None and values.get("num_params") is None:
+        values.setdefault("hidden_size", DEFAULT_HIDDEN_SIZE)
+    try:
+        return TrainConfig(**values)
+    except ValidationError as err:
+        raise ConfigError(_describe(err)) from None
+
+
+def parse_set(assignments: list[str]) -> dict[str, Any]:
+    """Parse `name=value` strings; values are read as YAML scalars (1e-3, true, null, cuda)."""
+    out: dict[str, Any] = {}
+    for item in assignments:
+        name, sep, raw = item.partition("=")
+        if not sep or not name.strip():
+            raise ConfigError(f"--set expects name=value, got {item!r}")
+        try:
+            out[name.strip()] = yaml.safe_load(raw) if raw.strip() else None
+        except yaml.YAMLError as err:
+            raise ConfigError(f"--set {name}: cannot parse value {raw!r}: {err}") from None
+    return out
+
+
+def load_config(path: str | Path | None = None, overrides: list[str] | dict | None = None) -> TrainConfig:
+    """Read a YAML config (or start from defaults) and apply `--set name=value` overrides."""
+    values: dict[str, Any] = {}
+    if path is not None:
+        path = Path(path)
+        if not path.is_file():
+            raise ConfigError(f"config file {path} does not exist")
+        try:
+            loaded = yaml.safe_load(path.read_text())
+        except yaml.YAMLError as err:
+            raise ConfigError(f"config file {path} is not valid YAML: {err}") from None
+        if loaded is not None and not isinstance(loaded, dict):
+            raise ConfigError(f"config file {path} must hold a mapping of name: value")
+        values.update(loaded or {})
+    if isinstance(overrides, dict):
+        values.update(overrides)
+    elif overrides:
+        values.update(parse_set(list(overrides)))
+    return make_config(values)

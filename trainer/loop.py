@@ -1,0 +1,340 @@
+"""The training loop: RAdam on the papers' loss, 2TA every E steps, divergence recovery, checkpoints.
+
+`train(config, report)` is the whole interface a tuner sees: `report(metrics)` is called after
+every evaluation and may return True to stop the run.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import Tensor
+
+from .averaging import Decision, TwoTailedAverage, swap_in
+from .checkpoint import FORMAT_VERSION, read_checkpoint, save_atomic
+from .config import ConfigError, TrainConfig, make_config
+from .data import batchify, load_corpus
+from .evaluate import evaluate, headline, select_temperature
+from .model import build_model, detach_state
+from .objective import multi_sample_log_likelihood, repeat_for_samples, training_loss
+
+# On divergence the run restores its best checkpoint and multiplies the learning rate by this
+# (thesis §4.4); after MAX_RESTORES restores it fails with TrainingDiverged.
+LR_DECAY_ON_RESTORE = 0.9
+MAX_RESTORES = 10
+# A training loss above this multiple of ln(vocabulary size) nats/token — twice the loss of a
+# uniform prediction — counts as exploded, as does a non-finite loss or gradient norm.
+EXPLOSION_FACTOR = 2.0
+# Settings that may change when a run resumes (they steer the run, not what it computes).
+RESUMABLE_CHANGES = frozenset({"max_steps", "max_time_s", "device", "run_dir"})
+
+Report = Callable[[dict[str, Any]], Any]
+
+
+class TrainingDiverged(RuntimeError):
+    """Training kept diverging after MAX_RESTORES restores of the best checkpoint."""
+
+
+@dataclass
+class TrainResult:
+    best_val_loss: float
+    best_step: int | None
+    run_dir: str
+    best_checkpoint: str | None
+    test_loss: float | None
+    temperature: float | None
+    stopped: str
+    steps: int
+
+
+def resolve_device(name: str) -> torch.device:
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if name.startswith("cuda") and not torch.cuda.is_available():
+        raise ConfigError(f"device: {name!r} was asked for but CUDA is not available; use auto or cpu")
+    return torch.device(name)
+
+
+class Trainer:
+    """One run of `cfg`: builds data, model and optimizer, or resumes them from `run_dir/last.pt`."""
+
+    def __init__(self, cfg: TrainConfig, progress: bool = False) -> None:
+        self.cfg = cfg
+        self.progress = progress
+        self.device = resolve_device(cfg.device)
+        torch.manual_seed(cfg.seed)
+        self.corpus = load_corpus(cfg)
+        self.model = build_model(cfg, self.corpus.vocab_size).to(self.device)
+        self.names = [n for n, _ in self.model.named_parameters()]
+        self.params = [p for _, p in self.model.named_parameters()]
+        betas = (0.9, 0.999) if cfg.optimizer == "radam" else (0.0, 0.999)
+        opt_cls = torch.optim.RAdam if cfg.optimizer == "radam" else torch.optim.Adam
+        self.optimizer = opt_cls(self.params, lr=cfg.learning_rate, betas=betas)
+        self.train_data = batchify(self.corpus.train, cfg.batch_size).to(self.device)
+        self.valid_data = batchify(self.corpus.valid, cfg.eval_batch_size).to(self.device)
+        self.test_data = batchify(self.corpus.test, cfg.eval_batch_size).to(self.device)
+        self.averaging = TwoTailedAverage(cfg.eval_every)
+        self.run_dir = Path(cfg.run_dir)
+        self.step = 0
+        self.position = 0
+        self.epoch = 0
+        self.lr_scale = 1.0
+        self.restores = 0
+        self.best_val_loss = math.inf
+        self.best_step: int | None = None
+        self.train_time = 0.0
+        self.tokens = 0
+        self.state = self.model.zero_state(cfg.batch_size * cfg.dropout_samples)
+        self.explosion = EXPLOSION_FACTOR * math.log(max(2, self.corpus.vocab_size))
+        self.initial = self._snapshot()
+        if (self.run_dir / "last.pt").is_file():
+            self._resume(self.run_dir / "last.pt")
+
+    # --- checkpoints -------------------------------------------------------------------------
+
+    def _snapshot(self, eval_weights: list[Tensor] | None = None) -> dict[str, Any]:
+        model_weights = eval_weights if eval_weights is not None else self.params
+        return {
+            "format_version": FORMAT_VERSION,
+            "config": self.cfg.to_dict(),
+            "vocab": self.corpus.vocab,
+            "hidden_size": self.model.hidden_size,
+            "model": {n: w.detach().clone().cpu() for n, w in zip(self.names, model_weights)},
+            "raw": [p.detach().clone().cpu() for p in self.params],
+            "optimizer": self.optimizer.state_dict(),
+            "averaging": self.averaging.state_dict(),
+            "position": {"step": self.step, "offset": self.position, "epoch": self.epoch},
+            "carried_state": [tuple(t.detach().cpu() for t in s) for s in self.state],
+            "lr_scale": self.lr_scale,
+            "restores": self.restores,
+            "best_val_loss": self.best_val_loss,
+            "best_step": self.best_step,
+            "train_time": self.train_time,
+            "tokens": self.tokens,
+            "rng": torch.get_rng_state(),
+            "cuda_rng": torch.cuda.get_rng_state_all() if self.device.type == "cuda" else None,
+        }
+
+    def _restore_weights(self, ckpt: dict[str, Any]) -> None:
+        with torch.no_grad():
+            for p, w in zip(self.params, ckpt["raw"]):
+                p.copy_(w.to(p.device))
+        self.optimizer.load_state_dict(ckpt["optimizer"])
+        avg = ckpt["averaging"]
+        for tail in ("short", "long"):
+            if avg[tail]["weights"] is not None:
+                avg[tail]["weights"] = [w.to(self.device) for w in avg[tail]["weights"]]
+        self.averaging.load_state_dict(avg)
+
+    def _resume(self, path: Path) -> None:
+        ckpt = read_checkpoint(path, map_location=self.device)
+        saved = make_config(ckpt["config"]).to_dict()
+        now = self.cfg.to_dict()
+        changed = [k for k in now if k not in RESUMABLE_CHANGES and saved.get(k) != now[k]]
+        if changed:
+            diffs = ", ".join(f"{k}: {saved.get(k)!r} -> {now[k]!r}" for k in changed)
+            raise ConfigError(
+                f"run_dir {self.run_dir} holds a run with a different config ({diffs}); "
+                "use another run_dir or the same config to resume"
+            )
+        self._restore_weights(ckpt)
+        pos = ckpt["position"]
+        self.step, self.position, self.epoch = pos["step"], pos["offset"], pos["epoch"]
+        self.state = [tuple(t.to(self.device) for t in s) for s in ckpt["carried_state"]]
+        self.lr_scale, self.restores = ckpt["lr_scale"], ckpt["restores"]
+        self.best_val_loss, self.best_step = ckpt["best_val_loss"], ckpt["best_step"]
+        self.train_time, self.tokens = ckpt["train_time"], ckpt["tokens"]
+        torch.set_rng_state(ckpt["rng"])
+        if ckpt.get("cuda_rng") is not None and self.device.type == "cuda":
+            torch.cuda.set_rng_state_all(ckpt["cuda_rng"])
+        self._set_lr()
+
+    def _set_lr(self) -> None:
+        for group in self.optimizer.param_groups:
+            group["lr"] = self.cfg.learning_rate * self.lr_scale
+
+    @property
+    def lr(self) -> float:
+        return self.cfg.learning_rate * self.lr_scale
+
+    # --- training ------------------------------------------------------------------------------
+
+    def _next_window(self) -> tuple[Tensor, Tensor]:
+        """The next BPTT window of the training stream; wrapping around starts a new epoch."""
+        n = self.train_data.shape[0]
+        if self.position + 1 >= n:
+            self.position, self.epoch = 0, self.epoch + 1
+            self.state = self.model.zero_state(self.cfg.batch_size * self.cfg.dropout_samples)
+        end = min(self.position + self.cfg.bptt, n - 1)
+        x = self.train_data[self.position : end]
+        y = self.train_data[self.position + 1 : end + 1]
+        self.position = end
+        return x, y
+
+    def recover(self, reason: str) -> None:
+        """Divergence (thesis §4.4): restore the best checkpoint, learning rate × 0.9."""
+        self.restores += 1
+        if self.restores > MAX_RESTORES:
+            raise TrainingDiverged(
+                f"training diverged at step {self.step} ({reason}) after {MAX_RESTORES} restores "
+                f"of the best checkpoint with the learning rate cut to {self.lr:.3g}; "
+                "try a lower learning_rate"
+            )
+        best = self.run_dir / "best.pt"
+        self._restore_weights(read_checkpoint(best, self.device) if best.is_file() else self.initial)
+        self.lr_scale *= LR_DECAY_ON_RESTORE
+        self._set_lr()
+        self.state = self.model.zero_state(self.cfg.batch_size * self.cfg.dropout_samples)
+        if self.progress:
+            print(f"step {self.step}: {reason}; restored the best checkpoint, lr -> {self.lr:.3g}")
+
+    def train_step(self) -> float:
+        """One optimizer step on the next window; returns the training loss in nats per token."""
+        cfg = self.cfg
+        x, y = self._next_window()
+        self.model.train()
+        d = cfg.dropout_samples
+        logits, state = self.model(repeat_for_samples(x, d), self.state)
+        ll = multi_sample_log_likelihood(logits, y, d)
+        loss = training_loss(ll, self.params, cfg.l2_penalty)
+        per_token = -ll.mean().item()
+        self.optimizer.zero_grad(set_to_none=True)
+        if not math.isfinite(per_token) or per_token > self.explosion:
+            self.recover(f"training loss {per_token:.4g} nats/token")
+            return per_token
+        loss.backward()
+        norm = torch.nn.utils.clip_grad_norm_(self.params, cfg.grad_clip)
+        if not torch.isfinite(norm):
+            self.recover("non-finite gradient")
+            return per_token
+        self.optimizer.step()
+        self.state = detach_state(state)
+        self.averaging.add_weights(self.params)
+        self.step += 1
+        self.tokens += y.numel()
+        return per_token
+
+    def _loss_of(self, weights: list[Tensor] | None) -> float:
+        def run() -> float:
+            return evaluate(self.model, self.valid_data, self.cfg.bptt, max_tokens=self.cfg.max_eval_tokens)[0]
+
+        if weights is None:
+            return run()
+        saved = swap_in(self.params, weights)
+        try:
+            return run()
+        finally:
+            swap_in(self.params, saved)
+
+    def evaluate_2ta(self) -> Decision:
+        return self.averaging.evaluate_and_adapt(self._loss_of)
+
+    def run(self, report: Report | None = None) -> TrainResult:
+        cfg = self.cfg
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        (self.run_dir / "config.yaml").write_text(cfg.to_yaml())
+        bar = _progress_bar(cfg, self.step) if self.progress else None
+        stopped = "max_steps"
+        window_tokens, window_time, train_losses = 0, 0.0, []
+        try:
+            while self.step < cfg.max_steps:
+                if cfg.max_time_s is not None and self.train_time >= cfg.max_time_s:
+                    stopped = "max_time"
+                    break
+                t0 = time.perf_counter()
+                before = self.tokens
+                loss = self.train_step()
+                dt = time.perf_counter() - t0
+                self.train_time += dt
+                window_time += dt
+                window_tokens += self.tokens - before
+                if math.isfinite(loss):
+                    train_losses.append(loss)
+                if bar is not None:
+                    name, value = headline(loss, self.corpus.word_level) if math.isfinite(loss) else ("loss", loss)
+                    bar.set_postfix(loss=f"{loss:.3f}", **{name: f"{value:.3f}"},
+                                    tok_s=f"{window_tokens / max(window_time, 1e-9):.0f}", refresh=False)
+                    bar.update(self.step - bar.n)
+                if self.step % cfg.eval_every == 0 and self.tokens > before:
+                    metrics = self._evaluation(train_losses, window_tokens / max(window_time, 1e-9))
+                    window_tokens, window_time, train_losses = 0, 0.0, []
+                    if bar is not None:
+                        name, value = headline(metrics["val_loss"], self.corpus.word_level)
+                        bar.write(f"step {self.step}: val {metrics['val_loss']:.4f} nats ({name} {value:.3f}), "
+                                  f"raw {metrics['raw_val_loss']:.4f}, avg length {metrics['avg_length']}")
+                    if report is not None and report(metrics):
+                        stopped = "callback"
+                        break
+        finally:
+            if bar is not None:
+                bar.close()
+        save_atomic(self._snapshot(), self.run_dir / "last.pt")
+        return self._finish(stopped)
+
+    def _evaluation(self, train_losses: list[float], tokens_per_s: float) -> dict[str, Any]:
+        decision = self.evaluate_2ta()
+        eval_weights = self.averaging.long.weights if decision.source == "long" else None
+        if decision.loss < self.best_val_loss:
+            self.best_val_loss, self.best_step = decision.loss, self.step
+            save_atomic(self._snapshot(eval_weights), self.run_dir / "best.pt")
+        save_atomic(self._snapshot(eval_weights), self.run_dir / "last.pt")
+        metrics = {
+            "step": self.step,
+            "epoch": self.epoch + self.position / max(1, self.train_data.shape[0] - 1),
+            "val_loss": decision.loss,
+            "raw_val_loss": decision.raw_loss,
+            "avg_length": decision.length,
+            "tokens_per_s": tokens_per_s,
+            "lr": self.lr,
+            "train_loss": sum(train_losses) / len(train_losses) if train_losses else math.nan,
+            "elapsed_s": self.train_time,
+            "best_val_loss": self.best_val_loss,
+            "restores": self.restores,
+        }
+        if (self.run_dir / "best.pt").is_file():
+            metrics["best_checkpoint"] = str((self.run_dir / "best.pt").resolve())
+        with open(self.run_dir / "metrics.jsonl", "a") as f:
+            f.write(json.dumps(metrics) + "\n")
+        return metrics
+
+    def _finish(self, stopped: str) -> TrainResult:
+        best = self.run_dir / "best.pt"
+        test_loss = temperature = None
+        if best.is_file() and stopped != "callback":
+            ckpt = read_checkpoint(best, self.device)
+            saved = swap_in(self.params, [ckpt["model"][n].to(self.device) for n in self.names])
+            try:
+                temperature, _ = select_temperature(self.model, self.valid_data, self.cfg.bptt)
+                test_loss = evaluate(self.model, self.test_data, self.cfg.bptt, (temperature,))[0]
+            finally:
+                swap_in(self.params, saved)
+        result = TrainResult(
+            best_val_loss=self.best_val_loss,
+            best_step=self.best_step,
+            run_dir=str(self.run_dir.resolve()),
+            best_checkpoint=str(best.resolve()) if best.is_file() else None,
+            test_loss=test_loss,
+            temperature=temperature,
+            stopped=stopped,
+            steps=self.step,
+        )
+        (self.run_dir / "result.json").write_text(json.dumps(asdict(result), indent=2) + "\n")
+        return result
+
+
+def _progress_bar(cfg: TrainConfig, start: int):
+    from tqdm import tqdm
+
+    return tqdm(total=cfg.max_steps, initial=start, unit="step", dynamic_ncols=True)
+
+
+def train(cfg: TrainConfig, report: Report | None = None, progress: bool = False) -> TrainResult:
+    """Train (or resume) the run `cfg` describes; `report(metrics)` returning True stops it early."""
+    return Trainer(cfg, progress=progress).run(report)

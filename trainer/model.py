@@ -1,0 +1,152 @@
+"""The language model of thesis §4.2 eq. (1), and the Mogrifier paper's skip-connection variant.
+
+Embedding → L recurrent layers (any cell of trainer.cells) → optional projection → softmax with
+input/output embeddings tied for word-level tasks. Dropout: input and output masks fresh at every
+time step, state dropout variational (one mask per sequence and layer), and cell-output dropout on
+the residual branch (or inter-layer dropout in the skip architecture).
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from .cells import State, make_cell
+from .config import TrainConfig
+
+
+def embedding_size(cfg: TrainConfig, hidden_size: int) -> int:
+    """input_embedding_ratio ≥ 1 means equal sizes; below it, ratio × hidden (Mogrifier App. A)."""
+    if cfg.input_embedding_ratio >= 1.0:
+        return hidden_size
+    return max(1, round(cfg.input_embedding_ratio * hidden_size))
+
+
+def variational_mask(batch: int, size: int, p: float, like: Tensor) -> Tensor | None:
+    """One inverted-dropout mask per sequence, reused at every time step (Gal & Ghahramani)."""
+    if p <= 0.0:
+        return None
+    keep = torch.empty(batch, size, device=like.device, dtype=like.dtype).bernoulli_(1.0 - p)
+    return keep / (1.0 - p)
+
+
+class LanguageModel(nn.Module):
+    """Thesis §4.2 eq. (1): next-token distributions from token ids, time-major [T, B]."""
+
+    def __init__(self, cfg: TrainConfig, vocab_size: int, hidden_size: int) -> None:
+        super().__init__()
+        self.cfg = cfg
+        self.vocab_size = vocab_size
+        self.hidden_size = n = hidden_size
+        self.embedding_size = e = embedding_size(cfg, n)
+        self.tied = cfg.word_level
+        self.embedding = nn.Embedding(vocab_size, e)
+        nn.init.uniform_(self.embedding.weight, -0.1, 0.1)
+        self.layers = nn.ModuleList(
+            make_cell(
+                cfg.cell,
+                e if layer == 0 else n,
+                n,
+                t_max=cfg.t_max,
+                mogrifier_rounds=cfg.mogrifier_rounds,
+                mogrifier_rank=cfg.mogrifier_rank,
+            )
+            for layer in range(cfg.num_layers)
+        )
+        # A bias-free projection into the embedding space when the sizes differ (Mogrifier App. A).
+        self.projection = nn.Linear(n, e, bias=False) if e != n else None
+        self.out_embedding = None if self.tied else nn.Parameter(torch.empty(vocab_size, e).uniform_(-0.1, 0.1))
+        self.out_bias = nn.Parameter(torch.zeros(vocab_size))
+
+    def zero_state(self, batch_size: int, device: torch.device | str | None = None) -> list[State]:
+        p = self.out_bias
+        return [cell.zero_state(batch_size, device or p.device, p.dtype) for cell in self.layers]
+
+    @property
+    def output_weight(self) -> Tensor:
+        return self.embedding.weight if self.out_embedding is None else self.out_embedding
+
+    def features(self, tokens: Tensor, state: list[State]) -> tuple[Tensor, list[State]]:
+        """The pre-softmax features Σ_l x̂^l ⊙ M^out (thesis §4.2 eq. 1), projected if needed."""
+        cfg, drop = self.cfg, self.training
+        batch = tokens.shape[1]
+        x = F.dropout(self.embedding(tokens), cfg.input_dropout, drop)  # x̂^0 = E^in[w] ⊙ M^in_t
+        new_state: list[State] = []
+        if cfg.architecture == "residual":
+            total: Tensor | None = None  # Σ_{i<l} x̂^i, the residual stream
+            for layer, cell in enumerate(self.layers):
+                inp = x if layer == 0 else total
+                mask = variational_mask(batch, self.hidden_size, cfg.state_dropout, x) if drop else None
+                h, s = cell(inp, state[layer], mask)
+                new_state.append(s)
+                h = F.dropout(h, cfg.cell_output_dropout, drop)  # x̂^l = h^l ⊙ M^cell,l_t
+                total = h if total is None else total + h
+            out = total
+        else:
+            # Skip connections (Melis et al. 2018, Mogrifier paper §3.3): each layer reads the one
+            # below through inter-layer dropout and every layer's output feeds the softmax.
+            out = None
+            inp = x
+            for layer, cell in enumerate(self.layers):
+                mask = variational_mask(batch, self.hidden_size, cfg.state_dropout, x) if drop else None
+                h, s = cell(inp, state[layer], mask)
+                new_state.append(s)
+                inp = F.dropout(h, cfg.inter_layer_dropout, drop)
+                out = inp if out is None else out + inp
+        assert out is not None
+        out = F.dropout(out, cfg.output_dropout, drop)  # ⊙ M^out_t
+        if self.projection is not None:
+            out = self.projection(out)
+        return out, new_state
+
+    def forward(self, tokens: Tensor, state: list[State]) -> tuple[Tensor, list[State]]:
+        """Logits [T, B, V] and the carried state."""
+        out, new_state = self.features(tokens, state)
+        return F.linear(out, self.output_weight, self.out_bias), new_state
+
+
+def detach_state(state: list[State]) -> list[State]:
+    """Cut the graph between BPTT windows while carrying the values across."""
+    return [tuple(t.detach() for t in s) for s in state]
+
+
+def count_parameters(module: nn.Module) -> int:
+    return sum(p.numel() for p in module.parameters())
+
+
+def solve_hidden_size(cfg: TrainConfig, vocab_size: int) -> int:
+    """The largest hidden size whose model fits in `cfg.num_params` weights (thesis §4.6 budgets).
+
+    Parameter counts grow monotonically with the hidden size, so a binary search over models
+    built on the meta device (no memory, no init cost) finds it exactly.
+    """
+    if cfg.hidden_size is not None:
+        return cfg.hidden_size
+    budget = cfg.num_params
+    assert budget is not None
+
+    def size(n: int) -> int:
+        with torch.device("meta"):
+            return count_parameters(LanguageModel(cfg, vocab_size, n))
+
+    if size(1) > budget:
+        raise ValueError(
+            f"num_params={budget} is too small: even hidden size 1 needs {size(1)} weights "
+            f"with a vocabulary of {vocab_size}"
+        )
+    lo, hi = 1, 2
+    while size(hi) <= budget:
+        lo, hi = hi, hi * 2
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if size(mid) <= budget:
+            lo = mid
+        else:
+            hi = mid
+    return lo
+
+
+def build_model(cfg: TrainConfig, vocab_size: int) -> LanguageModel:
+    """A model of the configured cell and architecture, sized by hidden_size or the budget."""
+    return LanguageModel(cfg, vocab_size, solve_hidden_size(cfg, vocab_size))

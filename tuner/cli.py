@@ -1,0 +1,40 @@
+"""`rnntune`: the one command-line program; each subcommand lives in tuner/commands/<name>.py."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+# Subcommand modules, in the order `rnntune --help` lists them.
+COMMANDS = ("up", "sweep", "train", "evaluate", "serve", "spaces")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="rnntune",
+        description="Tune recurrent language models: sweeps on Ray Tune, studies in SQL, a web view.",
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for name in COMMANDS:
+        try:
+            module = importlib.import_module(f"tuner.commands.{name}")
+        except ModuleNotFoundError as err:
+            if err.name != f"tuner.commands.{name}":
+                raise
+            continue
+        module.register(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args.func(args) or 0)
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

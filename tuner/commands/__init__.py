@@ -1,0 +1,1 @@
+"""One module per `rnntune` subcommand; each exposes `register(subparsers)`."""

@@ -1,0 +1,56 @@
+"""Base class of rnntune's samplers: Optuna's GPSampler fitted to warped objective values.
+
+Why: Optuna's GPSampler only standardizes the objective, so a few bad trials (a diverged run, an
+ill-conditioned corner of the space) dominate the Gaussian-process fit and flatten the region near
+the best trials, where the next suggestions matter. Warping the values with a monotone map before the
+fit (HEBO and Vizier both do this; Cowen-Rivers et al. 2022, Song et al. 2024) keeps the order of the
+trials and lets the GP model the good region. Everything else — the Matérn-5/2 ARD kernel, its priors,
+logEI, the acquisition optimizer and q-logEI over the RUNNING trials (Optuna 5's own handling of
+trials in flight) — is Optuna's, unchanged.
+"""
+
+from __future__ import annotations
+
+import abc
+import copy
+from typing import Any
+
+import numpy as np
+from optuna.distributions import BaseDistribution
+from optuna.samplers import GPSampler
+from optuna.study import Study, StudyDirection
+from optuna.trial import FrozenTrial
+
+
+class WarpedGPSampler(GPSampler, abc.ABC):
+    """A `GPSampler` whose GP sees `warp(values)` of the completed trials instead of the values.
+
+    Subclasses implement `warp`. The stored trials are never modified: the sampler fits on copies.
+    Takes GPSampler's keyword arguments.
+    """
+
+    @staticmethod
+    @abc.abstractmethod
+    def warp(values: np.ndarray) -> np.ndarray:
+        """Map 1-D objective values to be minimized onto a scale the GP fits well; must be monotone."""
+
+    # Overrides GPSampler's private hook (Optuna 5.0): the one place that sees the completed trials
+    # after Optuna's own filtering, so the warping needs no copy of that logic.
+    def _sample_relative_impl(
+        self,
+        study: Study,
+        completed_trials: list[FrozenTrial],
+        running_trials: list[FrozenTrial],
+        search_space: dict[str, BaseDistribution],
+    ) -> dict[str, Any]:
+        values = np.array([t.values for t in completed_trials], dtype=float)
+        warped = np.empty_like(values)
+        for i, direction in enumerate(study.directions):
+            sign = 1.0 if direction == StudyDirection.MINIMIZE else -1.0
+            warped[:, i] = sign * self.warp(sign * values[:, i])
+        proxies = []
+        for trial, row in zip(completed_trials, warped):
+            proxy = copy.copy(trial)
+            proxy._values = row.tolist()
+            proxies.append(proxy)
+        return super()._sample_relative_impl(study, proxies, running_trials, search_space)

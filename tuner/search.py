@@ -1,0 +1,104 @@
+"""Samplers for rnntune sweeps: `make_sampler(name, seed=..., **options)` gives an Optuna sampler.
+
+Every sampler accounts for the trials in flight (RUNNING) when it suggests a new one, so K trials
+asked at once do not collapse onto one point:
+
+* ``gp``: Optuna's GPSampler. With RUNNING trials Optuna 5 switches from logEI to q-logEI over the
+  pending points (a Monte Carlo expectation over their joint posterior, chosen greedily), so the new
+  point is worth something only where the pending ones are not.
+* ``gp_log`` / ``gp_rank``: the same GP fitted to log- or rank-warped objective values
+  (`tuner.samplers`); pending trials are handled by the same q-logEI.
+* ``tpe``: multivariate TPE with ``group=True`` (joint model per group of parameters that occur
+  together, so conditional parameters such as ``mogrifier_rounds`` are modelled) and the constant
+  liar (RUNNING trials count as the worst value seen, which pushes new points away from them).
+* ``random``: independent uniform draws (pending trials are irrelevant).
+* ``qmc``: a scrambled Sobol sequence; each trial takes the next index, so pending trials never repeat.
+
+Conditional parameters work with each sampler through Optuna's define-by-run API: parameters outside
+the space a sampler models jointly (GP, QMC) are drawn by its independent (random) sampler.
+"""
+
+from __future__ import annotations
+
+import inspect
+import warnings
+from collections.abc import Callable
+from typing import Any
+
+import optuna
+from optuna.samplers import BaseSampler
+
+from tuner.samplers import LogWarpedGPSampler, RankWarpedGPSampler
+
+
+def _gp(**kw: Any) -> BaseSampler:
+    return optuna.samplers.GPSampler(**{"warn_independent_sampling": False, **kw})
+
+
+def _gp_log(**kw: Any) -> BaseSampler:
+    return LogWarpedGPSampler(**{"warn_independent_sampling": False, **kw})
+
+
+def _gp_rank(**kw: Any) -> BaseSampler:
+    return RankWarpedGPSampler(**{"warn_independent_sampling": False, **kw})
+
+
+def _tpe(**kw: Any) -> BaseSampler:
+    with warnings.catch_warnings():  # `group` is marked experimental; we choose it on purpose
+        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+        return optuna.samplers.TPESampler(
+            **{"multivariate": True, "group": True, "constant_liar": True, **kw}
+        )
+
+
+def _random(**kw: Any) -> BaseSampler:
+    return optuna.samplers.RandomSampler(**kw)
+
+
+def _qmc(**kw: Any) -> BaseSampler:
+    defaults = {"qmc_type": "sobol", "scramble": True, "warn_independent_sampling": False}
+    return optuna.samplers.QMCSampler(**{**defaults, **kw})
+
+
+# name -> (factory, the Optuna class whose keyword arguments are the allowed options)
+_FACTORIES: dict[str, tuple[Callable[..., BaseSampler], type[BaseSampler]]] = {
+    "gp": (_gp, optuna.samplers.GPSampler),
+    "gp_log": (_gp_log, LogWarpedGPSampler),
+    "gp_rank": (_gp_rank, RankWarpedGPSampler),
+    "tpe": (_tpe, optuna.samplers.TPESampler),
+    "random": (_random, optuna.samplers.RandomSampler),
+    "qmc": (_qmc, optuna.samplers.QMCSampler),
+}
+
+SAMPLERS: tuple[str, ...] = tuple(_FACTORIES)
+DEFAULT_SAMPLER = "gp"
+
+
+def sampler_options(name: str) -> tuple[str, ...]:
+    """The keyword options `make_sampler(name, ...)` accepts besides `seed`."""
+    _check_name(name)
+    params = inspect.signature(_FACTORIES[name][1]).parameters
+    return tuple(p for p in params if p != "seed")
+
+
+def make_sampler(name: str, seed: int | None = None, **options: Any) -> BaseSampler:
+    """Build the sampler called `name` (one of `SAMPLERS`), seeded with `seed`.
+
+    `options` are passed to the underlying Optuna sampler (e.g. ``n_startup_trials``); they override
+    rnntune's defaults. Raises ValueError for an unknown name or option, naming the allowed ones.
+    """
+    _check_name(name)
+    allowed = sampler_options(name)
+    unknown = sorted(set(options) - set(allowed))
+    if unknown:
+        raise ValueError(
+            f"unknown option(s) {', '.join(unknown)} for sampler {name!r}; "
+            f"allowed: {', '.join(allowed)}"
+        )
+    factory = _FACTORIES[name][0]
+    return factory(seed=seed, **options)
+
+
+def _check_name(name: str) -> None:
+    if name not in _FACTORIES:
+        raise ValueError(f"unknown sampler {name!r}; choose one of: {', '.join(SAMPLERS)}")
