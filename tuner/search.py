@@ -20,9 +20,10 @@ the space a sampler models jointly (GP, QMC) are drawn by its independent (rando
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import optuna
@@ -44,8 +45,7 @@ def _gp_rank(**kw: Any) -> BaseSampler:
 
 
 def _tpe(**kw: Any) -> BaseSampler:
-    with warnings.catch_warnings():  # `group` is marked experimental; we choose it on purpose
-        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+    with _experimental_ok():
         return optuna.samplers.TPESampler(
             **{"multivariate": True, "group": True, "constant_liar": True, **kw}
         )
@@ -57,7 +57,16 @@ def _random(**kw: Any) -> BaseSampler:
 
 def _qmc(**kw: Any) -> BaseSampler:
     defaults = {"qmc_type": "sobol", "scramble": True, "warn_independent_sampling": False}
-    return optuna.samplers.QMCSampler(**{**defaults, **kw})
+    with _experimental_ok():
+        return optuna.samplers.QMCSampler(**{**defaults, **kw})
+
+
+@contextlib.contextmanager
+def _experimental_ok() -> Iterator[None]:
+    """Silence Optuna's ExperimentalWarning: TPE's `group` and QMCSampler are chosen on purpose."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+        yield
 
 
 # name -> (factory, the Optuna class whose keyword arguments are the allowed options)

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from .base import RecurrentCell, State, chrono_init_
 from .lstm import LSTMCell
+from .mogrifier import MogrifierLSTMCell
 
 CELLS: dict[str, type[RecurrentCell]] = {
     "lstm": LSTMCell,
+    "mogrifier_lstm": MogrifierLSTMCell,
 }
 
 
@@ -22,6 +24,10 @@ def make_cell(
     """Build the cell called `name` (a TrainConfig.cell value) for one layer."""
     if name not in CELLS:
         raise ValueError(f"cell must be one of {sorted(CELLS)}, not {name!r}")
+    if name == "mogrifier_lstm":
+        return MogrifierLSTMCell(
+            input_size, hidden_size, t_max=t_max, rounds=mogrifier_rounds, rank=mogrifier_rank
+        )
     return CELLS[name](input_size, hidden_size, t_max=t_max)
 
 

@@ -1,0 +1,280 @@
+"""Search efficiency of rnntune's samplers against Optuna's stock samplers on COCO/BBOB functions.
+
+Each BBOB function (PyPI `coco-experiment`, `cocoex.BareProblem`, dimension 9) is mapped onto the
+thesis Table 2.4 space: every hyperparameter, on its own scale (log, linear or integer), is mapped
+linearly onto the function's domain [-5, 5], so a sampler sees the exact distributions a Mogrifier
+sweep gives it. Noisy problems use BBOB-noisy's Gaussian noise model f_GN (severe, β = 1): the
+observed value is f_opt + (f(x) − f_opt)·exp(β·N(0, 1)); regret is always measured on the noiseless
+f(x).
+
+For each optimizer, problem, seed (seed s runs instance s + 1) and number K of trials in flight, one
+ask/tell run of max(budgets) trials keeps K trials pending at all times (ask until K are pending,
+tell the oldest). The first B trials told are exactly those of a run with budget B, so one run gives
+every budget. Figures: median normalized regret over seeds, (best f − f_opt)/(f_ref − f_opt) with
+f_ref the median f of 1000 uniform points; mean rank of each optimizer across problems; seconds per
+suggestion with 100 completed trials (and K − 1 pending).
+
+    .venv/bin/python bench/search_efficiency.py            # full run (hours on 2 cores)
+    .venv/bin/python bench/search_efficiency.py --quick    # a few minutes
+    .venv/bin/python bench/search_efficiency.py --results runs/bench/se.jsonl --jobs 2  # resumable
+"""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("OMP_NUM_THREADS", "1")  # before torch loads: one thread per process
+
+import argparse
+import json
+import math
+import multiprocessing
+import statistics
+import sys
+import time
+from collections import defaultdict
+from collections.abc import Callable
+from pathlib import Path
+
+import cocoex
+import numpy as np
+import optuna
+from scipy.stats import rankdata
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from tuner.search import DEFAULT_SAMPLER, make_sampler  # noqa: E402
+
+# Thesis Table 2.4 (DESIGN.md): name, low, high, scale.
+SPACE = [
+    ("learning_rate", 0.001, 0.004, "log"),
+    ("input_embedding_ratio", 0.0, 2.0, "linear"),
+    ("l2_penalty", 5e-6, 1e-3, "log"),
+    ("input_dropout", 0.0, 0.9, "linear"),
+    ("inter_layer_dropout", 0.0, 0.95, "linear"),
+    ("state_dropout", 0.0, 0.8, "linear"),
+    ("output_dropout", 0.0, 0.95, "linear"),
+    ("mogrifier_rounds", 0, 6, "int"),
+    ("mogrifier_rank", -20, 100, "int"),
+]
+DIM = len(SPACE)
+NOISE_BETA = 1.0
+BBOB_NAMES = {1: "sphere", 7: "step-ellipsoid", 8: "rosenbrock", 10: "ellipsoid",
+              15: "rastrigin", 21: "gallagher101"}
+
+# Optimizers: ours by their make_sampler name; Optuna's stock samplers with their defaults.
+# rnntune's `gp` and `random` are exactly stock GPSampler and RandomSampler, so they run once.
+STOCK: dict[str, Callable[[int], optuna.samplers.BaseSampler]] = {
+    "stock_tpe_mv": lambda s: optuna.samplers.TPESampler(seed=s, multivariate=True),
+    "stock_tpe_uni": lambda s: optuna.samplers.TPESampler(seed=s, multivariate=False),
+    "stock_cmaes": lambda s: optuna.samplers.CmaEsSampler(seed=s),
+    "gp": lambda s: optuna.samplers.GPSampler(seed=s),
+    "random": lambda s: optuna.samplers.RandomSampler(seed=s),
+}
+OURS = ("gp_log", "gp_rank", "tpe", "qmc")
+LABELS = {"gp": "gp (= stock GPSampler)", "random": "random (= stock RandomSampler)"}
+
+FULL = dict(functions=[1, 7, 8, 10, 15, 21], noisy_functions=[1, 8, 10], seeds=5,
+            in_flight=[1, 4], budgets=[30, 60, 100])
+QUICK = dict(functions=[1, 8, 15], noisy_functions=[8], seeds=2, in_flight=[4], budgets=[15, 30])
+
+
+def suggest(trial: optuna.Trial) -> np.ndarray:
+    """Suggest the Table 2.4 parameters and map them onto [-5, 5]^9."""
+    x = np.empty(DIM)
+    for i, (name, low, high, scale) in enumerate(SPACE):
+        if scale == "int":
+            v = trial.suggest_int(name, low, high)
+        else:
+            v = trial.suggest_float(name, low, high, log=scale == "log")
+        if scale == "log":
+            u = (math.log(v) - math.log(low)) / (math.log(high) - math.log(low))
+        else:
+            u = (v - low) / (high - low)
+        x[i] = -5.0 + 10.0 * u
+    return x
+
+
+def random_points(n: int, rng: np.random.Generator) -> np.ndarray:
+    """n uniform points of the space (uniform on each parameter's own scale) in [-5, 5]^9."""
+    x = rng.uniform(-5.0, 5.0, size=(n, DIM))
+    for i, (_, low, high, scale) in enumerate(SPACE):
+        if scale == "int":
+            x[:, i] = -5.0 + 10.0 * (rng.integers(low, high + 1, n) - low) / (high - low)
+    return x
+
+
+class Problem:
+    """A BBOB function of the 9-dimensional space, optionally with f_GN noise."""
+
+    def __init__(self, function: int, instance: int, noisy: bool) -> None:
+        self.fn = cocoex.BareProblem("bbob", function, DIM, instance)
+        self.f_opt = float(self.fn.best_value())
+        ref = [self.fn(x) for x in random_points(1000, np.random.default_rng(instance))]
+        self.f_ref = float(np.median(ref))
+        self.noisy = noisy
+
+    def __call__(self, x: np.ndarray, rng: np.random.Generator) -> tuple[float, float]:
+        """(observed value, noiseless value) at x."""
+        f = float(self.fn(x))
+        if not self.noisy:
+            return f, f
+        return self.f_opt + (f - self.f_opt) * math.exp(NOISE_BETA * rng.standard_normal()), f
+
+    def regret(self, f: float) -> float:
+        return (f - self.f_opt) / (self.f_ref - self.f_opt)
+
+
+def make(optimizer: str, seed: int) -> optuna.samplers.BaseSampler:
+    return STOCK[optimizer](seed) if optimizer in STOCK else make_sampler(optimizer, seed=seed)
+
+
+def run(job: tuple[str, int, bool, int, int, list[int]]) -> dict:
+    """One ask/tell run; returns the normalized regret at each budget and the suggestion time."""
+    optimizer, function, noisy, seed, k, budgets = job
+    optuna.logging.set_verbosity(optuna.logging.ERROR)
+    problem = Problem(function, seed + 1, noisy)
+    rng = np.random.default_rng(10_000 + seed)
+    study = optuna.create_study(sampler=make(optimizer, seed + 1))
+    n = max(budgets)
+    pending: list[tuple[optuna.Trial, np.ndarray]] = []
+    true_values: list[float] = []
+    asked = 0
+    while len(true_values) < n:
+        while len(pending) < k and asked < n:
+            trial = study.ask()
+            pending.append((trial, suggest(trial)))
+            asked += 1
+        trial, x = pending.pop(0)
+        observed, true = problem(x, rng)
+        study.tell(trial, observed)
+        true_values.append(true)
+    times = []
+    if n >= 100:  # time per suggestion with n completed, growing to K in flight
+        for _ in range(k):
+            t0 = time.perf_counter()
+            suggest(study.ask())
+            times.append(time.perf_counter() - t0)
+    best = np.minimum.accumulate(true_values)
+    return {
+        "optimizer": optimizer, "function": function, "noisy": noisy, "seed": seed, "k": k,
+        "regret": {str(b): problem.regret(float(best[b - 1])) for b in budgets},
+        "suggest_s": statistics.fmean(times) if times else None,
+    }
+
+
+def problem_name(function: int, noisy: bool) -> str:
+    return f"f{function}{'~' if noisy else ''}"
+
+
+def report(records: list[dict], optimizers: list[str], problems: list[tuple[int, bool]],
+           in_flight: list[int], budgets: list[int]) -> None:
+    """Print median normalized regret per problem, mean ranks and time per suggestion."""
+    by = defaultdict(list)
+    for r in records:
+        for b, reg in r["regret"].items():
+            by[(r["optimizer"], r["function"], r["noisy"], r["k"], int(b))].append(reg)
+    width = max(len(LABELS.get(o, o)) for o in optimizers)
+    summary: dict[tuple[int, int], dict[str, float]] = {}
+    for k in in_flight:
+        for b in budgets:
+            med = np.array([[statistics.median(by[(o, f, nz, k, b)] or [math.nan])
+                             for f, nz in problems] for o in optimizers])
+            ranks = np.array([rankdata(col) for col in med.T]).T  # ties share the average rank
+            mean_rank = ranks.mean(axis=1)
+            summary[(k, b)] = dict(zip(optimizers, mean_rank))
+            print(f"\n## median normalized regret, {b} trials, {k} in flight "
+                  f"(~ = noisy; {len(by[(optimizers[0], *problems[0], k, b)])} seeds)")
+            head = " ".join(f"{problem_name(f, nz):>9}" for f, nz in problems)
+            print(f"{'optimizer':<{width}} {head} {'mean rank':>9}")
+            for i, o in enumerate(optimizers):
+                row = " ".join(f"{v:9.2e}" for v in med[i])
+                print(f"{LABELS.get(o, o):<{width}} {row} {mean_rank[i]:9.2f}")
+    print("\n## mean rank across problems (lower is better)")
+    cols = [(k, b) for k in in_flight for b in budgets]
+    print(f"{'optimizer':<{width}} " + " ".join(f"{f'K={k} n={b}':>10}" for k, b in cols))
+    for o in optimizers:
+        print(f"{LABELS.get(o, o):<{width}} "
+              + " ".join(f"{summary[c][o]:10.2f}" for c in cols))
+    times = defaultdict(list)
+    for r in records:
+        if r["suggest_s"] is not None:
+            times[(r["optimizer"], r["k"])].append(r["suggest_s"])
+    if times:
+        print("\n## seconds per suggestion at 100 completed trials (mean over runs)")
+        print(f"{'optimizer':<{width}} " + " ".join(f"{f'K={k}':>8}" for k in in_flight))
+        for o in optimizers:
+            print(f"{LABELS.get(o, o):<{width}} " + " ".join(
+                f"{statistics.fmean(times[(o, k)]):8.3f}" if times[(o, k)] else f"{'-':>8}"
+                for k in in_flight))
+    print(f"\nDEFAULT_SAMPLER = {DEFAULT_SAMPLER!r}")
+
+
+def main(argv: list[str] | None = None) -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--quick", action="store_true", help="small configuration, a few minutes")
+    p.add_argument("--functions", type=lambda s: [int(v) for v in s.split(",")])
+    p.add_argument("--noisy-functions", type=lambda s: [int(v) for v in s.split(",") if v])
+    p.add_argument("--seeds", type=int)
+    p.add_argument("--in-flight", type=lambda s: [int(v) for v in s.split(",")])
+    p.add_argument("--budgets", type=lambda s: sorted(int(v) for v in s.split(",")))
+    p.add_argument("--optimizers", type=lambda s: s.split(","),
+                   default=list(OURS) + list(STOCK))
+    p.add_argument("--jobs", type=int, default=1, help="worker processes (the machine has 2 cores)")
+    p.add_argument("--results", type=Path, help="JSON-lines file: runs found there are reused, "
+                   "new runs appended (resume or extend a benchmark)")
+    args = p.parse_args(argv)
+    cfg = {**(QUICK if args.quick else FULL),
+           **{k: v for k, v in vars(args).items() if k in FULL and v is not None}}
+    problems = [(f, False) for f in cfg["functions"]] + [(f, True) for f in cfg["noisy_functions"]]
+    unknown = [o for o in args.optimizers if o not in STOCK and o not in OURS]
+    if unknown:
+        p.error(f"unknown optimizers {unknown}; choose from {list(OURS) + list(STOCK)}")
+
+    done: dict[tuple, dict] = {}
+    if args.results and args.results.exists():
+        for line in args.results.read_text().splitlines():
+            r = json.loads(line)
+            done[(r["optimizer"], r["function"], r["noisy"], r["seed"], r["k"])] = r
+    jobs, records = [], []
+    for s in range(cfg["seeds"]):  # seed-major, so a partial --results file covers every optimizer
+        for f, nz in problems:
+            for k in cfg["in_flight"]:
+                for o in args.optimizers:
+                    r = done.get((o, f, nz, s, k))
+                    if r is not None and all(str(b) in r["regret"] for b in cfg["budgets"]):
+                        records.append(r)
+                    else:
+                        jobs.append((o, f, nz, s, k, cfg["budgets"]))
+    print(f"{len(records)} runs reused, {len(jobs)} to run", file=sys.stderr)
+    out = None
+    if args.results:
+        args.results.parent.mkdir(parents=True, exist_ok=True)
+        out = args.results.open("a")
+    t0 = time.time()
+    with multiprocessing.Pool(args.jobs) if args.jobs > 1 else _Serial() as pool:
+        for i, r in enumerate(pool.imap_unordered(run, jobs), 1):
+            records.append(r)
+            if out:
+                out.write(json.dumps(r) + "\n")
+                out.flush()
+            print(f"\r{i}/{len(jobs)} runs, {time.time() - t0:.0f} s", end="", file=sys.stderr)
+    print(file=sys.stderr)
+    report(records, args.optimizers, problems, cfg["in_flight"], cfg["budgets"])
+
+
+class _Serial:
+    """Stand-in for multiprocessing.Pool with --jobs 1 (no worker processes to start)."""
+
+    def __enter__(self) -> _Serial:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+    @staticmethod
+    def imap_unordered(fn: Callable, items: list) -> map:
+        return map(fn, items)
+
+
+if __name__ == "__main__":
+    main()

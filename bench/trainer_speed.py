@@ -1,0 +1,192 @@
+"""Training tokens/s of our recurrent cells against torch.nn.LSTM in the same language model.
+
+Every model is the same small LM — embedding → 2 recurrent layers → softmax over the vocabulary —
+trained with RAdam on random tokens; one training step is forward, backward and optimizer step on a
+BPTT window. The models take turns step by step, so load from other processes hits them alike; the
+table reports the median step. Achieved FLOP/s counts matrix-multiply FLOPs (training ≈ 3× forward)
+and is given as a fraction of this machine's float32 matmul peak, measured in the same run.
+
+    python bench/trainer_speed.py                 # PTB-like size, 1 CPU thread
+    python bench/trainer_speed.py --quick         # a small size, for a smoke run
+    python bench/trainer_speed.py --device cuda   # against cuDNN's LSTM
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+from torch import Tensor, nn
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from trainer.cells import make_cell  # noqa: E402
+
+
+@dataclass(frozen=True)
+class Size:
+    layers: int
+    hidden: int
+    vocab: int
+    bptt: int
+    batch: int
+
+
+PTB_LIKE = Size(layers=2, hidden=650, vocab=10_000, bptt=70, batch=64)
+QUICK = Size(layers=2, hidden=128, vocab=2_000, bptt=20, batch=16)
+MOGRIFIER_ROUNDS, MOGRIFIER_RANK = 5, 50
+
+
+class TorchLSTMLM(nn.Module):
+    """The baseline: torch.nn.LSTM (oneDNN on CPU, cuDNN on CUDA) in the same LM."""
+
+    def __init__(self, size: Size) -> None:
+        super().__init__()
+        self.embedding = nn.Embedding(size.vocab, size.hidden)
+        self.rnn = nn.LSTM(size.hidden, size.hidden, num_layers=size.layers)
+        self.softmax = nn.Linear(size.hidden, size.vocab)
+
+    def forward(self, tokens: Tensor) -> Tensor:
+        h, _ = self.rnn(self.embedding(tokens))
+        return self.softmax(h)
+
+
+class CellLM(nn.Module):
+    """The same LM with a stack of rnntune cells (trainer.cells.make_cell)."""
+
+    def __init__(self, size: Size, cell: str, **cell_args: int) -> None:
+        super().__init__()
+        self.embedding = nn.Embedding(size.vocab, size.hidden)
+        self.layers = nn.ModuleList(
+            make_cell(cell, size.hidden, size.hidden, **cell_args) for _ in range(size.layers)
+        )
+        self.softmax = nn.Linear(size.hidden, size.vocab)
+
+    def forward(self, tokens: Tensor) -> Tensor:
+        x = self.embedding(tokens)
+        for layer in self.layers:
+            x, _ = layer(x, layer.zero_state(x.shape[1], x.device, x.dtype))
+        return self.softmax(x)
+
+
+def forward_flops_per_token(name: str, size: Size) -> int:
+    """Matrix-multiply FLOPs of one token's forward pass (2 per multiply-add)."""
+    m = n = size.hidden
+    per_layer = {
+        "torch.nn.LSTM": m * 4 * n + n * 4 * n,
+        "lstm": m * 4 * n + n * 4 * n,
+        # Each Mogrifier round is a rank-k gate: k·(in + out) multiply-adds (Mogrifier paper §2).
+        "mogrifier_lstm": m * 4 * n + n * 4 * n + MOGRIFIER_ROUNDS * MOGRIFIER_RANK * (m + n),
+        # RLSTM (thesis §4.1): i, j from x; i, j, f from h_prev; W^fu (i⊙j); W^oc c.
+        "rlstm": m * 2 * n + n * 3 * n + n * n + n * n,
+    }[name]
+    return 2 * (size.layers * per_layer + n * size.vocab)
+
+
+def build(name: str, size: Size) -> nn.Module:
+    if name == "torch.nn.LSTM":
+        return TorchLSTMLM(size)
+    if name == "mogrifier_lstm":
+        return CellLM(size, name, mogrifier_rounds=MOGRIFIER_ROUNDS, mogrifier_rank=MOGRIFIER_RANK)
+    return CellLM(size, name)
+
+
+def sync(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def matmul_peak(device: torch.device, dim: int) -> float:
+    """Measured float32 FLOP/s of a dim×dim matrix multiply (the best of a few)."""
+    a = torch.randn(dim, dim, device=device)
+    b = torch.randn(dim, dim, device=device)
+    a @ b
+    best = float("inf")
+    for _ in range(5):
+        sync(device)
+        start = time.perf_counter()
+        a @ b
+        sync(device)
+        best = min(best, time.perf_counter() - start)
+    return 2 * dim**3 / best
+
+
+class Trainee:
+    """One model, its optimizer, and a fixed batch of random tokens."""
+
+    def __init__(self, name: str, size: Size, device: torch.device, seed: int) -> None:
+        torch.manual_seed(seed)
+        self.name = name
+        self.model = build(name, size).to(device)
+        self.optimizer = torch.optim.RAdam(self.model.parameters(), lr=1e-3)
+        self.tokens = torch.randint(size.vocab, (size.bptt + 1, size.batch), device=device)
+        self.seconds: list[float] = []
+
+    def step(self, device: torch.device) -> float:
+        """One training step: summed cross-entropy over the window, averaged over the batch."""
+        sync(device)
+        start = time.perf_counter()
+        logits = self.model(self.tokens[:-1])
+        loss = nn.functional.cross_entropy(
+            logits.flatten(0, 1), self.tokens[1:].flatten(), reduction="sum"
+        ) / self.tokens.shape[1]
+        self.optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        self.optimizer.step()
+        sync(device)
+        return time.perf_counter() - start
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--device", default="cpu", help="cpu or cuda (default: cpu)")
+    parser.add_argument("--threads", type=int, default=1, help="CPU threads for torch (default: 1)")
+    parser.add_argument("--steps", type=int, default=5, help="timed steps per model (default: 5)")
+    parser.add_argument("--quick", action="store_true", help=f"small size {QUICK} instead of {PTB_LIKE}")
+    parser.add_argument(
+        "--models",
+        default="torch.nn.LSTM,lstm,mogrifier_lstm,rlstm",
+        help="comma-separated subset of torch.nn.LSTM, lstm, mogrifier_lstm, rlstm",
+    )
+    args = parser.parse_args(argv)
+
+    torch.set_num_threads(args.threads)
+    device = torch.device(args.device)
+    if device.type == "cuda":
+        torch.backends.cuda.matmul.allow_tf32 = False  # compare against the float32 peak
+        torch.backends.cudnn.allow_tf32 = False
+    size = QUICK if args.quick else PTB_LIKE
+    names = args.models.split(",")
+    if "torch.nn.LSTM" not in names:
+        names.insert(0, "torch.nn.LSTM")
+
+    peak = matmul_peak(device, 2048 if args.quick else 4096)
+    trainees = [Trainee(name, size, device, seed=0) for name in names]
+    for trainee in trainees:  # warm-up: allocator, lazy initialization, any compilation
+        trainee.step(device)
+    for _ in range(args.steps):
+        for trainee in trainees:
+            trainee.seconds.append(trainee.step(device))
+
+    tokens = size.bptt * size.batch
+    print(f"device {device} ({torch.get_num_threads()} threads), torch {torch.__version__}, size {size}")
+    print(f"float32 matmul peak: {peak / 1e9:.1f} GFLOP/s; median of {args.steps} steps per model")
+    print(f"{'model':<26}{'ms/step':>10}{'tokens/s':>11}{'vs nn.LSTM':>12}{'GFLOP/s':>10}{'of peak':>9}")
+    base = tokens / statistics.median(trainees[0].seconds)
+    for trainee in trainees:
+        rate = tokens / statistics.median(trainee.seconds)
+        flops = 3 * forward_flops_per_token(trainee.name, size) * rate
+        label = trainee.name + (f" r={MOGRIFIER_ROUNDS},k={MOGRIFIER_RANK}" if trainee.name == "mogrifier_lstm" else "")
+        print(
+            f"{label:<26}{1e3 * tokens / rate:>10.0f}{rate:>11.0f}{rate / base:>11.2f}x"
+            f"{flops / 1e9:>10.1f}{flops / peak:>8.0%}"
+        )
+
+
+if __name__ == "__main__":
+    main()

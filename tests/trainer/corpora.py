@@ -1,0 +1,33 @@
+"""Tiny corpora the trainer tests make for themselves, in the standard files' formats."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+SUBJECTS = ["the cat", "a dog", "the old man", "my sister", "the bird", "a child"]
+VERBS = ["sees", "likes", "chases", "finds", "watches"]
+OBJECTS = ["the ball", "a red box", "the garden", "an apple", "the river", "a small house"]
+
+
+def sentences(n: int, seed: int) -> list[str]:
+    """Sentences of a small grammar: predictable structure, so a model can beat the unigram baseline."""
+    rng = random.Random(seed)
+    return [f"{rng.choice(SUBJECTS)} {rng.choice(VERBS)} {rng.choice(OBJECTS)}" for _ in range(n)]
+
+
+def write_ptb(folder: Path, train: int = 3000, valid: int = 200, test: int = 200) -> Path:
+    """ptb.{train,valid,test}.txt with one sentence a line."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for split, n, seed in (("train", train, 0), ("valid", valid, 1), ("test", test, 2)):
+        (folder / f"ptb.{split}.txt").write_text("\n".join(sentences(n, seed)) + "\n")
+    return folder
+
+
+def write_ptb_char(folder: Path, n: int = 300) -> Path:
+    """ptb.char.{split}.txt: characters separated by spaces, '_' between words."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for split, seed in (("train", 0), ("valid", 1), ("test", 2)):
+        lines = [" ".join(s.replace(" ", "_")) for s in sentences(n, seed)]
+        (folder / f"ptb.char.{split}.txt").write_text("\n".join(lines) + "\n")
+    return folder

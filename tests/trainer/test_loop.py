@@ -1,0 +1,119 @@
+"""The training loop: learning, divergence recovery, checkpoints, resume and the report callback."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections import Counter
+
+import pytest
+import torch
+
+from tests.trainer.corpora import write_ptb
+from trainer import Trainer, TrainingDiverged, load_checkpoint, make_config, train
+from trainer.checkpoint import read_checkpoint
+from trainer.data import batchify, load_corpus
+from trainer.evaluate import evaluate
+from trainer.loop import LR_DECAY_ON_RESTORE, MAX_RESTORES
+
+
+def tiny(tmp_path, **kw):
+    base = {
+        "dataset": "ptb", "data_dir": str(write_ptb(tmp_path / "data")), "hidden_size": 32,
+        "batch_size": 16, "bptt": 20, "eval_every": 10, "max_steps": 30, "learning_rate": 0.003,
+        "run_dir": str(tmp_path / "run"), "seed": 1,
+    }
+    base.update(kw)
+    return make_config(base)
+
+
+def unigram_loss(corpus) -> float:
+    counts = Counter(corpus.train.tolist())
+    total = sum(counts.values())
+    return -sum(math.log(counts[t] / total) for t in corpus.valid.tolist()) / corpus.valid.numel()
+
+
+def test_short_run_beats_the_unigram_baseline(tmp_path):
+    # Adam with beta1 = 0 (Mogrifier paper §3.3): RAdam's variance rectification warms up over
+    # ~1/(1 - beta2) = 1000 steps, too slow to show learning in a 150-step test.
+    cfg = tiny(tmp_path, max_steps=150, eval_every=50, optimizer="adam_beta1_0")
+    result = train(cfg)
+    baseline = unigram_loss(load_corpus(cfg))
+    assert result.best_val_loss < 0.5 * baseline
+    assert result.test_loss is not None and result.test_loss < 0.5 * baseline
+
+
+def test_run_folder_layout_and_metrics(tmp_path):
+    cfg = tiny(tmp_path)
+    seen = []
+    result = train(cfg, report=seen.append)
+    run = tmp_path / "run"
+    assert {"config.yaml", "metrics.jsonl", "best.pt", "last.pt", "result.json"} <= {p.name for p in run.iterdir()}
+    rows = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
+    assert [r["step"] for r in rows] == [10, 20, 30] == [m["step"] for m in seen]
+    for key in ("step", "epoch", "val_loss", "raw_val_loss", "avg_length", "tokens_per_s", "lr"):
+        assert key in rows[0]
+    assert result.best_val_loss == min(r["val_loss"] for r in rows)
+
+
+def test_callback_can_stop_the_run(tmp_path):
+    result = train(tiny(tmp_path, max_steps=100), report=lambda m: m["step"] >= 20)
+    assert result.stopped == "callback" and result.steps == 20
+
+
+def test_injected_nan_restores_best_checkpoint_with_lower_lr(tmp_path):
+    cfg = tiny(tmp_path, max_steps=100)
+    trainer = Trainer(cfg)
+    trainer.run_dir.mkdir(parents=True)
+    for _ in range(10):
+        trainer.train_step()
+    trainer._evaluation([], 0.0)  # writes best.pt at step 10
+    best = read_checkpoint(tmp_path / "run" / "best.pt")
+    with torch.no_grad():
+        trainer.params[0].fill_(float("nan"))
+    trainer.train_step()
+    assert trainer.restores == 1
+    assert trainer.lr == pytest.approx(cfg.learning_rate * LR_DECAY_ON_RESTORE)
+    assert all(g["lr"] == pytest.approx(trainer.lr) for g in trainer.optimizer.param_groups)
+    assert torch.equal(trainer.params[0].detach(), best["raw"][0])
+    losses = [trainer.train_step() for _ in range(5)]
+    assert all(math.isfinite(x) for x in losses) and trainer.step == 15
+
+
+def test_divergence_past_the_limit_fails_with_a_reason(tmp_path):
+    trainer = Trainer(tiny(tmp_path))
+    trainer.model.register_forward_hook(lambda mod, args, out: (out[0] * float("nan"), out[1]))
+    with pytest.raises(TrainingDiverged, match="restores"):
+        for _ in range(MAX_RESTORES + 2):
+            trainer.train_step()
+
+
+def test_resume_reaches_the_same_state(tmp_path):
+    common = {"state_dropout": 0.2, "input_dropout": 0.1, "max_steps": 40}
+    straight = train(tiny(tmp_path / "a", **common))
+    train(tiny(tmp_path / "b", **{**common, "max_steps": 20}))
+    resumed = train(tiny(tmp_path / "b", **common))
+    a = read_checkpoint(tmp_path / "a" / "run" / "last.pt")
+    b = read_checkpoint(tmp_path / "b" / "run" / "last.pt")
+    assert all(torch.equal(x, y) for x, y in zip(a["raw"], b["raw"]))
+    assert resumed.best_val_loss == straight.best_val_loss
+
+    def curve(p):
+        return [json.loads(line)["val_loss"] for line in (p / "run" / "metrics.jsonl").read_text().splitlines()]
+
+    assert curve(tmp_path / "a") == curve(tmp_path / "b")
+
+
+def test_resume_refuses_a_different_config(tmp_path):
+    train(tiny(tmp_path, max_steps=10))
+    with pytest.raises(ValueError, match="hidden_size"):
+        Trainer(tiny(tmp_path, hidden_size=48))
+
+
+def test_checkpoint_loads_into_a_ready_model(tmp_path):
+    cfg = tiny(tmp_path)
+    result = train(cfg)
+    model, loaded_cfg = load_checkpoint(result.best_checkpoint)
+    assert loaded_cfg == cfg and not model.training and len(model.vocab) == model.vocab_size
+    valid = batchify(load_corpus(cfg).valid, cfg.eval_batch_size)
+    assert evaluate(model, valid, cfg.bptt)[0] == pytest.approx(result.best_val_loss, rel=1e-5)

@@ -1,0 +1,89 @@
+"""The language model (thesis §4.2 eq. 1): dropout masks, embeddings, the parameter budget."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from trainer.config import make_config
+from trainer.model import LanguageModel, build_model, count_parameters, solve_hidden_size
+
+
+def cfg(**kw):
+    base = {"hidden_size": 16, "num_layers": 2}
+    base.update(kw)
+    return make_config(base)
+
+
+def capture_layer_inputs(model):
+    seen = []
+    for layer in model.layers:
+        layer.register_forward_pre_hook(lambda mod, args: seen.append(args))
+    return seen
+
+
+def test_state_mask_is_one_per_sequence_and_layer():
+    model = LanguageModel(cfg(state_dropout=0.5), vocab_size=11, hidden_size=16).train()
+    seen = capture_layer_inputs(model)
+    tokens = torch.randint(0, 11, (9, 3))
+    model(tokens, model.zero_state(3))
+    masks = [args[2] for args in seen]
+    assert all(m.shape == (3, 16) for m in masks)  # no time axis: the same mask at every step
+    assert not torch.equal(masks[0], masks[1])  # each layer its own
+    assert set(masks[0].unique().tolist()) <= {0.0, 2.0}
+    model.eval()
+    seen.clear()
+    model(tokens, model.zero_state(3))
+    assert all(args[2] is None for args in seen)
+
+
+def test_input_mask_differs_between_time_steps():
+    model = LanguageModel(cfg(input_dropout=0.5), vocab_size=5, hidden_size=16).train()
+    seen = capture_layer_inputs(model)
+    model(torch.full((6, 2), 3), model.zero_state(2))
+    x = seen[0][0]  # the same token at every step, so any difference is the mask
+    zero = x == 0
+    assert zero.any() and not all(torch.equal(zero[0], zero[t]) for t in range(1, 6))
+
+
+def test_output_mask_differs_between_time_steps():
+    model = LanguageModel(cfg(output_dropout=0.5), vocab_size=5, hidden_size=16).train()
+    out, _ = model.features(torch.full((6, 2), 3), model.zero_state(2))
+    zero = out == 0
+    assert zero.any() and not all(torch.equal(zero[0], zero[t]) for t in range(1, 6))
+
+
+def test_word_level_ties_embeddings_and_projects_when_smaller(tmp_path):
+    c = make_config({"dataset": "ptb", "data_dir": str(tmp_path), "hidden_size": 20, "input_embedding_ratio": 0.5})
+    model = LanguageModel(c, vocab_size=30, hidden_size=20)
+    assert model.out_embedding is None and model.output_weight is model.embedding.weight
+    assert model.embedding_size == 10 and model.projection is not None and model.projection.bias is None
+    logits, _ = model(torch.randint(0, 30, (4, 2)), model.zero_state(2))
+    assert logits.shape == (4, 2, 30)
+
+
+def test_ratio_at_least_one_means_equal_sizes_no_projection():
+    model = LanguageModel(cfg(input_embedding_ratio=1.7), vocab_size=7, hidden_size=16)
+    assert model.embedding_size == 16 and model.projection is None and model.out_embedding is not None
+
+
+@pytest.mark.parametrize("architecture", ["residual", "skip"])
+def test_architectures_run_three_layers(architecture):
+    model = LanguageModel(cfg(architecture=architecture, num_layers=3, cell_output_dropout=0.3,
+                              inter_layer_dropout=0.3), vocab_size=7, hidden_size=16)
+    logits, state = model(torch.randint(0, 7, (5, 2)), model.zero_state(2))
+    assert logits.shape == (5, 2, 7) and len(state) == 3
+
+
+@pytest.mark.parametrize("budget", [5_000, 40_000, 123_456])
+def test_budget_solver_is_largest_size_within_budget(budget):
+    c = make_config({"num_params": budget, "num_layers": 2})
+    n = solve_hidden_size(c, vocab_size=50)
+    fits = count_parameters(LanguageModel(c, 50, n))
+    over = count_parameters(LanguageModel(c, 50, n + 1))
+    assert fits <= budget < over
+
+
+def test_budget_too_small_is_a_clear_error():
+    with pytest.raises(ValueError, match="too small"):
+        build_model(make_config({"num_params": 10}), vocab_size=1000)

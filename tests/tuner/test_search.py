@@ -1,0 +1,122 @@
+"""Samplers from `tuner.search.make_sampler` drive real Optuna ask/tell loops on a conditional space."""
+
+from __future__ import annotations
+
+import math
+
+import optuna
+import pytest
+from optuna.trial import TrialState
+
+from tuner.search import DEFAULT_SAMPLER, SAMPLERS, make_sampler, sampler_options
+
+optuna.logging.set_verbosity(optuna.logging.WARNING)
+
+# Few startup trials so the model-based samplers (GP, TPE) are past their random phase quickly.
+FAST = {"n_startup_trials": 4}
+
+
+def build(name: str, seed: int | None) -> optuna.samplers.BaseSampler:
+    options = FAST if "n_startup_trials" in sampler_options(name) else {}
+    return make_sampler(name, seed=seed, **options)
+
+
+def suggest(trial: optuna.Trial) -> dict:
+    """A small Table 2.4-like space where the Mogrifier parameters exist only for the Mogrifier."""
+    cell = trial.suggest_categorical("cell", ["lstm", "mogrifier_lstm"])
+    trial.suggest_float("learning_rate", 1e-3, 4e-3, log=True)
+    trial.suggest_float("state_dropout", 0.0, 0.8)
+    if cell == "mogrifier_lstm":
+        trial.suggest_int("mogrifier_rounds", 0, 6)
+        trial.suggest_int("mogrifier_rank", -20, 100)
+    return trial.params
+
+
+def objective(p: dict) -> float:
+    loss = (math.log(p["learning_rate"] / 2e-3)) ** 2 + (p["state_dropout"] - 0.3) ** 2
+    if p["cell"] == "mogrifier_lstm":
+        loss += 0.01 * abs(p["mogrifier_rounds"] - 5) - 0.05
+    return loss
+
+
+def run(study: optuna.Study, n: int) -> None:
+    for _ in range(n):
+        trial = study.ask()
+        study.tell(trial, objective(suggest(trial)))
+
+
+def test_names_and_default() -> None:
+    assert {"gp", "tpe", "random", "qmc"} <= set(SAMPLERS)
+    assert DEFAULT_SAMPLER in SAMPLERS
+
+
+@pytest.mark.parametrize("name", SAMPLERS)
+def test_drives_ask_tell_on_conditional_space(name: str, tmp_path) -> None:
+    storage = f"sqlite:///{tmp_path / 'study.db'}"
+    study = optuna.create_study(storage=storage, sampler=build(name, seed=0))
+    run(study, 10)
+    trials = study.get_trials()
+    assert [t.state for t in trials] == [TrialState.COMPLETE] * 10
+    for t in trials:
+        mogrifier = t.params["cell"] == "mogrifier_lstm"
+        assert ("mogrifier_rounds" in t.params) == mogrifier
+        assert ("mogrifier_rank" in t.params) == mogrifier
+        assert 1e-3 <= t.params["learning_rate"] <= 4e-3
+        assert 0.0 <= t.params["state_dropout"] <= 0.8
+        if mogrifier:
+            assert 0 <= t.params["mogrifier_rounds"] <= 6
+            assert -20 <= t.params["mogrifier_rank"] <= 100
+
+
+def _point(params: dict) -> tuple:
+    """The jointly modelled part of a suggestion, on the unit scale of each parameter."""
+    lr = math.log(params["learning_rate"] / 1e-3) / math.log(4.0)
+    return params["cell"], lr, params["state_dropout"] / 0.8
+
+
+@pytest.mark.parametrize("name", SAMPLERS)
+def test_suggestion_avoids_pending_trials(name: str) -> None:
+    study = optuna.create_study(sampler=build(name, seed=1))
+    run(study, 8)
+    pending = [_point(suggest(study.ask())) for _ in range(4)]
+    cell, lr, dropout = _point(suggest(study.ask()))
+    for p_cell, p_lr, p_dropout in pending:
+        # A sampler blind to RUNNING trials returns the same point again (distance 0.0 here).
+        assert cell != p_cell or math.hypot(lr - p_lr, dropout - p_dropout) > 1e-3
+
+
+@pytest.mark.parametrize("name", SAMPLERS)
+def test_seed_makes_suggestions_reproducible(name: str) -> None:
+    def history(seed: int) -> list[dict]:
+        study = optuna.create_study(sampler=build(name, seed=seed))
+        run(study, 7)
+        return [t.params for t in study.trials]
+
+    first = history(7)
+    assert history(7) == first
+    assert history(8) != first
+
+
+def test_unknown_name_lists_the_samplers() -> None:
+    with pytest.raises(ValueError, match="unknown sampler 'bayes'") as err:
+        make_sampler("bayes")
+    for name in SAMPLERS:
+        assert name in str(err.value)
+
+
+def test_unknown_option_lists_the_options() -> None:
+    with pytest.raises(ValueError, match="unknown option.*n_startup") as err:
+        make_sampler("gp", seed=0, n_startup=3)
+    assert "n_startup_trials" in str(err.value)
+
+
+def test_options_reach_the_sampler() -> None:
+    def history(sampler: optuna.samplers.BaseSampler) -> list[dict]:
+        study = optuna.create_study(sampler=sampler)
+        run(study, 7)
+        return [t.params for t in study.trials]
+
+    # Until n_startup_trials are done the GP draws from its random sampler with the same seed.
+    random = history(make_sampler("random", seed=5))
+    assert history(make_sampler("gp", seed=5, n_startup_trials=100)) == random
+    assert history(make_sampler("gp", seed=5, n_startup_trials=3)) != random

@@ -1,0 +1,52 @@
+"""Rewired LSTM: f is computed from i⊙j, i is capped at 1 - f, o is computed from c (thesis §4.1)."""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor, nn
+
+from .base import RecurrentCell, State, chrono_init_, uniform_init_
+from .deferred import DeferredMatmul, zeros_base
+
+
+class RLSTMCell(RecurrentCell):
+    """The RLSTM of thesis §4.1; the state mask also scales c where the output gate reads it (§4.2).
+
+    Parameters: w_x [m, 2n] (W^ix, W^jx), w_h [n, 3n] (W^ih, W^jh, W^fh), w_fu [n, n], w_oc [n, n],
+    bias [4n] (b^i, b^j, b^f, b^o). Because the cap keeps f + min(i, 1-f) <= 1 and |j| <= 1,
+    |c| <= 1 for every unit at every step.
+    """
+
+    def __init__(self, input_size: int, hidden_size: int, t_max: float = 20.0) -> None:
+        super().__init__(input_size, hidden_size)
+        n = hidden_size
+        self.w_x = nn.Parameter(torch.empty(input_size, 2 * n))
+        self.w_h = nn.Parameter(torch.empty(n, 3 * n))
+        self.w_fu = nn.Parameter(torch.empty(n, n))
+        self.w_oc = nn.Parameter(torch.empty(n, n))
+        self.bias = nn.Parameter(torch.empty(4 * n))
+        uniform_init_(self, input_size + n)
+        chrono_init_(self.bias[2 * n : 3 * n], t_max)  # b^f ~ ln U(1, T_max - 1) (thesis §4.4)
+
+    def forward(self, x: Tensor, state: State, state_mask: Tensor | None = None) -> tuple[Tensor, State]:
+        steps, batch, _ = x.shape
+        n = self.hidden_size
+        h, c = state
+        b_ij, b_f, b_o = self.bias[: 2 * n], self.bias[2 * n : 3 * n], self.bias[3 * n :]
+        gx = torch.addmm(b_ij, x.reshape(-1, self.input_size), self.w_x).view(steps, batch, 2 * n)
+        from_h = DeferredMatmul(self.w_h, torch.cat([gx, b_f.expand(steps, batch, n)], dim=2))
+        from_u = DeferredMatmul(self.w_fu, zeros_base(x, steps, batch, n))
+        from_c = DeferredMatmul(self.w_oc, b_o.expand(steps, batch, n))
+        outs = []
+        for t in range(steps):
+            h_hat = h if state_mask is None else h * state_mask  # ĥ = h ⊙ M^state (thesis §4.2 eq. 1)
+            gi, gj, gf = from_h(t, h_hat).chunk(3, dim=1)
+            i = torch.sigmoid(gi)  # i = σ(W^ix x + W^ih h_prev + b^i)
+            j = torch.tanh(gj)  # j = tanh(W^jx x + W^jh h_prev + b^j)
+            f = torch.sigmoid(gf + from_u(t, i * j))  # f = σ(W^fu (i ⊙ j) + W^fh h_prev + b^f)
+            c = f * c + torch.minimum(i, 1.0 - f) * j  # c = f ⊙ c_prev + min(i, 1 - f) ⊙ j
+            c_hat = c if state_mask is None else c * state_mask  # c ⊙ M^state (thesis §4.2)
+            o = torch.sigmoid(from_c(t, c_hat))  # o = σ(W^oc (c ⊙ M^state) + b^o)
+            h = o * torch.tanh(c)  # h = o ⊙ tanh(c)
+            outs.append(h)
+        return torch.stack(outs), (h, c)

@@ -1,0 +1,36 @@
+"""The FastAPI app factory: REST API, OpenAPI docs at /docs, web view and its static assets."""
+
+from __future__ import annotations
+
+from contextlib import asynccontextmanager
+
+from fastapi import FastAPI
+from fastapi.staticfiles import StaticFiles
+
+from tuner.api import errors
+from tuner.api.routes import analysis, studies, trials, web
+from tuner.api.settings import ApiSettings
+from tuner.api.state import ApiState
+
+DESCRIPTION = """Start and inspect rnntune studies; hyperparameter sensitivity around the best trial
+(thesis Appendix 2.B); the best checkpoint as a download. When `RNNTUNE_API_TOKEN` is set, requests
+that change anything need `Authorization: Bearer <token>`; when `RNNTUNE_API_READ_TOKEN` is set,
+reads need a token too."""
+
+
+def create_app(settings: ApiSettings | None = None) -> FastAPI:
+    """Build the app; the study store opens now, sweeps it launched are stopped at shutdown."""
+    state = ApiState(settings or ApiSettings.from_env())
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI):
+        yield
+        state.close()
+
+    app = FastAPI(title="rnntune", version="0.1.0", description=DESCRIPTION, lifespan=lifespan)
+    app.state.rnntune = state
+    errors.install(app)
+    for module in (studies, trials, analysis, web):
+        app.include_router(module.router)
+    app.mount("/static", StaticFiles(directory=web.STATIC), name="static")
+    return app

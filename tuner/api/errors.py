@@ -1,0 +1,91 @@
+"""Exception handlers: every error answers JSON `{"detail": ...}` with the right 4xx/5xx code.
+
+Unknown study or trial → 404, invalid request → 422 (naming each field and what it allows),
+conflicting action → 409, study database busy or unreachable → 503. Nothing the client sends is
+meant to reach the catch-all 500; the tests drive the OpenAPI schema to check that.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import sqlalchemy.exc
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from tuner.api.checkpoint import CheckpointUnavailable
+from tuner.api.launcher import SweepAlreadyRunning
+from tuner.api.store import StudyNotFound
+
+log = logging.getLogger("rnntune.api")
+
+
+class Conflict(RuntimeError):
+    """The action conflicts with the study's state (e.g. stopping a study that is not running)."""
+
+
+class NotFound(LookupError):
+    """A trial, best trial or file that does not exist."""
+
+
+def _field(loc: tuple | list) -> str:
+    return ".".join(str(part) for part in loc) or "request"
+
+
+def _validation_message(errors: list[dict]) -> str:
+    return "; ".join(f"{_field(e.get('loc', ()))}: {e.get('msg', 'invalid')}" for e in errors)
+
+
+def _json(status: int, detail: str, **extra) -> JSONResponse:
+    return JSONResponse(status_code=status, content={"detail": detail, **extra})
+
+
+def install(app: FastAPI) -> None:
+    @app.exception_handler(RequestValidationError)
+    async def _invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
+        errors = [
+            {"loc": list(e.get("loc", ())), "msg": str(e.get("msg", "")), "type": str(e.get("type", ""))}
+            for e in exc.errors()
+        ]
+        return _json(422, _validation_message(errors), errors=errors)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        response = _json(exc.status_code, str(exc.detail))
+        for key, value in (exc.headers or {}).items():
+            response.headers[key] = value
+        return response
+
+    @app.exception_handler(StudyNotFound)
+    async def _no_study(request: Request, exc: StudyNotFound) -> JSONResponse:
+        return _json(404, str(exc))
+
+    @app.exception_handler(NotFound)
+    async def _not_found(request: Request, exc: NotFound) -> JSONResponse:
+        return _json(404, str(exc))
+
+    @app.exception_handler(CheckpointUnavailable)
+    async def _no_checkpoint(request: Request, exc: CheckpointUnavailable) -> JSONResponse:
+        return _json(404, str(exc))
+
+    @app.exception_handler(SweepAlreadyRunning)
+    async def _running(request: Request, exc: SweepAlreadyRunning) -> JSONResponse:
+        return _json(409, str(exc))
+
+    @app.exception_handler(Conflict)
+    async def _conflict(request: Request, exc: Conflict) -> JSONResponse:
+        return _json(409, str(exc))
+
+    @app.exception_handler(sqlalchemy.exc.OperationalError)
+    async def _db_busy(request: Request, exc: sqlalchemy.exc.OperationalError) -> JSONResponse:
+        log.warning("study database unavailable: %s", exc)
+        response = _json(503, "the study database is busy or unreachable; retry shortly")
+        response.headers["Retry-After"] = "1"
+        return response
+
+    @app.exception_handler(Exception)
+    async def _bug(request: Request, exc: Exception) -> JSONResponse:
+        log.exception("unhandled error on %s %s", request.method, request.url.path)
+        return _json(500, f"internal error ({type(exc).__name__}); see the server log")

@@ -1,0 +1,84 @@
+"""Turning study rows and trial records into the API's response shapes (see `models`)."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from tuner.api.launcher import SweepHandle
+from tuner.api.records import StudyRow, TrialRecord
+
+FINISHED_STATES = ("COMPLETE", "PRUNED", "FAIL")
+
+
+def _finite(value: Any) -> float | None:
+    """JSON has no NaN/Infinity: non-finite numbers are reported as null."""
+    if isinstance(value, (int, float)) and math.isfinite(value):
+        return float(value)
+    return None
+
+
+def status(row: StudyRow, handle: SweepHandle | None) -> str:
+    """The stored status, corrected by what this API knows about the sweep process it runs."""
+    if handle is not None and handle.running:
+        return "stopping" if handle.stop_requested else "running"
+    return row.status
+
+
+def _int_or_none(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def study_summary(row: StudyRow, handle: SweepHandle | None) -> dict[str, Any]:
+    attrs = row.user_attrs
+    n_trials = _int_or_none(attrs.get("n_trials"))
+    finished = sum(row.counts.get(s, 0) for s in FINISHED_STATES)
+    return {
+        "name": row.name,
+        "status": status(row, handle),
+        "direction": row.direction,
+        "space": attrs.get("space") if isinstance(attrs.get("space"), str) else None,
+        "sampler": attrs.get("sampler") if isinstance(attrs.get("sampler"), str) else None,
+        "n_trials": n_trials,
+        "parallel": _int_or_none(attrs.get("parallel")),
+        "created_at": attrs.get("created_at") if isinstance(attrs.get("created_at"), str) else None,
+        "counts": {state: n for state, n in row.counts.items()},
+        "best_value": _finite(row.best_value),
+        "progress": min(1.0, finished / n_trials) if n_trials else None,
+    }
+
+
+def _clean(value: Any) -> Any:
+    """Attrs and params as JSON can carry them (non-finite floats become null)."""
+    if isinstance(value, float):
+        return _finite(value)
+    if isinstance(value, dict):
+        return {str(k): _clean(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_clean(v) for v in value]
+    return value
+
+
+def trial_summary(trial: TrialRecord) -> dict[str, Any]:
+    attrs = trial.user_attrs
+    error = attrs.get("error")
+    return {
+        "number": trial.number,
+        "state": trial.state,
+        "value": _finite(trial.value),
+        "params": _clean(trial.params),
+        "datetime_start": trial.datetime_start,
+        "datetime_complete": trial.datetime_complete,
+        "node": _clean(attrs.get("node")),
+        "wall_time_s": _finite(attrs.get("wall_time_s")),
+        "error": None if error is None else str(error),
+    }
+
+
+def trial_detail(trial: TrialRecord) -> dict[str, Any]:
+    return {
+        **trial_summary(trial),
+        "distributions": {name: spec.as_dict() for name, spec in trial.specs.items()},
+        "learning_curve": [{"step": s, "value": _finite(v)} for s, v in trial.curve],
+        "user_attrs": _clean(trial.user_attrs),
+    }

@@ -1,0 +1,44 @@
+"""`rnntune evaluate`: evaluate a checkpoint on a split, with the temperature chosen on validation."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from trainer import DataError, load_checkpoint
+from trainer.data import batchify, load_corpus
+from trainer.evaluate import evaluate, headline, select_temperature
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("evaluate", help="evaluate a checkpoint (best.pt / last.pt) on a data split")
+    p.add_argument("checkpoint", help="path of a checkpoint file")
+    p.add_argument("--split", choices=("valid", "test"), default="test")
+    p.add_argument("--data-dir", help="dataset folder, if it moved since training")
+    p.add_argument("--temperature", type=float, help="softmax temperature (default: chosen on validation)")
+    p.add_argument("--json", action="store_true", help="print the result as JSON")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        model, cfg = load_checkpoint(args.checkpoint)
+        if args.data_dir:
+            cfg = cfg.model_copy(update={"data_dir": args.data_dir})
+        corpus = load_corpus(cfg)
+    except (FileNotFoundError, ValueError, DataError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    valid = batchify(corpus.valid, cfg.eval_batch_size)
+    temperature = args.temperature
+    if temperature is None:
+        temperature, _ = select_temperature(model, valid, cfg.bptt)
+    data = valid if args.split == "valid" else batchify(corpus.test, cfg.eval_batch_size)
+    loss = evaluate(model, data, cfg.bptt, (temperature,))[0]
+    name, value = headline(loss, cfg.word_level)
+    if args.json:
+        print(json.dumps({"split": args.split, "loss": loss, name: value, "temperature": temperature}))
+    else:
+        print(f"{args.split}: {loss:.4f} nats/token, {name} {value:.3f} (temperature {temperature})")
+    return 0

@@ -1,0 +1,52 @@
+"""The Ray Tune trainable: one trial = one `trainer.train` run, its evaluations forwarded to Tune.
+
+Every evaluation is sent with `tune.report`; the driver (the searcher) writes it to the study, so
+trial workers never need the database or its credentials. A trainer exception (bad config, missing
+data, divergence past its restores) does not raise out of the trial: it becomes a final result with
+`error`, which the searcher stores as FAIL with that message. Only a dead worker reaches Ray Tune's
+retry machinery, the one case where a retry can help.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from typing import Any
+
+FINAL = "final"
+
+
+def _numeric(metrics: dict[str, Any]) -> dict[str, Any]:
+    keep = {}
+    for key, value in metrics.items():
+        if isinstance(value, bool) or isinstance(value, (numbers.Number, str)) or value is None:
+            keep[key] = value
+    return keep
+
+
+def run_trial(config: dict[str, Any]) -> dict[str, Any]:
+    """Train the trial described by `config["trainer"]`; return the final summary result."""
+    from ray import tune
+
+    from trainer import make_config, train
+
+    last: dict[str, Any] = {"step": 0, "val_loss": math.inf}
+
+    def report(metrics: dict[str, Any]) -> None:
+        last.update(_numeric(metrics))
+        tune.report(_numeric(metrics))
+
+    try:
+        result = train(make_config(config["trainer"]), report=report)
+    except Exception as err:  # every trainer failure is the trial's FAIL reason, not a worker crash
+        return {**last, FINAL: True, "error": f"{type(err).__name__}: {err}"}
+    return {
+        **last,
+        FINAL: True,
+        "best_val_loss": result.best_val_loss,
+        "best_step": result.best_step,
+        "best_checkpoint": result.best_checkpoint,
+        "test_loss": result.test_loss,
+        "run_dir": result.run_dir,
+        "stopped": result.stopped,
+    }

@@ -1,0 +1,250 @@
+"""SQL studies: one Optuna study per sweep in RDB storage (SQLite by default, any SQLAlchemy URL).
+
+The study is the sweep's source of truth: its user attrs hold the resolved search space, the task and
+the sweep settings (docs/contracts.md), its trials hold params, curves, states, errors and checkpoint
+paths. A resumed sweep, the REST API and `rnntune` commands all read it from here alone.
+
+Bookkeeping conventions (trial user attrs beyond the contract's):
+* `needs_retry`: the trial FAILed through no fault of its own (its worker or the sweep process died,
+  or the sweep was stopped while it ran); it does not count towards `n_trials`, and a retry — a new
+  trial with `retry_of` set to its number — runs in its place.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import secrets
+import socket
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import optuna
+from optuna.trial import FrozenTrial, TrialState
+from sqlalchemy.engine import make_url
+
+from tuner.space import SearchSpace, load_space
+
+DB_ENV = "RNNTUNE_DB_URL"
+DEFAULT_DB_PATH = Path("studies") / "rnntune.db"
+DEFAULT_STORAGE_ROOT = Path("studies")
+STATUSES = ("created", "running", "stopping", "stopped", "finished", "failed")
+SCHEDULERS = ("asha", "median", "none")
+# A running sweep refreshes its heartbeat this often; one silent for HEARTBEAT_STALE_S is dead.
+HEARTBEAT_S = 10.0
+HEARTBEAT_STALE_S = 60.0
+
+
+class StudyError(ValueError):
+    """A study operation that cannot proceed; the message says which study and why."""
+
+
+class StudyExistsError(StudyError):
+    """A study of that name is already in the storage."""
+
+
+class StudyNotFoundError(StudyError):
+    """No study of that name in the storage."""
+
+
+def resolve_db_url(url: str | None = None) -> str:
+    """The study database URL: the given one, else $RNNTUNE_DB_URL, else ./studies/rnntune.db (SQLite)."""
+    url = url or os.environ.get(DB_ENV)
+    if not url:
+        DEFAULT_DB_PATH.parent.mkdir(parents=True, exist_ok=True)
+        return f"sqlite:///{DEFAULT_DB_PATH.resolve()}"
+    parsed = make_url(url)
+    if parsed.get_backend_name() == "sqlite" and parsed.database not in (None, "", ":memory:"):
+        Path(parsed.database).expanduser().resolve().parent.mkdir(parents=True, exist_ok=True)
+    return url
+
+
+def redact_url(url: str) -> str:
+    """The URL with its password masked, fit to print or log."""
+    try:
+        return make_url(url).render_as_string(hide_password=True)
+    except Exception:  # an unparsable URL is reported as such, never echoed
+        return "<unparsable database URL>"
+
+
+def open_storage(url: str) -> optuna.storages.RDBStorage:
+    """Optuna RDB storage on `url`; SQLite waits for locks instead of failing under concurrent writers."""
+    backend = make_url(url).get_backend_name()
+    if backend == "sqlite":
+        engine_kwargs: dict[str, Any] = {"connect_args": {"timeout": 60}}
+    else:
+        engine_kwargs = {"pool_pre_ping": True}
+    try:
+        return optuna.storages.RDBStorage(url, engine_kwargs=engine_kwargs)
+    except Exception as err:
+        raise StudyError(f"cannot open study database {redact_url(url)}: {err}") from None
+
+
+def generate_study_name(space: str) -> str:
+    """A fresh name such as `tiny-20261122-0312-ab12` (space, UTC time, random suffix)."""
+    stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%d-%H%M")
+    return f"{space}-{stamp}-{secrets.token_hex(2)}"
+
+
+def _now() -> str:
+    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+
+
+def study_names(storage_url: str) -> list[str]:
+    storage = open_storage(storage_url)
+    return [s.study_name for s in storage.get_all_studies()]
+
+
+def create_study(
+    name: str | None,
+    *,
+    storage_url: str,
+    space: SearchSpace | str,
+    sampler: str | None = None,
+    n_trials: int,
+    parallel: int = 2,
+    scheduler: str = "asha",
+    storage_path: str | os.PathLike | None = None,
+    overrides: Mapping[str, Any] | None = None,
+    seed: int | None = None,
+) -> optuna.Study:
+    """Create a new sweep's study (status `created`, no trials yet); `rnntune sweep --resume NAME` runs it.
+
+    `space` is a SearchSpace or a space name/path; `overrides` may hold `ranges` ({name: "low:high"})
+    and `set` ({setting: value}) applied on top of it. `name` None generates one. Raises
+    StudyExistsError if the name is taken, SpaceError for a bad space, StudyError for bad settings.
+    """
+    from tuner.search import DEFAULT_SAMPLER, SAMPLERS
+
+    if isinstance(space, str):
+        space = load_space(space)
+    if overrides:
+        unknown = sorted(set(overrides) - {"ranges", "set"})
+        if unknown:
+            raise StudyError(f"overrides: unknown key(s) {', '.join(unknown)}; allowed: ranges, set")
+        space = space.with_overrides(overrides.get("ranges"), overrides.get("set"))
+    sampler = sampler or DEFAULT_SAMPLER
+    if sampler not in SAMPLERS:
+        raise StudyError(f"sampler must be one of {', '.join(SAMPLERS)}, not {sampler!r}")
+    if scheduler not in SCHEDULERS:
+        raise StudyError(f"scheduler must be one of {', '.join(SCHEDULERS)}, not {scheduler!r}")
+    if not isinstance(n_trials, int) or n_trials < 1:
+        raise StudyError(f"n_trials must be a positive integer, not {n_trials!r}")
+    if not isinstance(parallel, int) or parallel < 1:
+        raise StudyError(f"parallel must be a positive integer, not {parallel!r}")
+    name = name or generate_study_name(space.name)
+    if not name.strip() or len(name) > 512:
+        raise StudyError("study name must be 1-512 characters")
+    root = Path(storage_path) if storage_path else DEFAULT_STORAGE_ROOT / name
+    storage = open_storage(storage_url)
+    try:
+        study = optuna.create_study(study_name=name, storage=storage, direction="minimize")
+    except optuna.exceptions.DuplicatedStudyError:
+        raise StudyExistsError(
+            f"study {name!r} already exists in {redact_url(storage_url)}; "
+            f"resume it with `rnntune sweep --resume {name}` or choose another name"
+        ) from None
+    attrs = {
+        "space": space.name,
+        "space_def": space.to_dict(),
+        "task": dict(space.fixed),
+        "sampler": sampler,
+        "seed": seed,
+        "n_trials": n_trials,
+        "parallel": parallel,
+        "scheduler": scheduler,
+        "status": "created",
+        "created_at": _now(),
+        "storage_path": str(root.expanduser().resolve()),
+        "overrides": dict(overrides or {}),
+    }
+    for key, value in attrs.items():
+        study.set_user_attr(key, value)
+    return study
+
+
+def load_study(name: str, storage_url: str, sampler: optuna.samplers.BaseSampler | None = None) -> optuna.Study:
+    """Load an existing study by name; raises StudyNotFoundError naming the storage."""
+    storage = open_storage(storage_url)
+    try:
+        return optuna.load_study(study_name=name, storage=storage, sampler=sampler)
+    except KeyError:
+        raise StudyNotFoundError(f"no study named {name!r} in {redact_url(storage_url)}") from None
+
+
+def set_status(study: optuna.Study, status: str) -> None:
+    if status not in STATUSES:
+        raise StudyError(f"status must be one of {', '.join(STATUSES)}, not {status!r}")
+    study.set_user_attr("status", status)
+    study.set_user_attr("status_at", _now())
+
+
+def heartbeat(study: optuna.Study) -> None:
+    """Record that this process is driving the study (checked before another process resumes it)."""
+    study.set_user_attr(
+        "driver", {"host": socket.gethostname(), "pid": os.getpid(), "heartbeat": time.time()}
+    )
+
+
+def check_not_driven(study: optuna.Study) -> None:
+    """Raise if another live sweep process drives this study (fresh heartbeat, status running)."""
+    attrs = study.user_attrs
+    driver = attrs.get("driver") or {}
+    if attrs.get("status") not in ("running", "stopping") or not driver:
+        return
+    same_process = driver.get("host") == socket.gethostname() and driver.get("pid") == os.getpid()
+    if same_process:
+        return
+    age = time.time() - float(driver.get("heartbeat", 0))
+    if age < HEARTBEAT_STALE_S:
+        raise StudyError(
+            f"study {study.study_name!r} is being run by pid {driver.get('pid')} on {driver.get('host')} "
+            f"(heartbeat {age:.0f} s ago); stop that sweep first"
+        )
+
+
+def counts_towards_total(trial: FrozenTrial) -> bool:
+    """Whether a trial uses up one of the study's `n_trials` (retried attempts do not)."""
+    if trial.state in (TrialState.COMPLETE, TrialState.PRUNED):
+        return True
+    return trial.state == TrialState.FAIL and not trial.user_attrs.get("needs_retry")
+
+
+def finished_count(study: optuna.Study) -> int:
+    return sum(counts_towards_total(t) for t in study.get_trials(deepcopy=False))
+
+
+def pending_retries(study: optuna.Study) -> list[FrozenTrial]:
+    """FAILed attempts awaiting a retry: `needs_retry` set and no trial yet has `retry_of` = their number."""
+    trials = study.get_trials(deepcopy=False)
+    retried = {t.user_attrs.get("retry_of") for t in trials}
+    return [
+        t for t in trials
+        if t.state == TrialState.FAIL and t.user_attrs.get("needs_retry") and t.number not in retried
+    ]
+
+
+def fail_trial(study: optuna.Study, number: int, reason: str, *, needs_retry: bool) -> None:
+    """Mark a RUNNING trial FAIL with its reason (user attr `error`)."""
+    trial_id = study._storage.get_trial_id_from_study_id_trial_number(study._study_id, number)
+    study._storage.set_trial_user_attr(trial_id, "error", reason)
+    if needs_retry:
+        study._storage.set_trial_user_attr(trial_id, "needs_retry", True)
+    study.tell(number, state=TrialState.FAIL)
+
+
+def fail_zombies(study: optuna.Study, reason: str) -> list[int]:
+    """Mark every RUNNING trial FAIL (to be retried): call only when no live process drives the study."""
+    zombies = study.get_trials(deepcopy=False, states=(TrialState.RUNNING,))
+    for t in zombies:
+        fail_trial(study, t.number, reason, needs_retry=True)
+    return [t.number for t in zombies]
+
+
+def best_trial(study: optuna.Study) -> FrozenTrial | None:
+    """The best COMPLETE trial (PRUNED and FAIL trials never are), or None if there is none yet."""
+    complete = study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
+    complete = [t for t in complete if t.value is not None]
+    return min(complete, key=lambda t: t.value) if complete else None
