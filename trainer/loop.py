@@ -21,6 +21,7 @@ from .averaging import Decision, TwoTailedAverage, swap_in
 from .checkpoint import FORMAT_VERSION, read_checkpoint, save_atomic
 from .config import ConfigError, TrainConfig, make_config
 from .data import batchify, load_corpus
+from .dyneval import dynamic_evaluate, mean_squared_gradients
 from .evaluate import evaluate, headline, select_temperature
 from .model import build_model, detach_state
 from .objective import multi_sample_log_likelihood, repeat_for_samples, training_loss
@@ -52,6 +53,8 @@ class TrainResult:
     temperature: float | None
     stopped: str
     steps: int
+    dyneval_val_loss: float | None = None
+    dyneval_test_loss: float | None = None
 
 
 def resolve_device(name: str) -> torch.device:
@@ -306,13 +309,17 @@ class Trainer:
 
     def _finish(self, stopped: str) -> TrainResult:
         best = self.run_dir / "best.pt"
-        test_loss = temperature = None
+        test_loss = temperature = dyn_val = dyn_test = None
         if best.is_file() and stopped != "callback":
             ckpt = read_checkpoint(best, self.device)
             saved = swap_in(self.params, [ckpt["model"][n].to(self.device) for n in self.names])
             try:
                 temperature, _ = select_temperature(self.model, self.valid_data, self.cfg.bptt)
                 test_loss = evaluate(self.model, self.test_data, self.cfg.bptt, (temperature,))[0]
+                if self.cfg.dyneval:
+                    ms = mean_squared_gradients(self.model, self.train_data, self.cfg)
+                    dyn_val = dynamic_evaluate(self.model, self.valid_data, ms, self.cfg)
+                    dyn_test = dynamic_evaluate(self.model, self.test_data, ms, self.cfg)
             finally:
                 swap_in(self.params, saved)
         result = TrainResult(
@@ -324,6 +331,8 @@ class Trainer:
             temperature=temperature,
             stopped=stopped,
             steps=self.step,
+            dyneval_val_loss=dyn_val,
+            dyneval_test_loss=dyn_test,
         )
         (self.run_dir / "result.json").write_text(json.dumps(asdict(result), indent=2) + "\n")
         return result

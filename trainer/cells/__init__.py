@@ -4,11 +4,21 @@ from __future__ import annotations
 
 from .base import RecurrentCell, State, chrono_init_
 from .lstm import LSTMCell
+from .mgru import MGRUCell
+from .mlstm import MLSTMCell
 from .mogrifier import MogrifierLSTMCell
+from .rlstm import RLSTMCell
+from .tmgru import TMGRUCell
+from .tmlstm import TMLSTMCell
 
 CELLS: dict[str, type[RecurrentCell]] = {
     "lstm": LSTMCell,
     "mogrifier_lstm": MogrifierLSTMCell,
+    "rlstm": RLSTMCell,
+    "mlstm": MLSTMCell,
+    "tmlstm": TMLSTMCell,
+    "mgru": MGRUCell,
+    "tmgru": TMGRUCell,
 }
 
 
@@ -21,7 +31,11 @@ def make_cell(
     mogrifier_rounds: int = 0,
     mogrifier_rank: int = 0,
 ) -> RecurrentCell:
-    """Build the cell called `name` (a TrainConfig.cell value) for one layer."""
+    """Build the cell called `name` (a TrainConfig.cell value) for one layer.
+
+    `mogrifier_rounds` and `mogrifier_rank` go to the Mogrifier LSTM only; every cell takes `t_max`
+    for the Chrono initialization of its forget (or update) gate bias (thesis §4.4).
+    """
     if name not in CELLS:
         raise ValueError(f"cell must be one of {sorted(CELLS)}, not {name!r}")
     if name == "mogrifier_lstm":

@@ -45,8 +45,19 @@ def chrono_init_(bias: Tensor, t_max: float) -> None:
         bias.uniform_(1.0, t_max - 1.0).log_()
 
 
+def chrono_update_gate_init_(bias: Tensor, t_max: float) -> None:
+    """Chrono init for a GRU update gate, b_z ~ -ln U(1, T_max - 1).
+
+    In h = (1 - z) ⊙ h_prev + z ⊙ h̃ the carry 1 - z = σ(-a_z) plays the forget gate's role, so
+    negating the thesis' b_f (§4.4) gives the GRU the same spread of initial memory time scales.
+    """
+    chrono_init_(bias, t_max)
+    with torch.no_grad():
+        bias.neg_()
+
+
 def uniform_init_(module: nn.Module, fan: int) -> None:
-    """Glorot-style uniform init of every weight matrix; biases start at zero."""
+    """Uniform(±1/sqrt(fan)) init of every weight matrix (and stack of them); biases start at zero."""
     bound = math.sqrt(1.0 / fan)
     for name, p in module.named_parameters():
         if p.dim() >= 2:

@@ -6,36 +6,46 @@ Mogrifier paper §2 eqs. (1)-(2); with the thesis' capped input gate (§4.1, §4
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import torch
 from torch import Tensor, nn
-from torch.nn import functional as F
 
 from .base import State
-from .deferred import DeferredMatmul
+from .deferred import DeferredMatmul, zeros_base
 from .lstm import LSTMCell, lstm_pointwise
 
 
 class MogrifierGate(nn.Module):
-    """z = Q u + b with Q full rank [out, in] or factorized Q = Q_left Q_right of rank k (Mogrifier §2)."""
+    """z = Q u + b, with Q full rank or factorized as Q = Q_left Q_right of rank k (Mogrifier paper §2).
+
+    Stored for row vectors: full rank `weight` = Q^T [in, out]; low rank `w_in` = Q_right^T [in, k]
+    and `w_out` = Q_left^T [k, out], so z = u w_in w_out + b.
+    """
 
     def __init__(self, in_features: int, out_features: int, rank: int) -> None:
         super().__init__()
-        if rank > 0:
-            self.left = nn.Parameter(torch.empty(out_features, rank))  # Q_left ∈ R^{out×k}
-            self.right = nn.Parameter(torch.empty(rank, in_features))  # Q_right ∈ R^{k×in}
-            nn.init.uniform_(self.left, -1.0 / math.sqrt(rank), 1.0 / math.sqrt(rank))
-            nn.init.uniform_(self.right, -1.0 / math.sqrt(in_features), 1.0 / math.sqrt(in_features))
-        else:
-            self.weight = nn.Parameter(torch.empty(out_features, in_features))
-            nn.init.uniform_(self.weight, -1.0 / math.sqrt(in_features), 1.0 / math.sqrt(in_features))
-        self.bias = nn.Parameter(torch.zeros(out_features))
         self.rank = rank
+        if rank > 0:
+            self.w_in = nn.Parameter(_uniform(in_features, rank))
+            self.w_out = nn.Parameter(_uniform(rank, out_features))
+        else:
+            self.weight = nn.Parameter(_uniform(in_features, out_features))
+        self.bias = nn.Parameter(torch.zeros(out_features))
 
-    def forward(self, u: Tensor) -> Tensor:
-        if self.rank > 0:
-            return F.linear(F.linear(u, self.right), self.left, self.bias)
-        return F.linear(u, self.weight, self.bias)
+    def over_window(self, steps: int, batch: int, like: Tensor) -> Callable[[int, Tensor], Tensor]:
+        """The gate as a per-step function z_t = Q u_t + b with weight gradients batched per window."""
+        bias = self.bias.expand(steps, batch, -1)
+        if self.rank <= 0:
+            return DeferredMatmul(self.weight, bias)
+        to_rank = DeferredMatmul(self.w_in, zeros_base(like, steps, batch, self.rank))
+        from_rank = DeferredMatmul(self.w_out, bias)
+        return lambda t, u: from_rank(t, to_rank(t, u))
+
+
+def _uniform(fan_in: int, fan_out: int) -> Tensor:
+    bound = 1.0 / math.sqrt(fan_in)
+    return torch.empty(fan_in, fan_out).uniform_(-bound, bound)
 
 
 class MogrifierLSTMCell(LSTMCell):
@@ -61,13 +71,16 @@ class MogrifierLSTMCell(LSTMCell):
             for i in range(1, rounds + 1)
         )
 
-    def mogrify(self, x: Tensor, h: Tensor) -> tuple[Tensor, Tensor]:
-        """(x↑, h↑): the highest-indexed x^i and h^i of Mogrifier paper §2 eqs. (1)-(2)."""
-        for i, gate in enumerate(self.gates, start=1):
+    @staticmethod
+    def mogrify(
+        t: int, x: Tensor, h: Tensor, gates: list[Callable[[int, Tensor], Tensor]]
+    ) -> tuple[Tensor, Tensor]:
+        """(x↑, h↑): the highest-indexed x^i and h^i of Mogrifier paper §2 eqs. (1)-(2) at step t."""
+        for i, gate in enumerate(gates, start=1):
             if i % 2 == 1:
-                x = 2.0 * torch.sigmoid(gate(h)) * x  # eq. (1): x^i = 2σ(Q^i h^{i-1}) ⊙ x^{i-2}
+                x = 2.0 * torch.sigmoid(gate(t, h)) * x  # eq. (1): x^i = 2σ(Q^i h^{i-1}) ⊙ x^{i-2}
             else:
-                h = 2.0 * torch.sigmoid(gate(x)) * h  # eq. (2): h^i = 2σ(R^i x^{i-1}) ⊙ h^{i-2}
+                h = 2.0 * torch.sigmoid(gate(t, x)) * h  # eq. (2): h^i = 2σ(R^i x^{i-1}) ⊙ h^{i-2}
         return x, h
 
     def forward(self, x: Tensor, state: State, state_mask: Tensor | None = None) -> tuple[Tensor, State]:
@@ -79,10 +92,11 @@ class MogrifierLSTMCell(LSTMCell):
         # is one GEMM per step with its weight gradient batched over the window (deferred.py).
         weight = torch.cat([self.w_x, self.w_h], dim=0)
         recurrent = DeferredMatmul(weight, self.bias.expand(steps, batch, -1))
+        gates = [gate.over_window(steps, batch, x) for gate in self.gates]
         outs = []
         for t, x_t in enumerate(x.unbind(0)):
             h_hat = h if state_mask is None else h * state_mask  # h^0 = ĥ_prev (thesis §4.2 eq. 1)
-            x_up, h_up = self.mogrify(x_t, h_hat)
+            x_up, h_up = self.mogrify(t, x_t, h_hat, gates)
             h, c = lstm_pointwise(recurrent(t, torch.cat([x_up, h_up], dim=1)), c)
             outs.append(h)
         return torch.stack(outs), (h, c)

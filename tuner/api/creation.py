@@ -1,4 +1,8 @@
-"""POST /studies: validated request → `tuner.study.create_study`, errors mapped to 409/422."""
+"""POST /studies: validated request → `tuner.study.create_study`, errors mapped to 409/422.
+
+A space is given by name (only the spaces `rnntune spaces` lists: a request never names a file on
+the server) or inline as a dict.
+"""
 
 from __future__ import annotations
 
@@ -7,34 +11,49 @@ from fastapi import HTTPException
 from tuner.api.errors import Conflict
 from tuner.api.models import CreateStudy
 from tuner.api.state import ApiState
+from tuner.space import SearchSpace, list_spaces, space_from_dict
+from tuner.study import StudyExistsError, create_study
+
+
+def _space(raw: str | dict) -> SearchSpace | str:
+    if isinstance(raw, dict):
+        try:
+            return space_from_dict({"name": "inline", **raw})
+        except (ValueError, TypeError, KeyError, AttributeError) as err:
+            raise HTTPException(status_code=422, detail=f"body.space: {err}") from err
+    known = list_spaces()
+    if raw not in known:
+        raise HTTPException(
+            status_code=422,
+            detail=f"body.space: unknown search space {raw!r}; known: {', '.join(known) or 'none'}",
+        )
+    return raw
 
 
 def create(state: ApiState, body: CreateStudy) -> None:
     """Create the study in the API's database with its checkpoints under `<storage>/<name>`.
 
-    A name already taken is a 409; a space, sampler option, scheduler or override that the study
-    module rejects is a 422 carrying its message (which names the field and the allowed values).
+    A name already taken is a 409; a space, range override or setting that the space module
+    rejects is a 422 carrying its message (which names the field and the allowed values).
     """
-    from optuna.exceptions import DuplicatedStudyError
-
-    from tuner.study import create_study
-
     if state.store.db.study_row(body.name) is not None:
         raise Conflict(f"a study named {body.name!r} already exists")
-    kwargs = {
-        "storage_url": state.settings.db_url,
-        "space": body.space,
-        "sampler": body.sampler,
-        "n_trials": body.n_trials,
-        "parallel": body.parallel,
-        "storage_path": str(state.settings.storage_root / body.name),
-        "overrides": dict(body.overrides),
-    }
-    if body.scheduler is not None:
-        kwargs["scheduler"] = body.scheduler
+    space = _space(body.space)
+    overrides = body.overrides.model_dump()
     try:
-        create_study(body.name, **kwargs)
-    except DuplicatedStudyError as err:
-        raise Conflict(f"a study named {body.name!r} already exists") from err
-    except (ValueError, KeyError, TypeError, LookupError) as err:
-        raise HTTPException(status_code=422, detail=str(err).strip("'\"")) from err
+        create_study(
+            body.name,
+            storage_url=state.settings.db_url,
+            space=space,
+            sampler=body.sampler,
+            n_trials=body.n_trials,
+            parallel=body.parallel,
+            scheduler=body.scheduler,
+            storage_path=str(state.settings.storage_root / body.name),
+            overrides=overrides if overrides["ranges"] or overrides["set"] else None,
+            seed=body.seed,
+        )
+    except StudyExistsError as err:
+        raise Conflict(str(err)) from err
+    except (ValueError, TypeError, KeyError) as err:
+        raise HTTPException(status_code=422, detail=f"body: {err}") from err

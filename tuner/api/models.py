@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from tuner.search import DEFAULT_SAMPLER, SAMPLERS
+from tuner.study import SCHEDULERS
 
 STUDY_NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$"
 STATES = ("COMPLETE", "PRUNED", "FAIL", "RUNNING", "WAITING")
+SPACE_NAME_PATTERN = r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$"
 SamplerName = Literal[SAMPLERS]  # type: ignore[valid-type]
+SchedulerName = Literal[SCHEDULERS]  # type: ignore[valid-type]
 TrialState = Literal[STATES]  # type: ignore[valid-type]
 Scalar = bool | int | float | str
 
@@ -22,24 +25,32 @@ class ErrorBody(BaseModel):
     errors: list[dict[str, Any]] | None = None
 
 
+class Overrides(BaseModel):
+    """Changes on top of the named space: `ranges` ({name: "low:high[:scale]"}) and `set`
+    ({trainer setting: value}; fixing a tuned hyperparameter removes it from the tuned ones)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    ranges: dict[str, str] = Field(default_factory=dict)
+    set: dict[str, Scalar] = Field(default_factory=dict)
+
+
 class CreateStudy(BaseModel):
     """Body of POST /studies."""
 
     model_config = ConfigDict(extra="forbid")
 
     name: str = Field(pattern=STUDY_NAME_PATTERN, description="Unique study name.")
-    space: str | dict[str, Any] = Field(
-        description="A search-space name (see `rnntune spaces`) or an inline space definition."
+    space: Annotated[str, Field(pattern=SPACE_NAME_PATTERN)] | dict[str, Any] = Field(
+        description="A search-space name (see `rnntune spaces`) or an inline space definition "
+        "(`fixed` and `params` as in search_spaces/*.yaml)."
     )
     sampler: SamplerName = Field(default=DEFAULT_SAMPLER)
     n_trials: int = Field(ge=1, le=100_000, description="Trials to run in all.")
-    parallel: int = Field(default=1, ge=1, le=1024, description="Trials in flight at once.")
-    scheduler: str | None = Field(
-        default=None, max_length=64, description="Early-stopping scheduler; the sweep's default if null."
-    )
-    overrides: dict[str, Scalar] = Field(
-        default_factory=dict, description="Fixed trainer settings for every trial (name=value)."
-    )
+    parallel: int = Field(default=2, ge=1, le=1024, description="Trials in flight at once.")
+    scheduler: SchedulerName = Field(default="asha", description="Early stopping of poor trials.")
+    seed: int | None = Field(default=None, ge=0, le=2**32 - 1, description="Sampler seed.")
+    overrides: Overrides = Field(default_factory=Overrides)
 
 
 class Counts(BaseModel):

@@ -180,7 +180,8 @@ class TrialDB:
         """Every trial of the study, ordered by number, with params, values, curves and attrs."""
         params_sql = (
             "SELECT p.trial_id, p.param_name, p.param_value, p.distribution_json "
-            "FROM trial_params p JOIN trials t ON t.trial_id = p.trial_id WHERE t.study_id = :sid"
+            "FROM trial_params p JOIN trials t ON t.trial_id = p.trial_id WHERE t.study_id = :sid "
+            "ORDER BY p.param_id"
         )
         values_sql = (
             "SELECT v.trial_id, v.value, v.value_type FROM trial_values v "

@@ -6,8 +6,10 @@ import argparse
 import json
 import sys
 
-from trainer import DataError, load_checkpoint
+from trainer import DataError, load_checkpoint, make_config
+from trainer.config import parse_set
 from trainer.data import batchify, load_corpus
+from trainer.dyneval import dynamic_evaluate, mean_squared_gradients
 from trainer.evaluate import evaluate, headline, select_temperature
 
 
@@ -17,6 +19,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--split", choices=("valid", "test"), default="test")
     p.add_argument("--data-dir", help="dataset folder, if it moved since training")
     p.add_argument("--temperature", type=float, help="softmax temperature (default: chosen on validation)")
+    p.add_argument("--dyneval", action="store_true",
+                   help="dynamic evaluation with the checkpoint's max_time_steps and dyneval_* settings")
+    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="NAME=VALUE",
+                   help="override an evaluation setting, e.g. --set dyneval_learning_rate=1e-4")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.set_defaults(func=run)
 
@@ -24,18 +30,24 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     try:
         model, cfg = load_checkpoint(args.checkpoint)
+        updates = parse_set(args.overrides)
         if args.data_dir:
-            cfg = cfg.model_copy(update={"data_dir": args.data_dir})
+            updates["data_dir"] = args.data_dir
+        cfg = make_config({**cfg.to_dict(), **updates})
         corpus = load_corpus(cfg)
     except (FileNotFoundError, ValueError, DataError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
     valid = batchify(corpus.valid, cfg.eval_batch_size)
-    temperature = args.temperature
-    if temperature is None:
-        temperature, _ = select_temperature(model, valid, cfg.bptt)
     data = valid if args.split == "valid" else batchify(corpus.test, cfg.eval_batch_size)
-    loss = evaluate(model, data, cfg.bptt, (temperature,))[0]
+    if args.dyneval:
+        ms = mean_squared_gradients(model, batchify(corpus.train, cfg.eval_batch_size), cfg)
+        loss, temperature = dynamic_evaluate(model, data, ms, cfg), 1.0
+    else:
+        temperature = args.temperature
+        if temperature is None:
+            temperature, _ = select_temperature(model, valid, cfg.bptt)
+        loss = evaluate(model, data, cfg.bptt, (temperature,))[0]
     name, value = headline(loss, cfg.word_level)
     if args.json:
         print(json.dumps({"split": args.split, "loss": loss, name: value, "temperature": temperature}))

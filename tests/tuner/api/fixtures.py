@@ -1,0 +1,110 @@
+"""Real studies for the API tests, written with Optuna the way the sweep writes them (the contract in
+docs/contracts.md), and a real uvicorn server on a free loopback port."""
+
+from __future__ import annotations
+
+import contextlib
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import optuna
+import uvicorn
+from optuna.distributions import FloatDistribution, IntDistribution
+from optuna.trial import TrialState, create_trial
+
+from tuner.api import ApiSettings, create_app
+
+SPACE = {
+    "learning_rate": FloatDistribution(0.001, 0.004, log=True),
+    "input_dropout": FloatDistribution(0.0, 0.9),
+    "mogrifier_rounds": IntDistribution(0, 10),
+}
+BEST = {"learning_rate": 0.002, "input_dropout": 0.45, "mogrifier_rounds": 3}
+
+# (params, state, value). With fraction 0.15 the windows around BEST are: learning_rate within
+# 0.15*ln(4) = 0.2079 of ln(0.002), i.e. [0.002/4**0.15, 0.002*4**0.15] = [0.0016245, 0.0024623];
+# input_dropout within 0.135 of 0.45; mogrifier_rounds within 1.5 of 3, i.e. 2..4.
+# Hand-checked membership in the comments.
+FIXED_TRIALS = [
+    (BEST, TrialState.COMPLETE, 4.0),  # 0: the best
+    ({"learning_rate": 0.0024, "input_dropout": 0.5, "mogrifier_rounds": 4}, TrialState.COMPLETE, 4.1),  # 1: in
+    ({"learning_rate": 0.0016, "input_dropout": 0.45, "mogrifier_rounds": 3}, TrialState.COMPLETE, 4.2),  # 2: out (log: ln 0.8 = -0.223; linear would keep it)
+    ({"learning_rate": 0.00246, "input_dropout": 0.4, "mogrifier_rounds": 2}, TrialState.COMPLETE, 4.3),  # 3: in (log: ln 1.23 = 0.207; linear would drop it)
+    ({"learning_rate": 0.002, "input_dropout": 0.6, "mogrifier_rounds": 3}, TrialState.COMPLETE, 4.05),  # 4: out (dropout 0.15 > 0.135)
+    ({"learning_rate": 0.002, "input_dropout": 0.45, "mogrifier_rounds": 5}, TrialState.COMPLETE, 4.02),  # 5: out (rounds 2 > 1.5)
+    ({"learning_rate": 0.0011, "input_dropout": 0.1, "mogrifier_rounds": 8}, TrialState.COMPLETE, 5.0),  # 6: out
+    ({"learning_rate": 0.0021, "input_dropout": 0.46, "mogrifier_rounds": 3}, TrialState.PRUNED, None),  # 7: pruned: never counted
+    ({"learning_rate": 0.0035, "input_dropout": 0.8, "mogrifier_rounds": 1}, TrialState.FAIL, None),  # 8: failed
+    ({"learning_rate": 0.0019, "input_dropout": 0.44, "mogrifier_rounds": 3}, TrialState.RUNNING, None),  # 9: running
+]
+EXPECTED_NEIGHBOURS = {1: 0.1, 3: 0.3}
+
+
+def make_study(
+    db_url: str,
+    name: str,
+    storage_path: Path,
+    trials: list[tuple[dict, TrialState, float | None]] = FIXED_TRIALS,
+    status: str = "finished",
+    checkpoints: dict[int, str] | None = None,
+) -> optuna.Study:
+    """A study with the contract's study and trial attrs; `checkpoints` maps trial number → path."""
+    study = optuna.create_study(study_name=name, storage=db_url, direction="minimize")
+    for key, value in {
+        "space": "fixed",
+        "sampler": "random",
+        "n_trials": len(trials),
+        "parallel": 2,
+        "status": status,
+        "created_at": "2026-11-22T00:00:00+00:00",
+        "storage_path": str(storage_path),
+    }.items():
+        study.set_user_attr(key, value)
+    checkpoints = checkpoints or {}
+    frozen = []
+    for number, (params, state, value) in enumerate(trials):
+        curve = {} if state == TrialState.FAIL else {100 * (s + 1): (value or 4.5) + 0.5 / (s + 1) for s in range(3)}
+        attrs = {"node": "127.0.0.1", "wall_time_s": 1.5 + number, "run_dir": str(storage_path / f"trial{number}")}
+        if number in checkpoints:
+            attrs["checkpoint"] = checkpoints[number]
+        if state == TrialState.FAIL:
+            attrs["error"] = "TrainingDiverged: loss became NaN at step 40"
+        frozen.append(
+            create_trial(
+                state=state,
+                params=params,
+                distributions=SPACE,
+                value=value,
+                intermediate_values=curve,
+                user_attrs=attrs,
+            )
+        )
+    study.add_trials(frozen)
+    return study
+
+
+@contextlib.contextmanager
+def live_server(settings: ApiSettings) -> Iterator[str]:
+    """Serve `create_app(settings)` with uvicorn on 127.0.0.1 (free port, in a thread)."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    config = uvicorn.Config(create_app(settings), log_level="warning", lifespan="on")
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 20
+    while not server.started:
+        if time.monotonic() > deadline or not thread.is_alive():
+            raise RuntimeError("uvicorn did not start")
+        time.sleep(0.02)
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=30)
+        sock.close()

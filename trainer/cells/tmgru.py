@@ -1,0 +1,62 @@
+"""True multiplicative GRU: separate intermediate states for z, r and h̃ (Maupomé & Meurs §4.4).
+
+Equation numbers refer to seeds/multiplicative-models-for-recurrent-lm.md: eqs. (22)-(24), (17),
+(4), (18). Eq. (23) is read as r = σ(U_r x + V_r m_r), like eq. (22); as printed, V_r m_r falls
+outside the sigmoid, which would not be a gate. The state is (h,) only; the state mask scales h_prev
+where it enters a product, the carry (1 - z) ⊙ h_prev keeps the unmasked state (see mgru.py).
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor, nn
+
+from .base import RecurrentCell, State, chrono_update_gate_init_, uniform_init_
+from .deferred import DeferredMatmul, zeros_base
+
+
+class TMGRUCell(RecurrentCell):
+    """m_z, m_r by eq. (17); z, r by eqs. (22)-(23); m_h = (W_hx x) ⊙ (W_hh (r ⊙ ĥ)) (eq. 24); GRU update.
+
+    Parameters: w_mx [m, 3n] (W_zx, W_rx, W_hx), w_mh [n, 2n] (W_zh, W_rh), w_hh [n, n] (W_hh),
+    w_x [m, 3n] (U_z, U_r, U_h), w_m [3, n, n] (V_z, V_r, V_h), bias [3n] (b_z, b_r, b_h).
+    """
+
+    def __init__(self, input_size: int, hidden_size: int, t_max: float = 20.0) -> None:
+        super().__init__(input_size, hidden_size)
+        n = hidden_size
+        self.w_mx = nn.Parameter(torch.empty(input_size, 3 * n))
+        self.w_mh = nn.Parameter(torch.empty(n, 2 * n))
+        self.w_hh = nn.Parameter(torch.empty(n, n))
+        self.w_x = nn.Parameter(torch.empty(input_size, 3 * n))
+        self.w_m = nn.Parameter(torch.empty(3, n, n))
+        self.bias = nn.Parameter(torch.empty(3 * n))
+        uniform_init_(self, input_size + n)
+        chrono_update_gate_init_(self.bias[:n], t_max)  # b_z ~ -ln U(1, T_max - 1), see base.py
+
+    def zero_state(self, batch_size: int, device: torch.device | str, dtype: torch.dtype) -> State:
+        """The GRU state is h alone: (h_0,) = (0,)."""
+        return (torch.zeros(batch_size, self.hidden_size, device=device, dtype=dtype),)
+
+    def forward(self, x: Tensor, state: State, state_mask: Tensor | None = None) -> tuple[Tensor, State]:
+        steps, batch, _ = x.shape
+        n = self.hidden_size
+        (h,) = state
+        x2 = x.reshape(-1, self.input_size)
+        mx_zr, mx_h = (x2 @ self.w_mx).view(steps, batch, -1).split([2 * n, n], dim=2)  # W_*x x
+        mx_zr, mx_h = mx_zr.unbind(0), mx_h.unbind(0)
+        gx = torch.addmm(self.bias, x2, self.w_x).view(steps, batch, -1).split(n, dim=2)  # U_* x + b_*
+        from_h = DeferredMatmul(self.w_mh, zeros_base(x, steps, batch, 2 * n))
+        from_rh = DeferredMatmul(self.w_hh, zeros_base(x, steps, batch, n))
+        from_m = [DeferredMatmul(self.w_m[k], gx[k]) for k in range(3)]
+        outs = []
+        for t in range(steps):
+            h_hat = h if state_mask is None else h * state_mask  # ĥ = h ⊙ M^state (thesis §4.2 eq. 1)
+            m_z, m_r = (mx_zr[t] * from_h(t, h_hat)).chunk(2, dim=1)  # eq. (17) for z and r
+            z = torch.sigmoid(from_m[0](t, m_z))  # eq. (22): z = σ(U_z x + V_z m_z)
+            r = torch.sigmoid(from_m[1](t, m_r))  # eq. (23): r = σ(U_r x + V_r m_r)
+            m_h = mx_h[t] * from_rh(t, r * h_hat)  # eq. (24): m_h = (W_x x) ⊙ (W_h (r ⊙ h_{t-1}))
+            h_tilde = from_m[2](t, m_h)  # eq. (4): h̃ = U_h x + V_h m_h
+            h = (1.0 - z) * h + z * torch.tanh(h_tilde)  # eq. (18)
+            outs.append(h)
+        return torch.stack(outs), (h,)

@@ -1,0 +1,70 @@
+"""`rnntune spaces`: list the search spaces; `rnntune spaces show NAME` prints one as a table."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from tuner.space import SearchSpace, SpaceError, list_spaces, load_space, parse_assignments, parse_set_values, space_dirs
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "spaces",
+        help="list search spaces, or show one as a table",
+        description="List the search spaces (built-in ones and those in $RNNTUNE_SPACES_DIR), or show one.",
+    )
+    actions = p.add_subparsers(dest="action", metavar="ACTION")
+    show = actions.add_parser("show", help="print a space's ranges and fixed settings")
+    show.add_argument("space", help="space name or path of a YAML file")
+    show.add_argument("--range", action="append", default=[], metavar="NAME=LOW:HIGH[:SCALE]",
+                      help="preview a range override")
+    show.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
+                      help="preview a fixed-setting override")
+    p.set_defaults(func=run)
+
+
+def table(rows: list[list[str]], header: list[str]) -> str:
+    widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
+    lines = ["  ".join(str(c).ljust(w) for c, w in zip(header, widths)).rstrip()]
+    lines.append("  ".join("-" * w for w in widths))
+    lines += ["  ".join(str(c).ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
+    return "\n".join(lines)
+
+
+def render_space(space: SearchSpace) -> str:
+    rows = []
+    for p in space.params:
+        when = ", ".join(f"{k} in {list(v)}" if len(v) > 1 else f"{k} = {v[0]}" for k, v in p.when.items())
+        rows.append([p.name, p.scale, p.describe_range(), when or "-"])
+    out = [f"{space.name}: {space.description}".rstrip(": ")]
+    if space.source:
+        out.append(f"source: {space.source}")
+    if space.path:
+        out.append(f"file: {space.path}")
+    out += ["", table(rows, ["parameter", "scale", "range", "only when"]), ""]
+    out.append(table([[k, repr(v) if isinstance(v, str) else str(v)] for k, v in space.fixed.items()], ["fixed setting", "value"]))
+    return "\n".join(out)
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        if args.action == "show":
+            space = load_space(args.space)
+            if args.range or args.set:
+                space = space.with_overrides(parse_assignments(args.range, "--range"), parse_set_values(args.set))
+            print(render_space(space))
+            return 0
+        rows = []
+        for name, path in list_spaces().items():
+            try:
+                space = load_space(path)
+                rows.append([name, str(len(space.params)), space.description])
+            except SpaceError as err:
+                rows.append([name, "-", f"INVALID: {err}"])
+        print(table(rows, ["space", "params", "description"]))
+        print(f"\nlooked in: {', '.join(str(d) for d in space_dirs())}")
+        return 0
+    except SpaceError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2

@@ -1,0 +1,271 @@
+"""A Ray Tune Searcher that owns the Optuna study's ask/tell, with fidelity-correct trial states.
+
+Ray's stock OptunaSearch tells COMPLETE with the last partial value when the scheduler stops a trial,
+so a half-trained trial can become "best"; we drive ask/tell ourselves to store PRUNED, FAIL-with-reason
+and retries linked by `retry_of` instead.
+
+Only this driver-side object writes to the study: trial workers send their evaluations to Ray Tune,
+and `on_trial_result` turns them into intermediate values and user attrs. `TrialEvents` (a Tune
+callback) feeds it the events Searcher hooks do not see: worker errors with their messages and
+in-place retries after a worker died.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import optuna
+from optuna.trial import FrozenTrial, TrialState
+from ray.tune import Callback
+from ray.tune.search import Searcher
+
+from tuner.orchestration.trainable import FINAL
+from tuner.space import SearchSpace
+from tuner.study import fail_trial, pending_retries
+
+METRIC = "val_loss"
+
+
+@dataclass
+class LiveTrial:
+    """A trial in flight: its Optuna trial, where it runs and what has been recorded so far."""
+
+    trial: optuna.Trial
+    params: dict[str, Any]
+    run_dir: str
+    started: float = field(default_factory=time.monotonic)
+    steps: set[int] = field(default_factory=set)
+    attrs: dict[str, Any] = field(default_factory=dict)
+    last_step: int = 0
+
+
+@dataclass
+class Tally:
+    """What happened in this sweep process, for the live table."""
+
+    complete: int = 0
+    pruned: int = 0
+    failed: int = 0
+    retried: int = 0
+    wall_times: list[float] = field(default_factory=list)
+    finished: list[FrozenTrial] = field(default_factory=list)
+
+
+class StudySearcher(Searcher):
+    """Suggests trials by asking the Optuna study; tells it COMPLETE, PRUNED or FAIL as trials end."""
+
+    def __init__(self, study: optuna.Study, space: SearchSpace, storage_root: Path, budget: int) -> None:
+        super().__init__()
+        self._study = study
+        self._space = space
+        self._root = Path(storage_root)
+        self._budget = budget
+        self._asked = 0
+        self._live: dict[str, LiveTrial] = {}
+        self._retries: deque[FrozenTrial] = deque(pending_retries(study))
+        self._max_steps = int(space.fixed.get("max_steps", _default("max_steps")))
+        self.stop_reason: str | None = None
+        self.tally = Tally()
+
+    # --- pickling: Tune saves the searcher in its experiment folder; keep the study (and its
+    # database URL, which may hold a password) out of it. The study in SQL is the state to resume.
+    def __getstate__(self) -> dict[str, Any]:
+        return {"study_name": self._study.study_name}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+
+    def save(self, checkpoint_path: str) -> None:
+        Path(checkpoint_path).write_text(
+            f"study {self._study.study_name}: resume with `rnntune sweep --resume {self._study.study_name}`\n"
+        )
+
+    def restore(self, checkpoint_path: str) -> None:
+        raise NotImplementedError("resume sweeps with `rnntune sweep --resume NAME`; the SQL study holds the state")
+
+    # --- Searcher hooks
+    @property
+    def live(self) -> dict[str, LiveTrial]:
+        return self._live
+
+    def suggest(self, trial_id: str) -> dict[str, Any] | str | None:
+        if self.stop_reason is not None or self._asked >= self._budget:
+            return Searcher.FINISHED
+        self._asked += 1
+        if self._retries:
+            live = self._ask_retry(self._retries.popleft())
+        else:
+            trial = self._study.ask()
+            params = self._space.suggest(trial)
+            run_dir = str(self._root / f"trial-{trial.number}")
+            live = LiveTrial(trial=trial, params=params, run_dir=run_dir)
+        live.trial.set_user_attr("run_dir", live.run_dir)
+        live.trial.set_user_attr("ray_trial_id", trial_id)
+        self._live[trial_id] = live
+        return {
+            "trial_number": live.trial.number,
+            "trainer": self._space.trial_config(live.params, live.run_dir),
+        }
+
+    def _ask_retry(self, old: FrozenTrial) -> LiveTrial:
+        """A new trial with the same params as a dead attempt, its curve so far, and its run folder
+        (so the trainer resumes from the attempt's last.pt)."""
+        self._study.enqueue_trial(old.params, user_attrs={"retry_of": old.number}, skip_if_exists=False)
+        trial = self._study.ask()
+        params = self._space.suggest(trial)
+        live = LiveTrial(trial=trial, params=params, run_dir=old.user_attrs.get("run_dir") or str(self._root / f"trial-{trial.number}"))
+        for step, value in sorted(old.intermediate_values.items()):
+            trial.report(value, step)
+            live.steps.add(step)
+        return live
+
+    def on_trial_result(self, trial_id: str, result: dict[str, Any]) -> None:
+        live = self._live.get(trial_id)
+        if live is not None:
+            self._record(live, result)
+
+    def on_trial_complete(self, trial_id: str, result: dict[str, Any] | None = None, error: bool = False) -> None:
+        if error:
+            # TrialEvents.on_trial_error follows with the message; the trial is told FAIL there.
+            return
+        live = self._live.pop(trial_id, None)
+        if live is None:
+            return
+        if result:
+            self._record(live, result)
+        number = live.trial.number
+        wall = time.monotonic() - live.started
+        live.trial.set_user_attr("wall_time_s", round(wall, 3))
+        if result and result.get(FINAL):
+            if result.get("error"):
+                self._fail(live, str(result["error"]), needs_retry=False)
+                return
+            best = result.get("best_val_loss")
+            for key in ("best_step", "test_loss"):
+                if result.get(key) is not None:
+                    live.trial.set_user_attr(key, result[key])
+            if result.get("best_checkpoint"):
+                live.trial.set_user_attr("checkpoint", result["best_checkpoint"])
+            self._complete(live, best, wall)
+        elif self.stop_reason is not None:
+            self._fail(live, f"interrupted: {self.stop_reason}", needs_retry=True)
+        elif live.last_step >= self._max_steps:
+            # Stopped by the scheduler at its very last evaluation: it trained to the end.
+            curve = self._study._storage.get_trial(live.trial._trial_id).intermediate_values
+            self._complete(live, min(curve.values(), default=None), wall)
+        else:
+            self._study.tell(live.trial, state=TrialState.PRUNED)
+            self.tally.pruned += 1
+            self._note_finished(number, wall)
+
+    def fail_from_worker(self, trial_id: str, message: str) -> None:
+        """The trial's worker failed and Ray Tune will not retry it again: FAIL with Ray's message."""
+        live = self._live.pop(trial_id, None)
+        if live is not None:
+            live.trial.set_user_attr("wall_time_s", round(time.monotonic() - live.started, 3))
+            self._fail(live, message, needs_retry=False)
+
+    def retry_in_place(self, trial_id: str, message: str) -> None:
+        """Ray Tune restarts a trial whose worker died: FAIL this attempt, continue as a linked new trial."""
+        live = self._live.pop(trial_id, None)
+        if live is None:
+            return
+        live.trial.set_user_attr("wall_time_s", round(time.monotonic() - live.started, 3))
+        self._fail(live, message, needs_retry=True)
+        self.tally.retried += 1
+        old = self._study._storage.get_trial(live.trial._trial_id)
+        retry = self._ask_retry(old)
+        retry.trial.set_user_attr("run_dir", retry.run_dir)
+        retry.trial.set_user_attr("ray_trial_id", trial_id)
+        self._live[trial_id] = retry
+
+    def interrupt_all(self, reason: str) -> list[int]:
+        """Mark every trial still in flight FAIL (to be retried on resume) when the sweep stops."""
+        numbers = []
+        for trial_id in list(self._live):
+            live = self._live.pop(trial_id)
+            live.trial.set_user_attr("wall_time_s", round(time.monotonic() - live.started, 3))
+            self._fail(live, f"interrupted: {reason}", needs_retry=True)
+            numbers.append(live.trial.number)
+        return numbers
+
+    # --- bookkeeping
+    def _record(self, live: LiveTrial, result: dict[str, Any]) -> None:
+        step, value = result.get("step"), result.get(METRIC)
+        if step is not None:
+            live.last_step = max(live.last_step, int(step))
+        if (
+            not result.get(FINAL)
+            and step is not None
+            and value is not None
+            and int(step) not in live.steps
+            and math.isfinite(float(value))
+        ):
+            live.trial.report(float(value), int(step))
+            live.steps.add(int(step))
+        for attr, key in (("node", "node_ip"), ("checkpoint", "best_checkpoint")):
+            new = result.get(key)
+            if new and live.attrs.get(attr) != new:
+                live.trial.set_user_attr(attr, new)
+                live.attrs[attr] = new
+
+    def _complete(self, live: LiveTrial, best: Any, wall: float) -> None:
+        if best is None or not math.isfinite(float(best)):
+            self._fail(live, f"no finite validation loss (best {best})", needs_retry=False)
+            return
+        self._study.tell(live.trial, float(best))
+        self.tally.complete += 1
+        self._note_finished(live.trial.number, wall)
+
+    def _fail(self, live: LiveTrial, message: str, *, needs_retry: bool) -> None:
+        fail_trial(self._study, live.trial.number, message[:2000], needs_retry=needs_retry)
+        if not needs_retry:
+            self.tally.failed += 1
+            self._note_finished(live.trial.number, None)
+
+    def _note_finished(self, number: int, wall: float | None) -> None:
+        if wall is not None:
+            self.tally.wall_times.append(wall)
+        trial_id = self._study._storage.get_trial_id_from_study_id_trial_number(self._study._study_id, number)
+        self.tally.finished.append(self._study._storage.get_trial(trial_id))
+
+
+def _default(name: str) -> Any:
+    from trainer import TrainConfig
+
+    return TrainConfig.model_fields[name].default
+
+
+def _error_message(trial: Any) -> str:
+    """The last line of the error Ray Tune recorded for a trial (its exception), or a generic reason."""
+    path = getattr(trial, "error_file", None)
+    text = ""
+    if path:
+        try:
+            text = Path(path).read_text()
+        except OSError:
+            text = ""
+    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
+    detail = lines[-1] if lines else "no error recorded"
+    return f"worker failed: {detail}"
+
+
+class TrialEvents(Callback):
+    """Forwards worker failures and in-place retries from Ray Tune to the StudySearcher."""
+
+    def __init__(self, searcher: StudySearcher) -> None:
+        self._searcher = searcher
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {}
+
+    def on_trial_recover(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
+        self._searcher.retry_in_place(trial.trial_id, _error_message(trial) + " (retrying)")
+
+    def on_trial_error(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
+        self._searcher.fail_from_worker(trial.trial_id, _error_message(trial))

@@ -1,0 +1,232 @@
+"""Drive one study to its trial count on Ray Tune: start, resume after a crash, extend, stop cleanly.
+
+Every call runs the study from its SQL state: trials left RUNNING by a dead sweep process are marked
+FAIL and retried as new linked trials, completed ones are never rerun, and only the missing number of
+trials is asked for. SIGINT/SIGTERM stop the sweep cleanly: trials in flight are marked FAIL
+(`interrupted`, retried on resume), finished ones are kept, and the study's status says `stopped`.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import signal
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TextIO
+
+import optuna
+from optuna.trial import FrozenTrial
+
+from tuner.search import make_sampler
+from tuner.space import SearchSpace, space_from_dict
+from tuner.study import (
+    HEARTBEAT_S,
+    StudyError,
+    best_trial,
+    check_not_driven,
+    fail_zombies,
+    finished_count,
+    heartbeat,
+    load_study,
+    redact_url,
+    set_status,
+)
+
+ZOMBIE_REASON = "sweep process died while the trial was running; found RUNNING on resume"
+
+
+@dataclass
+class SweepOutcome:
+    """How a `run_sweep` call ended."""
+
+    study_name: str
+    status: str
+    finished: int
+    n_trials: int
+    best: FrozenTrial | None
+    interrupted: list[int]
+
+
+class _StopRequest:
+    """Set by a signal handler; read by the Tune stopper and the searcher on the driver's loop."""
+
+    def __init__(self) -> None:
+        self.reason: str | None = None
+
+
+def _make_stopper(study: optuna.Study, request: _StopRequest, searcher: Any) -> Any:
+    from ray.tune.stopper import Stopper
+
+    class SweepStopper(Stopper):
+        """Stops all trials once a stop was requested; refreshes the study's heartbeat meanwhile."""
+
+        def __init__(self) -> None:
+            self._beat = time.monotonic()
+            self._announced = False
+
+        def __getstate__(self) -> dict[str, Any]:
+            return {}
+
+        def __call__(self, trial_id: str, result: dict[str, Any]) -> bool:
+            return False
+
+        def stop_all(self) -> bool:
+            now = time.monotonic()
+            if now - self._beat >= HEARTBEAT_S:
+                heartbeat(study)
+                self._beat = now
+            if request.reason is None:
+                return False
+            if not self._announced:
+                searcher.stop_reason = request.reason
+                set_status(study, "stopping")
+                self._announced = True
+            return True
+
+    return SweepStopper()
+
+
+@contextmanager
+def _stop_on_signals(request: _StopRequest) -> Iterator[None]:
+    """First SIGINT/SIGTERM asks for a clean stop; a second SIGINT interrupts at once."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum: int, frame: Any) -> None:
+        name = signal.Signals(signum).name
+        if request.reason is not None and signum == signal.SIGINT:
+            raise KeyboardInterrupt
+        request.reason = f"sweep stopped by {name}"
+
+    previous = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for s, h in previous.items():
+            signal.signal(s, h)
+
+
+def _resolved_space(space: SearchSpace) -> SearchSpace:
+    """The space with a relative data_dir made absolute (trials run in other folders) and checked."""
+    data_dir = space.fixed.get("data_dir")
+    if data_dir is None:
+        return space
+    path = Path(data_dir).expanduser().resolve()
+    if not path.is_dir():
+        raise StudyError(
+            f"data_dir {data_dir} (dataset {space.fixed.get('dataset')}) does not exist; "
+            f"pass --set data_dir=PATH to the folder holding the dataset's files"
+        )
+    return space.with_overrides(fixed={"data_dir": str(path)})
+
+
+def run_sweep(
+    name: str,
+    storage_url: str,
+    *,
+    n_trials: int | None = None,
+    storage_path: str | os.PathLike | None = None,
+    ray_address: str | None = None,
+    num_cpus: int | None = None,
+    cpus_per_trial: float = 1.0,
+    gpus_per_trial: float = 0.0,
+    max_retries: int = 2,
+    verbose: bool = False,
+    out: TextIO | None = None,
+) -> SweepOutcome:
+    """Run (or resume, or extend to `n_trials`) the study `name` until it has its trial count."""
+    study = load_study(name, storage_url)
+    check_not_driven(study)
+    attrs = study.user_attrs
+    if "space_def" not in attrs:
+        raise StudyError(f"study {name!r} was not created by rnntune (no space_def attr)")
+    if n_trials is not None:
+        done = finished_count(study)
+        if n_trials < done:
+            raise StudyError(f"--trials {n_trials} is below the {done} trials study {name!r} already has")
+        study.set_user_attr("n_trials", n_trials)
+    target = int(study.user_attrs["n_trials"])
+    if storage_path is not None:
+        study.set_user_attr("storage_path", str(Path(storage_path).expanduser().resolve()))
+    root = Path(study.user_attrs["storage_path"])
+    space = _resolved_space(space_from_dict(attrs["space_def"]))
+    sampler = make_sampler(attrs["sampler"], seed=attrs.get("seed"))
+    study = load_study(name, storage_url, sampler=sampler)
+    zombies = fail_zombies(study, ZOMBIE_REASON)
+    heartbeat(study)
+    budget = target - finished_count(study)
+    if budget <= 0:
+        set_status(study, "finished")
+        return SweepOutcome(name, "finished", finished_count(study), target, best_trial(study), [])
+
+    from ray import tune
+
+    from tuner.orchestration.progress import ProgressTable
+    from tuner.orchestration.ray_runtime import start_ray
+    from tuner.orchestration.schedulers import make_scheduler
+    from tuner.orchestration.searcher import METRIC, StudySearcher, TrialEvents
+    from tuner.orchestration.trainable import run_trial
+
+    os.environ["TUNE_DISABLE_SIGINT_HANDLER"] = "1"  # our handler stops the sweep cleanly instead
+    os.environ["TUNE_DISABLE_STRICT_METRIC_CHECKING"] = "1"  # final summaries carry no new metric
+    parallel = int(attrs.get("parallel", 1))
+    set_status(study, "running")
+    started_ray = start_ray(ray_address, num_cpus, verbose)
+    request = _StopRequest()
+    searcher = StudySearcher(study, space, root, budget)
+    progress = ProgressTable(study, searcher, target, parallel, out)
+    progress.header([
+        f"study {name}  space {space.name}  sampler {attrs['sampler']}  scheduler {attrs['scheduler']}  "
+        f"parallel {parallel}",
+        f"db {redact_url(storage_url)}  storage {root}",
+        f"trials {target - budget}/{target} done"
+        + (f"; {len(zombies)} left RUNNING by a dead sweep marked FAIL and retried: {zombies}" if zombies else ""),
+    ])
+    resources = {"cpu": cpus_per_trial, "gpu": gpus_per_trial}
+    stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%d-%H%M%S")
+    tuner = tune.Tuner(
+        tune.with_resources(run_trial, resources),
+        tune_config=tune.TuneConfig(
+            metric=METRIC,
+            mode="min",
+            search_alg=searcher,
+            scheduler=make_scheduler(attrs["scheduler"], space.fixed),
+            num_samples=budget,
+            max_concurrent_trials=parallel,
+            reuse_actors=True,
+        ),
+        run_config=tune.RunConfig(
+            name=f"run-{stamp}",
+            storage_path=str(root / "ray"),
+            stop=_make_stopper(study, request, searcher),
+            callbacks=[TrialEvents(searcher), progress],
+            failure_config=tune.FailureConfig(max_failures=max_retries),
+            verbose=1 if verbose else 0,
+        ),
+    )
+    status = "failed"
+    try:
+        with _stop_on_signals(request):
+            tuner.fit()
+        status = "finished" if finished_count(study) >= target else "stopped"
+    except KeyboardInterrupt:
+        request.reason = request.reason or "sweep interrupted"
+        status = "stopped"
+        raise
+    finally:
+        interrupted = searcher.interrupt_all(request.reason or "the sweep ended while the trial ran")
+        if request.reason is not None and status not in ("failed", "finished"):
+            status = "stopped"
+        progress.refresh(force=True)
+        set_status(study, status)
+        if started_ray:
+            import ray
+
+            ray.shutdown()
+    return SweepOutcome(name, status, finished_count(study), target, best_trial(study), interrupted)
