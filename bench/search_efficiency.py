@@ -58,8 +58,6 @@ SPACE = [
 ]
 DIM = len(SPACE)
 NOISE_BETA = 1.0
-BBOB_NAMES = {1: "sphere", 7: "step-ellipsoid", 8: "rosenbrock", 10: "ellipsoid",
-              15: "rastrigin", 21: "gallagher101"}
 
 # Optimizers: ours by their make_sampler name; Optuna's stock samplers with their defaults.
 # rnntune's `gp` and `random` are exactly stock GPSampler and RandomSampler, so they run once.
@@ -70,10 +68,10 @@ STOCK: dict[str, Callable[[int], optuna.samplers.BaseSampler]] = {
     "gp": lambda s: optuna.samplers.GPSampler(seed=s),
     "random": lambda s: optuna.samplers.RandomSampler(seed=s),
 }
-OURS = ("gp_log", "gp_rank", "tpe", "qmc")
+OURS = ("gp_rank", "tpe", "qmc")
 LABELS = {"gp": "gp (= stock GPSampler)", "random": "random (= stock RandomSampler)"}
 
-FULL = dict(functions=[1, 7, 8, 10, 15, 21], noisy_functions=[1, 8, 10], seeds=5,
+FULL = dict(functions=[1, 8, 10, 15, 21], noisy_functions=[8, 10], seeds=5,
             in_flight=[1, 4], budgets=[30, 60, 100])
 QUICK = dict(functions=[1, 8, 15], noisy_functions=[8], seeds=2, in_flight=[4], budgets=[15, 30])
 
@@ -177,13 +175,14 @@ def report(records: list[dict], optimizers: list[str], problems: list[tuple[int,
     summary: dict[tuple[int, int], dict[str, float]] = {}
     for k in in_flight:
         for b in budgets:
-            med = np.array([[statistics.median(by[(o, f, nz, k, b)] or [math.nan])
+            med = np.array([[statistics.median(by[(o, f, nz, k, b)] or [math.inf])
                              for f, nz in problems] for o in optimizers])
             ranks = np.array([rankdata(col) for col in med.T]).T  # ties share the average rank
             mean_rank = ranks.mean(axis=1)
             summary[(k, b)] = dict(zip(optimizers, mean_rank))
-            print(f"\n## median normalized regret, {b} trials, {k} in flight "
-                  f"(~ = noisy; {len(by[(optimizers[0], *problems[0], k, b)])} seeds)")
+            seeds = sorted({len(by[(o, f, nz, k, b)]) for o in optimizers for f, nz in problems})
+            print(f"\n## median normalized regret, {b} trials, {k} in flight (~ = noisy; "
+                  f"{'-'.join(map(str, sorted({seeds[0], seeds[-1]})))} seeds per cell)")
             head = " ".join(f"{problem_name(f, nz):>9}" for f, nz in problems)
             print(f"{'optimizer':<{width}} {head} {'mean rank':>9}")
             for i, o in enumerate(optimizers):
@@ -222,7 +221,11 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--jobs", type=int, default=1, help="worker processes (the machine has 2 cores)")
     p.add_argument("--results", type=Path, help="JSON-lines file: runs found there are reused, "
                    "new runs appended (resume or extend a benchmark)")
+    p.add_argument("--report-only", action="store_true",
+                   help="print the tables from the runs in --results without running the rest")
     args = p.parse_args(argv)
+    if args.report_only and not args.results:
+        p.error("--report-only needs --results")
     cfg = {**(QUICK if args.quick else FULL),
            **{k: v for k, v in vars(args).items() if k in FULL and v is not None}}
     problems = [(f, False) for f in cfg["functions"]] + [(f, True) for f in cfg["noisy_functions"]]
@@ -245,6 +248,8 @@ def main(argv: list[str] | None = None) -> None:
                         records.append(r)
                     else:
                         jobs.append((o, f, nz, s, k, cfg["budgets"]))
+    if args.report_only:
+        jobs = []
     print(f"{len(records)} runs reused, {len(jobs)} to run", file=sys.stderr)
     out = None
     if args.results:

@@ -193,6 +193,13 @@ class SearchSpace:
         for name, value in (fixed or {}).items():
             raw["params"].pop(name, None)
             raw["fixed"][name] = value
+        # A conditional param whose condition a new fixed setting rules out (e.g. --set cell=lstm on
+        # a Mogrifier space drops mogrifier_rounds) no longer applies.
+        for name, entry in list(raw["params"].items()):
+            for key, allowed in (entry.get("when") or {}).items():
+                if key in (fixed or {}) and fixed[key] not in allowed:
+                    raw["params"].pop(name)
+                    break
         return parse_space(raw, name=self.name, where=where, path=self.path)
 
 

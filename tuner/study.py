@@ -189,20 +189,35 @@ def heartbeat(study: optuna.Study) -> None:
 
 
 def check_not_driven(study: optuna.Study) -> None:
-    """Raise if another live sweep process drives this study (fresh heartbeat, status running)."""
+    """Raise if another live sweep process drives this study.
+
+    On the same host the driver's pid is checked; from another host, a heartbeat fresher than
+    HEARTBEAT_STALE_S counts as alive.
+    """
     attrs = study.user_attrs
     driver = attrs.get("driver") or {}
     if attrs.get("status") not in ("running", "stopping") or not driver:
         return
-    same_process = driver.get("host") == socket.gethostname() and driver.get("pid") == os.getpid()
-    if same_process:
-        return
+    if driver.get("host") == socket.gethostname():
+        pid = int(driver.get("pid", 0))
+        if pid == os.getpid() or not _pid_alive(pid):
+            return
     age = time.time() - float(driver.get("heartbeat", 0))
     if age < HEARTBEAT_STALE_S:
         raise StudyError(
             f"study {study.study_name!r} is being run by pid {driver.get('pid')} on {driver.get('host')} "
             f"(heartbeat {age:.0f} s ago); stop that sweep first"
         )
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def counts_towards_total(trial: FrozenTrial) -> bool:

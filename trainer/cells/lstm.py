@@ -6,29 +6,15 @@ import torch
 from torch import Tensor, nn
 
 from .base import RecurrentCell, State, chrono_init_, uniform_init_
-from .deferred import DeferredMatmul
-from .fusion import fused
-
-
-@fused
-def lstm_pointwise(g: Tensor, c_prev: Tensor) -> tuple[Tensor, Tensor]:
-    """The LSTM's elementwise part from the gate pre-activations g = [i, j, f, o] (thesis §4.1)."""
-    gi, gj, gf, go = g.chunk(4, dim=1)
-    i = torch.sigmoid(gi)  # thesis §4.1: i = σ(W^ix x + W^ih h_prev + b^i)
-    j = torch.tanh(gj)  # j = tanh(W^jx x + W^jh h_prev + b^j)
-    f = torch.sigmoid(gf)  # f = σ(W^fx x + W^fh h_prev + b^f)
-    o = torch.sigmoid(go)  # o = σ(W^ox x + W^oh h_prev + b^o)
-    c = f * c_prev + torch.minimum(i, 1.0 - f) * j  # capped input gate (thesis §4.1, §4.6)
-    h = o * torch.tanh(c)  # h = o ⊙ tanh(c)
-    return h, c
+from .fused import CappedLSTMWindow
 
 
 class LSTMCell(RecurrentCell):
-    """i, j, f, o from [x, h_prev]; c = f⊙c_prev + min(i, 1-f)⊙j; h = o⊙tanh(c) (thesis §4.1, §4.6).
+    """i, j, f, o from [x, ĥ_prev]; c = f⊙c_prev + min(i, 1-f)⊙j; h = o⊙tanh(c) (thesis §4.1, §4.6).
 
     Parameters: w_x [m, 4n], w_h [n, 4n], bias [4n], gate blocks in the order i, j, f, o. The input
-    projection of the whole window is one GEMM before the time loop; the loop runs the recurrent
-    GEMM and the fused elementwise step; dL/dw_h is one GEMM per window (see deferred.py).
+    projection W^x x + b of the whole window is one GEMM before the time loop; the recurrence runs
+    as one autograd Function with a hand-written backward (fused.py).
     """
 
     def __init__(self, input_size: int, hidden_size: int, t_max: float = 20.0) -> None:
@@ -44,10 +30,5 @@ class LSTMCell(RecurrentCell):
         steps, batch, _ = x.shape
         h, c = state
         gx = torch.addmm(self.bias, x.reshape(-1, self.input_size), self.w_x).view(steps, batch, -1)
-        recurrent = DeferredMatmul(self.w_h, gx)
-        outs = []
-        for t in range(steps):
-            h_hat = h if state_mask is None else h * state_mask  # ĥ = h ⊙ M^state (thesis §4.2 eq. 1)
-            h, c = lstm_pointwise(recurrent(t, h_hat), c)
-            outs.append(h)
-        return torch.stack(outs), (h, c)
+        h_seq, h, c = CappedLSTMWindow.apply(gx, self.w_h, x, h, c, state_mask, ())
+        return h_seq, (h, c)

@@ -6,14 +6,13 @@ Mogrifier paper §2 eqs. (1)-(2); with the thesis' capped input gate (§4.1, §4
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 
 import torch
 from torch import Tensor, nn
 
 from .base import State
-from .deferred import DeferredMatmul, zeros_base
-from .lstm import LSTMCell, lstm_pointwise
+from .fused import CappedLSTMWindow
+from .lstm import LSTMCell
 
 
 class MogrifierGate(nn.Module):
@@ -33,14 +32,9 @@ class MogrifierGate(nn.Module):
             self.weight = nn.Parameter(_uniform(in_features, out_features))
         self.bias = nn.Parameter(torch.zeros(out_features))
 
-    def over_window(self, steps: int, batch: int, like: Tensor) -> Callable[[int, Tensor], Tensor]:
-        """The gate as a per-step function z_t = Q u_t + b with weight gradients batched per window."""
-        bias = self.bias.expand(steps, batch, -1)
-        if self.rank <= 0:
-            return DeferredMatmul(self.weight, bias)
-        to_rank = DeferredMatmul(self.w_in, zeros_base(like, steps, batch, self.rank))
-        from_rank = DeferredMatmul(self.w_out, bias)
-        return lambda t, u: from_rank(t, to_rank(t, u))
+    def tensors(self) -> tuple[Tensor, ...]:
+        """(w_in, w_out, bias) for a low-rank gate, (weight, bias) for a full-rank one."""
+        return (self.w_in, self.w_out, self.bias) if self.rank > 0 else (self.weight, self.bias)
 
 
 def _uniform(fan_in: int, fan_out: int) -> Tensor:
@@ -71,32 +65,17 @@ class MogrifierLSTMCell(LSTMCell):
             for i in range(1, rounds + 1)
         )
 
-    @staticmethod
-    def mogrify(
-        t: int, x: Tensor, h: Tensor, gates: list[Callable[[int, Tensor], Tensor]]
-    ) -> tuple[Tensor, Tensor]:
-        """(x↑, h↑): the highest-indexed x^i and h^i of Mogrifier paper §2 eqs. (1)-(2) at step t."""
-        for i, gate in enumerate(gates, start=1):
-            if i % 2 == 1:
-                x = 2.0 * torch.sigmoid(gate(t, h)) * x  # eq. (1): x^i = 2σ(Q^i h^{i-1}) ⊙ x^{i-2}
-            else:
-                h = 2.0 * torch.sigmoid(gate(t, x)) * h  # eq. (2): h^i = 2σ(R^i x^{i-1}) ⊙ h^{i-2}
-        return x, h
-
     def forward(self, x: Tensor, state: State, state_mask: Tensor | None = None) -> tuple[Tensor, State]:
         if self.rounds == 0:
             return super().forward(x, state, state_mask)
         steps, batch, _ = x.shape
         h, c = state
-        # x↑ depends on h_prev, so the input projection stays in the loop; [x↑, h↑] @ [W^x; W^h]
-        # is one GEMM per step with its weight gradient batched over the window (deferred.py).
+        # x↑ depends on h_prev, so the input projection stays in the loop: [x↑, h↑] @ [W^x; W^h]
+        # is one GEMM per step; the rounds and the LSTM run inside one Function (fused.py).
         weight = torch.cat([self.w_x, self.w_h], dim=0)
-        recurrent = DeferredMatmul(weight, self.bias.expand(steps, batch, -1))
-        gates = [gate.over_window(steps, batch, x) for gate in self.gates]
-        outs = []
-        for t, x_t in enumerate(x.unbind(0)):
-            h_hat = h if state_mask is None else h * state_mask  # h^0 = ĥ_prev (thesis §4.2 eq. 1)
-            x_up, h_up = self.mogrify(t, x_t, h_hat, gates)
-            h, c = lstm_pointwise(recurrent(t, torch.cat([x_up, h_up], dim=1)), c)
-            outs.append(h)
-        return torch.stack(outs), (h, c)
+        ranks = tuple(gate.rank for gate in self.gates)
+        params = [p for gate in self.gates for p in gate.tensors()]
+        h_seq, h, c = CappedLSTMWindow.apply(
+            self.bias.expand(steps, batch, -1), weight, x, h, c, state_mask, ranks, *params
+        )
+        return h_seq, (h, c)

@@ -21,17 +21,21 @@ import plotly.io
 from tuner.api.records import ParamSpec, TrialRecord
 
 RED = "#d62728"
-# Share of the colour scale for objective values; the rest (the top) is the neighbourhood's red.
-_OBJECTIVE_SHARE = 0.9
+# Objective values take [0, _OBJECTIVE_SHARE] of the colour scale, the neighbourhood's red
+# [_RED_FROM, 1]; the gap keeps the worst objectives off red where plotly quantises the scale.
+_OBJECTIVE_SHARE = 0.8
+_RED_FROM = 0.9
 # Colour range stops at this quantile of objectives so a few diverged trials don't flatten it.
 _COLOUR_QUANTILE = 0.9
 
 
 def _log_ticks(low: float, high: float) -> tuple[list[float], list[str]]:
-    """Ticks at 1, 2 and 5 times powers of ten inside [low, high], as (log10 positions, labels)."""
+    """Ticks at 1, 2 and 5 times powers of ten inside [low, high] (every digit for a range under
+    two decades), as (log10 positions, labels)."""
     vals, text = [], []
+    mantissas = (1, 2, 5) if high / low >= 100 else range(1, 10)
     for exponent in range(math.floor(math.log10(low)), math.ceil(math.log10(high)) + 1):
-        for mantissa in (1, 2, 5):
+        for mantissa in mantissas:
             value = mantissa * 10.0**exponent
             if low * (1 - 1e-9) <= value <= high * (1 + 1e-9):
                 vals.append(math.log10(value))
@@ -111,7 +115,7 @@ def parallel_coordinates(
 def _colour_scale() -> list[list[Any]]:
     viridis = ["#440154", "#3b528b", "#21918c", "#5ec962", "#fde725"]
     steps = [[_OBJECTIVE_SHARE * i / (len(viridis) - 1), c] for i, c in enumerate(viridis)]
-    return steps + [[_OBJECTIVE_SHARE + 1e-6, RED], [1.0, RED]]
+    return steps + [[_RED_FROM, viridis[-1]], [_RED_FROM + 1e-6, RED], [1.0, RED]]
 
 
 def _colours(lines: list[TrialRecord], near: set[int]) -> tuple[list[float], dict[str, Any]]:
@@ -127,7 +131,7 @@ def _colours(lines: list[TrialRecord], near: set[int]) -> tuple[list[float], dic
     ticks = [lo + span * i / 4 for i in range(5)]
     colorbar = {
         "title": {"text": "objective"},
-        "tickvals": [_OBJECTIVE_SHARE * i / 4 for i in range(5)] + [1.0],
+        "tickvals": [_OBJECTIVE_SHARE * i / 4 for i in range(5)] + [(1.0 + _RED_FROM) / 2],
         "ticktext": [f"{v:.4g}" for v in ticks[:-1]] + [f"≥ {ticks[-1]:.4g}", "near best"],
     }
     return colours, colorbar

@@ -82,10 +82,11 @@ class ProgressTable(Callback):
         tally = self._searcher.tally
         done = self._done_before + tally.complete + tally.pruned + tally.failed
         running = len(self._searcher.live)
+        counts = f"complete {tally.complete}, pruned {tally.pruned}, failed {tally.failed}"
+        if tally.retried:
+            counts += f", retried {tally.retried}"
         parts = [
-            f"[{fmt_duration(time.monotonic() - self._start):>6}] done {done}/{self._n_trials}",
-            f"(complete {tally.complete}, pruned {tally.pruned}, failed {tally.failed}"
-            + (f", retried {tally.retried}" if tally.retried else "") + ")",
+            f"[{fmt_duration(time.monotonic() - self._start):>6}] done {done}/{self._n_trials} ({counts})",
             f"running {running}",
         ]
         if self._best is not None:

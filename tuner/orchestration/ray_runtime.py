@@ -24,6 +24,8 @@ def quiet_ray(verbose: bool) -> None:
     """Silence Ray's console chatter (progress tables, info logs) unless `verbose`."""
     os.environ.setdefault("TUNE_DISABLE_AUTO_CALLBACK_LOGGERS", "1")  # no per-trial CSV/JSON/TB files
     os.environ.setdefault("RAY_DEDUP_LOGS", "1")
+    if not verbose:
+        os.environ.setdefault("RAY_AIR_NEW_OUTPUT", "0")  # the legacy reporter honours verbose=0
     level = logging.INFO if verbose else logging.ERROR
     for name in QUIET_LOGGERS:
         logging.getLogger(name).setLevel(level)

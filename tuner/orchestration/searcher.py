@@ -146,7 +146,10 @@ class StudySearcher(Searcher):
                 self._fail(live, str(result["error"]), needs_retry=False)
                 return
             best = result.get("best_val_loss")
-            for key in ("best_step", "test_loss"):
+            if self._space.fixed.get("dyneval") and result.get("dyneval_val_loss") is not None:
+                # A dynamic-evaluation space (Table 2.6) tunes what dynamic evaluation achieves.
+                best = result["dyneval_val_loss"]
+            for key in ("best_step", "test_loss", "dyneval_val_loss", "dyneval_test_loss"):
                 if result.get(key) is not None:
                     live.trial.set_user_attr(key, result[key])
             if result.get("best_checkpoint"):
@@ -208,7 +211,7 @@ class StudySearcher(Searcher):
         ):
             live.trial.report(float(value), int(step))
             live.steps.add(int(step))
-        for attr, key in (("node", "node_ip"), ("checkpoint", "best_checkpoint")):
+        for attr, key in (("node", "node_ip"), ("pid", "pid"), ("checkpoint", "best_checkpoint")):
             new = result.get(key)
             if new and live.attrs.get(attr) != new:
                 live.trial.set_user_attr(attr, new)

@@ -13,7 +13,7 @@ import os
 import signal
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -112,6 +112,10 @@ def _stop_on_signals(request: _StopRequest) -> Iterator[None]:
             signal.signal(s, h)
 
 
+def _trial_dirname(trial: Any) -> str:
+    return f"trial-{trial.config['trial_number']}-{trial.trial_id}"
+
+
 def _resolved_space(space: SearchSpace) -> SearchSpace:
     """The space with a relative data_dir made absolute (trials run in other folders) and checked."""
     data_dir = space.fixed.get("data_dir")
@@ -139,8 +143,13 @@ def run_sweep(
     max_retries: int = 2,
     verbose: bool = False,
     out: TextIO | None = None,
+    trainable: Callable[[dict[str, Any]], Any] | None = None,
 ) -> SweepOutcome:
-    """Run (or resume, or extend to `n_trials`) the study `name` until it has its trial count."""
+    """Run (or resume, or extend to `n_trials`) the study `name` until it has its trial count.
+
+    `trainable` is the function each trial runs (default: the shared trainer through
+    `run_trial`); the orchestration benchmark passes one that returns at once.
+    """
     study = load_study(name, storage_url)
     check_not_driven(study)
     attrs = study.user_attrs
@@ -191,7 +200,7 @@ def run_sweep(
     resources = {"cpu": cpus_per_trial, "gpu": gpus_per_trial}
     stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%d-%H%M%S")
     tuner = tune.Tuner(
-        tune.with_resources(run_trial, resources),
+        tune.with_resources(trainable or run_trial, resources),
         tune_config=tune.TuneConfig(
             metric=METRIC,
             mode="min",
@@ -200,6 +209,7 @@ def run_sweep(
             num_samples=budget,
             max_concurrent_trials=parallel,
             reuse_actors=True,
+            trial_dirname_creator=_trial_dirname,
         ),
         run_config=tune.RunConfig(
             name=f"run-{stamp}",

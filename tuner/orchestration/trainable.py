@@ -49,4 +49,6 @@ def run_trial(config: dict[str, Any]) -> dict[str, Any]:
         "test_loss": result.test_loss,
         "run_dir": result.run_dir,
         "stopped": result.stopped,
+        "dyneval_val_loss": result.dyneval_val_loss,
+        "dyneval_test_loss": result.dyneval_test_loss,
     }

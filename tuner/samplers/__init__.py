@@ -1,7 +1,6 @@
 """rnntune's own Optuna samplers, one module per algorithm, all behind `WarpedGPSampler`."""
 
 from tuner.samplers.base import WarpedGPSampler
-from tuner.samplers.log_gp import LogWarpedGPSampler
 from tuner.samplers.rank_gp import RankWarpedGPSampler
 
-__all__ = ["LogWarpedGPSampler", "RankWarpedGPSampler", "WarpedGPSampler"]
+__all__ = ["RankWarpedGPSampler", "WarpedGPSampler"]

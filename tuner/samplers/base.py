@@ -3,8 +3,8 @@
 Why: Optuna's GPSampler only standardizes the objective, so a few bad trials (a diverged run, an
 ill-conditioned corner of the space) dominate the Gaussian-process fit and flatten the region near
 the best trials, where the next suggestions matter. Warping the values with a monotone map before the
-fit (HEBO and Vizier both do this; Cowen-Rivers et al. 2022, Song et al. 2024) keeps the order of the
-trials and lets the GP model the good region. Everything else — the Matérn-5/2 ARD kernel, its priors,
+fit keeps the order of the trials and lets the GP model the good region (HEBO, Cowen-Rivers et al.
+2022, and Vizier's GP bandit, Song et al. 2024, both warp outputs). Everything else — the Matérn-5/2 ARD kernel, its priors,
 logEI, the acquisition optimizer and q-logEI over the RUNNING trials (Optuna 5's own handling of
 trials in flight) — is Optuna's, unchanged.
 """

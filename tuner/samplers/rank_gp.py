@@ -1,7 +1,9 @@
 """GP on Gaussian ranks: each value becomes the normal quantile of its rank (a Gaussian copula).
 
 Why: only the order of the trials is kept, so outliers (diverged runs, heavy-tailed noise) cannot
-dominate the fit, and the marginal distribution of the targets is exactly what a GP assumes.
+dominate the fit, and the marginal distribution of the targets is exactly what a GP assumes
+(the Gaussian-copula transform of Salinas et al., 2020, "A quantile-based approach for
+hyperparameter transfer learning").
 """
 
 from __future__ import annotations

@@ -6,13 +6,12 @@ from typing import Annotated
 
 from fastapi import APIRouter, Depends, Path, Query, Request, status
 
-from tuner.api import views
+from tuner.api import actions, views
 from tuner.api.auth import require_read, require_write
 from tuner.api.checkpoint import storage_root
 from tuner.api.creation import create
-from tuner.api.errors import Conflict
 from tuner.api.models import Action, CreateStudy, ErrorBody, StudyDetail, StudyPage
-from tuner.api.state import LIVE_STATUSES, ApiState
+from tuner.api.state import ApiState
 
 router = APIRouter(prefix="/studies", tags=["studies"])
 StudyName = Annotated[str, Path(max_length=512, description="The study's name.")]
@@ -86,17 +85,7 @@ def get_study(request: Request, name: StudyName) -> dict:
 )
 def start_study(request: Request, name: StudyName) -> dict:
     """Launch the study's sweep in the background (409 if it is already running)."""
-    state = _state(request)
-    row = state.store.row(name)
-    if state.launcher.is_running(name):
-        raise Conflict(f"study {name!r} is already running")
-    if row.status in LIVE_STATUSES:
-        raise Conflict(
-            f"study {name!r} has status {row.status!r}: another process runs its sweep; stop it first"
-        )
-    if row.status == "finished":
-        raise Conflict(f"study {name!r} is finished: all its trials have run")
-    handle = state.launcher.start(name, storage_root(row.user_attrs, state.settings.storage_root / name))
+    handle = actions.start(_state(request), name)
     return {"name": name, "status": "running", "process": handle.as_dict()}
 
 
@@ -109,9 +98,5 @@ def start_study(request: Request, name: StudyName) -> dict:
 )
 def stop_study(request: Request, name: StudyName) -> dict:
     """Ask the study's sweep to stop cleanly (SIGINT); completed trials are kept. 409 if not running."""
-    state = _state(request)
-    state.store.row(name)
-    handle = state.launcher.stop(name)
-    if handle is None:
-        raise Conflict(f"study {name!r} has no sweep running in this server; nothing to stop")
+    handle = actions.stop(_state(request), name)
     return {"name": name, "status": "stopping", "process": handle.as_dict()}

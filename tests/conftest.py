@@ -1,0 +1,45 @@
+"""Shared fixtures: a throwaway PostgreSQL server, an embedded Ray cluster, tiny trainer settings."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.postgres import PostgresUnavailable, postgres_server
+
+# Trainer settings small enough that a trial takes about a second on one CPU core.
+TINY_SETTINGS = {
+    "hidden_size": 16,
+    "max_steps": 30,
+    "eval_every": 10,
+    "batch_size": 8,
+    "bptt": 16,
+    "max_eval_tokens": 2000,
+    "device": "cpu",
+}
+
+
+@pytest.fixture(scope="session")
+def postgres_url():
+    """SQLAlchemy URL of a PostgreSQL server started for this test session (skips if unavailable).
+
+    Its folder lives in the system temp dir: as root the server runs as `postgres`, which cannot
+    enter pytest's private (0700) temp folders.
+    """
+    try:
+        with postgres_server() as url:
+            yield url
+    except PostgresUnavailable as err:
+        pytest.skip(str(err))
+
+
+@pytest.fixture(scope="session")
+def ray_cluster():
+    """One embedded Ray cluster (2 CPUs) shared by the in-process sweeps of a test session."""
+    import ray
+
+    from tuner.orchestration.ray_runtime import start_ray
+
+    started = start_ray(None, num_cpus=2, verbose=False)
+    yield
+    if started:
+        ray.shutdown()

@@ -1,0 +1,89 @@
+"""The web view in a real headless Chromium (Debian's /usr/bin/chromium driven by Playwright)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+playwright = pytest.importorskip("playwright.sync_api")
+
+CHROMIUM = "/usr/bin/chromium"
+ARGS = [
+    "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+    "--disable-component-update", "--disable-sync", "--no-first-run",
+]  # fmt: skip
+ARTIFACTS = Path(__file__).resolve().parents[3] / "test-artifacts"
+
+pytestmark = pytest.mark.skipif(not os.path.exists(CHROMIUM), reason=f"{CHROMIUM} is not installed")
+
+
+@pytest.fixture(scope="module")
+def browser():
+    with playwright.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS, headless=True)
+        yield browser
+        browser.close()
+
+
+def _page(browser, server):
+    page = browser.new_page(viewport={"width": 1400, "height": 1800})
+    requests: list[str] = []
+    page.on("request", lambda r: requests.append(r.url))
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    return page, requests, errors
+
+
+def test_study_page_plots_one_line_per_completed_trial(browser, server):
+    page, requests, errors = _page(browser, server)
+    page.goto(f"{server}/web/studies/fixed")
+    page.wait_for_function("window.rnntunePlotReady === true", timeout=30_000)
+    trace = page.evaluate(
+        """() => { const t = document.getElementById('pc').data[0];
+                   return {type: t.type, lengths: t.dimensions.map(d => d.values.length),
+                           labels: t.dimensions.map(d => d.label), colours: t.line.color}; }"""
+    )
+    assert trace["type"] == "parcoords"
+    assert trace["lengths"] == [7, 7, 7, 7]  # 7 COMPLETE trials; pruned, failed, running left out
+    assert trace["labels"][0] == "learning_rate (log)" and trace["labels"][-1] == "objective"
+    assert sorted(trace["colours"]).count(1.0) == 3  # the best and its two neighbours in red
+    assert page.locator("#pc .parcoords .axis").count() == 4
+    page.wait_for_selector("#trials tbody tr")
+    assert page.locator("#trials tbody tr").count() == 10
+    page.wait_for_selector("#importances .bars path")
+    assert "2 of 6 other completed trials" in page.locator("#nbhd").inner_text()
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / "study-page.png"), full_page=True)
+    assert (ARTIFACTS / "study-page.png").stat().st_size > 10_000
+    assert all(url.startswith(server) for url in requests), "the page must not load anything off-server"
+    assert not errors
+    page.close()
+
+
+def test_hovering_a_line_shows_its_trial(browser, server):
+    page, _, errors = _page(browser, server)
+    page.goto(f"{server}/web/studies/fixed")
+    page.wait_for_function("window.rnntunePlotReady === true", timeout=30_000)
+    page.evaluate(
+        """() => { const div = document.getElementById('pc');
+                   div.emit('plotly_hover', {curveNumber: div.data[0].dimensions[0].values.length - 1}); }"""
+    )
+    page.wait_for_function("document.getElementById('hover-info').textContent.startsWith('trial #')")
+    info = page.locator("#hover-info").inner_text()
+    assert "trial #3" in info and "learning_rate=" in info  # the last line drawn is neighbour #3
+    assert not errors
+    page.close()
+
+
+def test_studies_list_shows_status_and_best(browser, server):
+    page, requests, errors = _page(browser, server)
+    page.goto(f"{server}/web/")
+    page.wait_for_selector("#studies tbody tr")
+    row = page.locator('#studies tr[data-study="fixed"]')
+    assert "finished" in row.inner_text() and "4" in row.locator("td").nth(9).inner_text()
+    assert page.locator("#studies tbody tr").count() == 4
+    assert all(url.startswith(server) for url in requests)
+    assert not errors
+    page.close()

@@ -1,0 +1,77 @@
+"""Short real sweeps in-process: real Ray, real SQLite, the real trainer on tiny settings."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import pytest
+from optuna.trial import TrialState
+
+from tests.conftest import TINY_SETTINGS
+from tests.tuner.sweep_checks import check_trials
+from tuner.orchestration import run_sweep
+from tuner.study import create_study, load_study
+
+
+def test_created_study_runs_then_extends(tmp_path, ray_cluster):
+    db = f"sqlite:///{tmp_path / 'db.sqlite'}"
+    create_study("short", storage_url=db, space="tiny", n_trials=4, parallel=2, scheduler="asha",
+                 storage_path=tmp_path / "store", overrides={"set": TINY_SETTINGS}, seed=0)
+    out = io.StringIO()
+    outcome = run_sweep("short", db, num_cpus=2, out=out)
+    assert (outcome.status, outcome.finished, outcome.n_trials) == ("finished", 4, 4)
+    study = load_study("short", db)
+    assert study.user_attrs["status"] == "finished"
+    assert len(study.trials) == 4
+    check_trials(study)
+    assert all(Path(t.user_attrs["run_dir"]).parent == tmp_path / "store" for t in study.trials)
+    text = out.getvalue()
+    assert "done 4/4" in text and "best " in text
+    before = {t.number: (t.state, t.value, t.params, t.intermediate_values) for t in study.trials}
+
+    outcome = run_sweep("short", db, n_trials=6, num_cpus=2, out=io.StringIO())
+    assert (outcome.status, outcome.finished) == ("finished", 6)
+    study = load_study("short", db)
+    assert len(study.trials) == 6
+    assert {t.number: (t.state, t.value, t.params, t.intermediate_values) for t in study.trials[:4]} == before
+    check_trials(study)
+
+
+def test_raising_trials_fail_with_reason_and_sweep_completes(tmp_path, ray_cluster):
+    db = f"sqlite:///{tmp_path / 'db.sqlite'}"
+    empty = tmp_path / "no-ptb-here"
+    empty.mkdir()
+    create_study("broken", storage_url=db, space="tiny", n_trials=2, parallel=2, scheduler="none",
+                 storage_path=tmp_path / "store",
+                 overrides={"set": {**TINY_SETTINGS, "dataset": "ptb", "data_dir": str(empty)}})
+    outcome = run_sweep("broken", db, num_cpus=2, out=io.StringIO())
+    assert (outcome.status, outcome.finished, outcome.best) == ("finished", 2, None)
+    study = load_study("broken", db)
+    assert [t.state for t in study.trials] == [TrialState.FAIL, TrialState.FAIL]
+    for t in study.trials:
+        assert t.user_attrs["error"].startswith("DataError: ")
+        assert "does not exist" in t.user_attrs["error"]
+        assert not t.user_attrs.get("needs_retry")
+
+
+def test_resume_of_a_finished_study_does_nothing(tmp_path):
+    db = f"sqlite:///{tmp_path / 'db.sqlite'}"
+    study = create_study("done", storage_url=db, space="tiny", n_trials=1, storage_path=tmp_path / "s")
+    t = study.ask()
+    study.tell(t, 1.0)
+    outcome = run_sweep("done", db, out=io.StringIO())
+    assert outcome.status == "finished" and outcome.finished == 1
+    assert len(load_study("done", db).trials) == 1
+
+
+def test_missing_data_dir_is_refused_before_ray_starts(tmp_path):
+    from tuner.study import StudyError
+
+    db = f"sqlite:///{tmp_path / 'db.sqlite'}"
+    create_study("nodata", storage_url=db, space="mogrifier_lstm", n_trials=1,
+                 overrides={"set": {"data_dir": str(tmp_path / 'missing')}})
+    with pytest.raises(StudyError, match="data_dir .* does not exist; pass --set data_dir=PATH"):
+        run_sweep("nodata", db, out=io.StringIO())
+    study = load_study("nodata", db)
+    assert study.user_attrs["status"] == "created" and study.trials == []

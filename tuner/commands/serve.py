@@ -1,0 +1,50 @@
+"""`rnntune serve`: the study API, its OpenAPI docs (/docs) and the web view (/web/).
+
+Reads and controls the studies of one database; set RNNTUNE_API_TOKEN to require
+`Authorization: Bearer <token>` on every request that changes anything (RNNTUNE_API_READ_TOKEN
+guards reads too). Ctrl-C stops the server and, cleanly, any sweep it started.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from tuner.study import StudyError, redact_url
+
+
+def add_server_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    p.add_argument("--port", type=int, default=8000, help="port to listen on (default 8000)")
+    p.add_argument("--db", help="SQLAlchemy URL of the study database "
+                   "(default $RNNTUNE_DB_URL or sqlite:///studies/rnntune.db)")
+    p.add_argument("--storage", help="root folder of the studies' checkpoints (default ./studies)")
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "serve",
+        help="serve the study API and the web view",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    add_server_options(p)
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    import optuna
+
+    from tuner.api import ApiSettings, create_app
+    from tuner.api.server import PortUnavailable, bind, fail, make_server, serve, url_of
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    try:
+        settings = ApiSettings.from_env(args.db, args.storage)
+        sock = bind(args.host, args.port)
+        app = create_app(settings)
+    except (PortUnavailable, StudyError) as err:
+        return fail(str(err))
+    url = url_of(sock)
+    print(f"rnntune API on {url}  (web view {url}/web/, docs {url}/docs)  db {redact_url(settings.db_url)}",
+          flush=True)
+    return serve(make_server(app), sock)

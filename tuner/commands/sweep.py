@@ -1,0 +1,117 @@
+"""`rnntune sweep`: tune a search space on Ray Tune, every trial stored in a SQL study.
+
+With no options it runs the embedded default: the `tiny` space on the built-in corpus, 10 trials,
+2 at a time, SQLite in ./studies/rnntune.db, Ray started in-process. `--resume NAME` continues a
+study (after a crash or a stop, or one only created by the API) and `--trials M` extends it.
+
+Exit status: 0 when the study has all its trials, 130 when stopped by SIGINT/SIGTERM (resume it
+later), 1 when the sweep failed, 2 for a bad space, setting or study name.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from tuner.search import DEFAULT_SAMPLER, SAMPLERS
+from tuner.space import SpaceError, load_space, parse_assignments, parse_set_values
+from tuner.study import DB_ENV, SCHEDULERS, StudyError, create_study, redact_url, resolve_db_url
+
+DEFAULT_SPACE = "tiny"
+DEFAULT_TRIALS = 10
+DEFAULT_PARALLEL = 2
+# Options that define a study; they cannot change when resuming it.
+STUDY_OPTIONS = ("space", "parallel", "sampler", "scheduler", "name", "seed", "range", "set")
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "sweep",
+        help="tune a search space on Ray Tune (default: a small sweep on the built-in corpus)",
+        description=__doc__.split("\n\n")[0] + " " + __doc__.split("\n\n")[1],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("--space", help=f"search space name or YAML path (default: {DEFAULT_SPACE}); see `rnntune spaces`")
+    p.add_argument("--trials", type=int, help=f"number of trials (default {DEFAULT_TRIALS}; with --resume: extend to this many)")
+    p.add_argument("--parallel", type=int, help=f"trials in flight at once (default {DEFAULT_PARALLEL})")
+    p.add_argument("--sampler", choices=SAMPLERS, help=f"Optuna sampler (default {DEFAULT_SAMPLER})")
+    p.add_argument("--scheduler", choices=SCHEDULERS, help="early stopping on the 2TA validation loss (default asha)")
+    p.add_argument("--db", help=f"SQLAlchemy URL of the study database (default ${DB_ENV} or sqlite:///studies/rnntune.db)")
+    p.add_argument("--storage", help="folder for the trials' run folders and checkpoints (default ./studies/NAME)")
+    p.add_argument("--name", help="study name (default: generated, e.g. tiny-20261122-0312-ab12)")
+    p.add_argument("--resume", metavar="NAME", help="continue the study NAME")
+    p.add_argument("--seed", type=int, help="sampler seed")
+    p.add_argument("--range", action="append", default=None, metavar="NAME=LOW:HIGH[:SCALE]",
+                   help="override one range of the space (repeatable)")
+    p.add_argument("--set", action="append", default=None, metavar="NAME=VALUE",
+                   help="fix a trainer setting for every trial, e.g. max_steps=500 (repeatable)")
+    p.add_argument("--cpus-per-trial", type=float, default=1.0, help="CPUs Ray reserves per trial (default 1)")
+    p.add_argument("--gpus-per-trial", type=float, default=0.0, help="GPUs Ray reserves per trial (default 0)")
+    p.add_argument("--max-retries", type=int, default=2, help="retries of a trial whose worker died (default 2)")
+    p.add_argument("--ray-address", help="Ray cluster to join (default $RAY_ADDRESS, else start one in-process)")
+    p.add_argument("--num-cpus", type=int, help="CPUs of the in-process Ray cluster (default: all)")
+    p.add_argument("--verbose", action="store_true", help="show Ray's own console output")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    import optuna
+
+    from tuner.orchestration import run_sweep
+    from tuner.orchestration.ray_runtime import RayStartError
+
+    optuna.logging.set_verbosity(optuna.logging.INFO if args.verbose else optuna.logging.WARNING)
+
+    try:
+        url = resolve_db_url(args.db)
+        if args.resume:
+            given = [f"--{o}" for o in STUDY_OPTIONS if getattr(args, o) is not None]
+            if given:
+                raise StudyError(f"{', '.join(given)} cannot change when resuming; they are fixed in study {args.resume!r}")
+            name = args.resume
+        else:
+            space = load_space(args.space or DEFAULT_SPACE)
+            overrides = None
+            if args.range or args.set:
+                overrides = {"ranges": parse_assignments(args.range or [], "--range"),
+                             "set": parse_set_values(args.set or [])}
+            study = create_study(
+                args.name,
+                storage_url=url,
+                space=space,
+                sampler=args.sampler,
+                n_trials=args.trials if args.trials is not None else DEFAULT_TRIALS,
+                parallel=args.parallel if args.parallel is not None else DEFAULT_PARALLEL,
+                scheduler=args.scheduler or "asha",
+                storage_path=args.storage,
+                overrides=overrides,
+                seed=args.seed,
+            )
+            name = study.study_name
+        outcome = run_sweep(
+            name,
+            url,
+            n_trials=args.trials if args.resume else None,
+            storage_path=args.storage if args.resume else None,
+            ray_address=args.ray_address,
+            num_cpus=args.num_cpus or os.cpu_count(),
+            cpus_per_trial=args.cpus_per_trial,
+            gpus_per_trial=args.gpus_per_trial,
+            max_retries=args.max_retries,
+            verbose=args.verbose,
+        )
+    except (SpaceError, StudyError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    except RayStartError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 1
+    best = outcome.best
+    print(f"study {outcome.study_name}: {outcome.status}, {outcome.finished}/{outcome.n_trials} trials  (db {redact_url(url)})")
+    if best is not None:
+        print(f"best: trial #{best.number} objective {best.value:.4f}  checkpoint {best.user_attrs.get('checkpoint', '-')}")
+    if outcome.status == "stopped":
+        print(f"resume with: rnntune sweep --resume {outcome.study_name}" + (f" --db {redact_url(url)}" if args.db else ""))
+        return 130
+    return 0 if outcome.status == "finished" else 1

@@ -1,0 +1,83 @@
+"""`rnntune up`: the main job. Serves the API and the web view, creates the embedded default sweep
+(the `tiny` space on the built-in corpus) and starts it through the server's own launcher, then
+prints the URL to open: the sensitivity plot fills in as trials finish. The server keeps running
+after the sweep ends, until Ctrl-C (which also stops a sweep still running, cleanly).
+"""
+
+from __future__ import annotations
+
+import argparse
+import threading
+
+from tuner.commands.serve import add_server_options
+from tuner.study import StudyError, generate_study_name, redact_url
+
+DEFAULT_SPACE = "tiny"
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "up",
+        help="the main job: a sweep with the web view served while it runs",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    add_server_options(p)
+    p.add_argument("--space", default=DEFAULT_SPACE, help=f"search space (default {DEFAULT_SPACE})")
+    p.add_argument("--trials", type=int, default=10, help="number of trials (default 10)")
+    p.add_argument("--parallel", type=int, default=2, help="trials in flight at once (default 2)")
+    p.add_argument("--name", help="study name (default: generated from the space and the time)")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from fastapi import HTTPException
+    from pydantic import ValidationError
+
+    import optuna
+
+    from tuner.api import ApiSettings, actions, create_app
+    from tuner.api.creation import create
+    from tuner.api.models import CreateStudy
+    from tuner.api.server import PortUnavailable, bind, fail, make_server, serve, url_of
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    try:
+        settings = ApiSettings.from_env(args.db, args.storage)
+        sock = bind(args.host, args.port)
+        app = create_app(settings)
+        body = CreateStudy(
+            name=args.name or generate_study_name(args.space),
+            space=args.space,
+            n_trials=args.trials,
+            parallel=args.parallel,
+        )
+        state = app.state.rnntune
+        create(state, body)
+    except (PortUnavailable, StudyError, ValidationError) as err:
+        return fail(str(err))
+    except HTTPException as err:
+        return fail(str(err.detail))
+    server = make_server(app)
+    url = url_of(sock)
+
+    def launch_when_serving() -> None:
+        while not server.started and not server.should_exit:
+            threading.Event().wait(0.05)
+        if server.should_exit:
+            return
+        handle = actions.start(state, body.name)
+        print(
+            f"study {body.name}: sweep started (pid {handle.process.pid}, log {handle.log})\n"
+            f"open {url}/web/studies/{body.name}\n"
+            f"API {url}/docs  db {redact_url(settings.db_url)}  — Ctrl-C to stop",
+            flush=True,
+        )
+        code = handle.process.wait()
+        row = state.store.db.study_row(body.name)
+        status = row.status if row else "unknown"
+        print(f"study {body.name}: sweep ended ({status}, exit {code}); still serving {url} — Ctrl-C to quit",
+              flush=True)
+
+    threading.Thread(target=launch_when_serving, daemon=True).start()
+    return serve(server, sock)
