@@ -68,7 +68,7 @@ STOCK: dict[str, Callable[[int], optuna.samplers.BaseSampler]] = {
     "gp": lambda s: optuna.samplers.GPSampler(seed=s),
     "random": lambda s: optuna.samplers.RandomSampler(seed=s),
 }
-OURS = ("gp_rank", "tpe", "qmc")
+OURS = ("gp_warped", "tpe", "qmc")
 LABELS = {"gp": "gp (= stock GPSampler)", "random": "random (= stock RandomSampler)"}
 
 FULL = dict(functions=[1, 8, 10, 15, 21], noisy_functions=[8, 10], seeds=5,

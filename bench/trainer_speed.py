@@ -5,6 +5,7 @@ trained with RAdam on random tokens; one training step is forward, backward and 
 BPTT window. The models take turns step by step, so load from other processes hits them alike; the
 table reports the median step. Achieved FLOP/s counts matrix-multiply FLOPs (training ≈ 3× forward)
 and is given as a fraction of this machine's float32 matmul peak, measured in the same run.
+On a CPU that other processes share, read the CPU-time columns (see Stopwatch).
 
     python bench/trainer_speed.py                 # PTB-like size, 1 CPU thread
     python bench/trainer_speed.py --quick         # a small size, for a smoke run
@@ -96,23 +97,35 @@ def build(name: str, size: Size) -> nn.Module:
     return CellLM(size, name)
 
 
-def sync(device: torch.device) -> None:
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
+class Stopwatch:
+    """Wall time, and on CPU also this process's CPU time per thread.
+
+    On a machine whose cores other processes share, CPU time counts only the cycles this process
+    got, so its ratios hold steadier than wall-time ones (it still feels their cache and memory
+    traffic). On CUDA both clocks are wall time after a synchronize.
+    """
+
+    def __init__(self, device: torch.device) -> None:
+        self.device = device
+
+    def now(self) -> tuple[float, float]:
+        if self.device.type == "cuda":
+            torch.cuda.synchronize(self.device)
+            wall = time.perf_counter()
+            return wall, wall
+        return time.perf_counter(), time.process_time() / torch.get_num_threads()
 
 
-def matmul_peak(device: torch.device, dim: int) -> float:
-    """Measured float32 FLOP/s of a dim×dim matrix multiply (the best of a few)."""
-    a = torch.randn(dim, dim, device=device)
-    b = torch.randn(dim, dim, device=device)
+def matmul_peak(watch: Stopwatch, dim: int) -> float:
+    """Measured float32 FLOP/s of a dim×dim matrix multiply (the best of a few, CPU-time clock)."""
+    a = torch.randn(dim, dim, device=watch.device)
+    b = torch.randn(dim, dim, device=watch.device)
     a @ b
     best = float("inf")
     for _ in range(5):
-        sync(device)
-        start = time.perf_counter()
+        _, start = watch.now()
         a @ b
-        sync(device)
-        best = min(best, time.perf_counter() - start)
+        best = min(best, watch.now()[1] - start)
     return 2 * dim**3 / best
 
 
@@ -126,11 +139,11 @@ class Trainee:
         self.optimizer = torch.optim.RAdam(self.model.parameters(), lr=1e-3)
         self.tokens = torch.randint(size.vocab, (size.bptt + 1, size.batch), device=device)
         self.seconds: list[float] = []
+        self.cpu_seconds: list[float] = []
 
-    def step(self, device: torch.device) -> float:
-        """One training step: summed cross-entropy over the window, averaged over the batch."""
-        sync(device)
-        start = time.perf_counter()
+    def step(self, watch: Stopwatch) -> None:
+        """One timed training step: summed cross-entropy over the window, averaged over the batch."""
+        start, cpu_start = watch.now()
         logits = self.model(self.tokens[:-1])
         loss = nn.functional.cross_entropy(
             logits.flatten(0, 1), self.tokens[1:].flatten(), reduction="sum"
@@ -138,8 +151,9 @@ class Trainee:
         self.optimizer.zero_grad(set_to_none=True)
         loss.backward()
         self.optimizer.step()
-        sync(device)
-        return time.perf_counter() - start
+        end, cpu_end = watch.now()
+        self.seconds.append(end - start)
+        self.cpu_seconds.append(cpu_end - cpu_start)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -165,26 +179,37 @@ def main(argv: list[str] | None = None) -> None:
     if "torch.nn.LSTM" not in names:
         names.insert(0, "torch.nn.LSTM")
 
-    peak = matmul_peak(device, 2048 if args.quick else 4096)
+    watch = Stopwatch(device)
+    peak = matmul_peak(watch, 2048 if args.quick else 4096)
     trainees = [Trainee(name, size, device, seed=0) for name in names]
-    for trainee in trainees:  # warm-up: allocator, lazy initialization, any compilation
-        trainee.step(device)
-    for _ in range(args.steps):
+    for trainee in trainees:  # warm-up: allocator, lazy initialization
+        trainee.step(watch)
+        trainee.seconds.clear()
+        trainee.cpu_seconds.clear()
+    for _ in range(args.steps):  # round robin, so that outside load hits every model alike
         for trainee in trainees:
-            trainee.seconds.append(trainee.step(device))
+            trainee.step(watch)
 
     tokens = size.bptt * size.batch
-    print(f"device {device} ({torch.get_num_threads()} threads), torch {torch.__version__}, size {size}")
-    print(f"float32 matmul peak: {peak / 1e9:.1f} GFLOP/s; median of {args.steps} steps per model")
-    print(f"{'model':<26}{'ms/step':>10}{'tokens/s':>11}{'vs nn.LSTM':>12}{'GFLOP/s':>10}{'of peak':>9}")
+    print(f"device {device} ({torch.get_num_threads()} threads), torch {torch.__version__}, {size}")
+    print(f"float32 matmul peak {peak / 1e9:.1f} GFLOP/s; medians of {args.steps} training steps per model;")
+    print("'CPU' columns use this process's CPU time per thread (see Stopwatch), FLOP/s counts matmuls.")
+    print(
+        f"{'model':<26}{'ms/step':>9}{'tokens/s':>10}{'vs nn.LSTM':>12}"
+        f"{'CPU tok/s':>11}{'vs nn.LSTM':>12}{'CPU GFLOP/s':>13}{'of peak':>9}"
+    )
     base = tokens / statistics.median(trainees[0].seconds)
+    cpu_base = tokens / statistics.median(trainees[0].cpu_seconds)
     for trainee in trainees:
         rate = tokens / statistics.median(trainee.seconds)
-        flops = 3 * forward_flops_per_token(trainee.name, size) * rate
-        label = trainee.name + (f" r={MOGRIFIER_ROUNDS},k={MOGRIFIER_RANK}" if trainee.name == "mogrifier_lstm" else "")
+        cpu_rate = tokens / statistics.median(trainee.cpu_seconds)
+        flops = 3 * forward_flops_per_token(trainee.name, size) * cpu_rate
+        label = trainee.name
+        if trainee.name == "mogrifier_lstm":
+            label += f" r={MOGRIFIER_ROUNDS},k={MOGRIFIER_RANK}"
         print(
-            f"{label:<26}{1e3 * tokens / rate:>10.0f}{rate:>11.0f}{rate / base:>11.2f}x"
-            f"{flops / 1e9:>10.1f}{flops / peak:>8.0%}"
+            f"{label:<26}{1e3 * tokens / rate:>9.0f}{rate:>10.0f}{rate / base:>11.2f}x"
+            f"{cpu_rate:>11.0f}{cpu_rate / cpu_base:>11.2f}x{flops / 1e9:>13.1f}{flops / peak:>9.0%}"
         )
 
 

@@ -6,8 +6,9 @@ asked at once do not collapse onto one point:
 * ``gp``: Optuna's GPSampler. With RUNNING trials Optuna 5 switches from logEI to q-logEI over the
   pending points (a Monte Carlo expectation over their joint posterior, chosen greedily), so the new
   point is worth something only where the pending ones are not.
-* ``gp_rank``: the same GP fitted to rank-warped objective values (`tuner.samplers.rank_gp`);
-  pending trials are handled by the same q-logEI.
+* ``gp_warped``: the same GP fitted to half-rank-warped objective values
+  (`tuner.samplers.half_rank_gp`: outliers among the worse half cannot dominate the fit); pending
+  trials are handled by the same q-logEI.
 * ``tpe``: multivariate TPE with ``group=True`` (joint model per group of parameters that occur
   together, so conditional parameters such as ``mogrifier_rounds`` are modelled) and the constant
   liar (RUNNING trials count as the worst value seen, which pushes new points away from them).
@@ -29,15 +30,15 @@ from typing import Any
 import optuna
 from optuna.samplers import BaseSampler
 
-from tuner.samplers import RankWarpedGPSampler
+from tuner.samplers import HalfRankGPSampler
 
 
 def _gp(**kw: Any) -> BaseSampler:
     return optuna.samplers.GPSampler(**{"warn_independent_sampling": False, **kw})
 
 
-def _gp_rank(**kw: Any) -> BaseSampler:
-    return RankWarpedGPSampler(**{"warn_independent_sampling": False, **kw})
+def _gp_warped(**kw: Any) -> BaseSampler:
+    return HalfRankGPSampler(**{"warn_independent_sampling": False, **kw})
 
 
 def _tpe(**kw: Any) -> BaseSampler:
@@ -68,7 +69,7 @@ def _experimental_ok() -> Iterator[None]:
 # name -> (factory, the Optuna class whose keyword arguments are the allowed options)
 _FACTORIES: dict[str, tuple[Callable[..., BaseSampler], type[BaseSampler]]] = {
     "gp": (_gp, optuna.samplers.GPSampler),
-    "gp_rank": (_gp_rank, RankWarpedGPSampler),
+    "gp_warped": (_gp_warped, HalfRankGPSampler),
     "tpe": (_tpe, optuna.samplers.TPESampler),
     "random": (_random, optuna.samplers.RandomSampler),
     "qmc": (_qmc, optuna.samplers.QMCSampler),

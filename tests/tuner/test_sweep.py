@@ -16,25 +16,26 @@ from tuner.study import create_study, load_study
 
 def test_created_study_runs_then_extends(tmp_path, ray_cluster):
     db = f"sqlite:///{tmp_path / 'db.sqlite'}"
-    create_study("short", storage_url=db, space="tiny", n_trials=4, parallel=2, scheduler="asha",
-                 storage_path=tmp_path / "store", overrides={"set": TINY_SETTINGS}, seed=0)
+    create_study("short", storage_url=db, space="tiny", n_trials=3, parallel=2, scheduler="asha",
+                 storage_path=tmp_path / "store", overrides={"set": {**TINY_SETTINGS, "max_steps": 20}}, seed=0)
     out = io.StringIO()
     outcome = run_sweep("short", db, num_cpus=2, out=out)
-    assert (outcome.status, outcome.finished, outcome.n_trials) == ("finished", 4, 4)
+    assert (outcome.status, outcome.finished, outcome.n_trials) == ("finished", 3, 3)
     study = load_study("short", db)
     assert study.user_attrs["status"] == "finished"
-    assert len(study.trials) == 4
+    assert len(study.trials) == 3
     check_trials(study)
     assert all(Path(t.user_attrs["run_dir"]).parent == tmp_path / "store" for t in study.trials)
     text = out.getvalue()
-    assert "done 4/4" in text and "best " in text
+    assert "done 3/3" in text and "best " in text
+    assert len([line for line in text.splitlines() if "] done " in line]) >= 2  # live status lines
     before = {t.number: (t.state, t.value, t.params, t.intermediate_values) for t in study.trials}
 
-    outcome = run_sweep("short", db, n_trials=6, num_cpus=2, out=io.StringIO())
-    assert (outcome.status, outcome.finished) == ("finished", 6)
+    outcome = run_sweep("short", db, n_trials=4, num_cpus=2, out=io.StringIO())
+    assert (outcome.status, outcome.finished) == ("finished", 4)
     study = load_study("short", db)
-    assert len(study.trials) == 6
-    assert {t.number: (t.state, t.value, t.params, t.intermediate_values) for t in study.trials[:4]} == before
+    assert len(study.trials) == 4
+    assert {t.number: (t.state, t.value, t.params, t.intermediate_values) for t in study.trials[:3]} == before
     check_trials(study)
 
 

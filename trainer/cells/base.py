@@ -19,7 +19,9 @@ class RecurrentCell(nn.Module):
 
     `state_mask` is the variational state-dropout mask M^state (thesis §4.2 eq. 1): one [B, n]
     mask per sequence, multiplied into h_prev before it enters the recurrence (and, for the RLSTM,
-    into c where the output gate reads it). None means no state dropout.
+    into c where the output gate reads it). None means no state dropout. The returned outputs
+    are unmasked. The state is (h, c) for LSTM-family cells and (h,) for GRU-family cells, whose
+    carry (1 - z) ⊙ h_prev keeps the unmasked h_prev.
     """
 
     input_size: int
@@ -31,7 +33,7 @@ class RecurrentCell(nn.Module):
         self.hidden_size = hidden_size
 
     def zero_state(self, batch_size: int, device: torch.device | str, dtype: torch.dtype) -> State:
-        """The initial state c_0, h_0 = 0, 0 (thesis §4.2 eq. 1), as (h, c) or (h,)."""
+        """The initial state c_0, h_0 = 0, 0 (thesis §4.2 eq. 1) as (h, c); GRU cells return (h,)."""
         z = torch.zeros(batch_size, self.hidden_size, device=device, dtype=dtype)
         return (z, z.clone())
 
@@ -41,6 +43,8 @@ class RecurrentCell(nn.Module):
 
 def chrono_init_(bias: Tensor, t_max: float) -> None:
     """Chrono initialization of forget-gate biases, b_f ~ ln U(1, T_max - 1) (thesis §4.4)."""
+    if not t_max >= 2.0:
+        raise ValueError(f"t_max must be at least 2 for Chrono init ln U(1, t_max - 1), not {t_max}")
     with torch.no_grad():
         bias.uniform_(1.0, t_max - 1.0).log_()
 
@@ -59,7 +63,7 @@ def chrono_update_gate_init_(bias: Tensor, t_max: float) -> None:
 def uniform_init_(module: nn.Module, fan: int) -> None:
     """Uniform(±1/sqrt(fan)) init of every weight matrix (and stack of them); biases start at zero."""
     bound = math.sqrt(1.0 / fan)
-    for name, p in module.named_parameters():
+    for p in module.parameters():
         if p.dim() >= 2:
             nn.init.uniform_(p, -bound, bound)
         else:

@@ -38,6 +38,7 @@ class MogrifierGate(nn.Module):
 
 
 def _uniform(fan_in: int, fan_out: int) -> Tensor:
+    """U(±1/sqrt(fan_in)) like nn.Linear: small, so 2σ(Q u) starts near the identity (Mogrifier §2)."""
     bound = 1.0 / math.sqrt(fan_in)
     return torch.empty(fan_in, fan_out).uniform_(-bound, bound)
 
@@ -58,7 +59,6 @@ class MogrifierLSTMCell(LSTMCell):
             raise ValueError(f"mogrifier_rounds must be >= 0, not {rounds}")
         m, n = input_size, hidden_size
         self.rounds = rounds
-        self.rank = rank
         # Q^i: h → x-sized gate for odd i (eq. 1); R^i: x → h-sized gate for even i (eq. 2).
         self.gates = nn.ModuleList(
             MogrifierGate(n, m, rank) if i % 2 == 1 else MogrifierGate(m, n, rank)

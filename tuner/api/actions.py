@@ -36,7 +36,9 @@ def start(state: ApiState, name: str) -> SweepHandle:
         )
     if row.status == "finished":
         raise Conflict(f"study {name!r} is finished: all its trials have run")
-    return state.launcher.start(name, storage_root(row.user_attrs, state.settings.storage_root / name))
+    handle = state.launcher.start(name, storage_root(row.user_attrs, state.settings.storage_root / name))
+    state.store.invalidate(name)
+    return handle
 
 
 def stop(state: ApiState, name: str) -> SweepHandle:
@@ -45,4 +47,5 @@ def stop(state: ApiState, name: str) -> SweepHandle:
     handle = state.launcher.stop(name)
     if handle is None:
         raise Conflict(f"study {name!r} has no sweep running in this server; nothing to stop")
+    state.store.invalidate(name)
     return handle

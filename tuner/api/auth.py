@@ -1,5 +1,6 @@
 """Bearer-token checks, as FastAPI dependencies: one for reads, one for anything that changes state.
 
+The checks are `async` (no I/O) so FastAPI runs them on the event loop, not in its threadpool.
 Tokens are compared with `hmac.compare_digest` (constant time) so response timing does not leak
 how much of a guess was right. Writes accept only `RNNTUNE_API_TOKEN`; reads are open unless
 `RNNTUNE_API_READ_TOKEN` is set, and then accept either token.
@@ -38,13 +39,13 @@ def _unauthorized(what: str) -> HTTPException:
     )
 
 
-def require_write(request: Request) -> None:
+async def require_write(request: Request) -> None:
     settings = request.app.state.rnntune.settings
     if settings.api_token and not _matches(_presented(request), settings.api_token):
         raise _unauthorized("a request that changes state")
 
 
-def require_read(request: Request) -> None:
+async def require_read(request: Request) -> None:
     settings = request.app.state.rnntune.settings
     if settings.read_token and not _matches(
         _presented(request), settings.read_token, settings.api_token

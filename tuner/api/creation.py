@@ -57,3 +57,5 @@ def create(state: ApiState, body: CreateStudy) -> None:
         raise Conflict(str(err)) from err
     except (ValueError, TypeError, KeyError) as err:
         raise HTTPException(status_code=422, detail=f"body: {err}") from err
+    finally:
+        state.store.invalidate(body.name)

@@ -85,6 +85,11 @@ def install(app: FastAPI) -> None:
         response.headers["Retry-After"] = "1"
         return response
 
+    @app.exception_handler(sqlalchemy.exc.SQLAlchemyError)
+    async def _db_error(request: Request, exc: sqlalchemy.exc.SQLAlchemyError) -> JSONResponse:
+        log.warning("study database error: %s", exc)
+        return _json(503, f"the study database could not answer ({type(exc).__name__}); retry shortly")
+
     @app.exception_handler(Exception)
     async def _bug(request: Request, exc: Exception) -> JSONResponse:
         log.exception("unhandled error on %s %s", request.method, request.url.path)

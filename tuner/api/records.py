@@ -74,6 +74,7 @@ class ParamSpec:
 class TrialRecord:
     """One trial: number, state name (`COMPLETE`, `PRUNED`, `FAIL`, `RUNNING`, `WAITING`), ..."""
 
+    trial_id: int
     number: int
     state: str
     value: float | None
@@ -83,6 +84,10 @@ class TrialRecord:
     user_attrs: dict[str, Any]
     datetime_start: str | None
     datetime_complete: str | None
+
+    @property
+    def finished(self) -> bool:
+        return self.state in ("COMPLETE", "PRUNED", "FAIL")
 
     @property
     def completed(self) -> bool:

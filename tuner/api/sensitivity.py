@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 import statistics
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 import optuna
@@ -21,6 +22,9 @@ from optuna.distributions import (
     FloatDistribution,
     IntDistribution,
 )
+
+from optuna.study import StudyDirection
+from optuna.trial import FrozenTrial, TrialState
 
 from tuner.api.records import ParamSpec, TrialRecord
 
@@ -90,6 +94,7 @@ def neighbourhood(
     ]
 
 
+@lru_cache(maxsize=1024)
 def _distribution(spec: ParamSpec) -> BaseDistribution:
     if spec.kind == "categorical":
         return CategoricalDistribution(list(spec.choices))
@@ -97,6 +102,41 @@ def _distribution(spec: ParamSpec) -> BaseDistribution:
         step = int(spec.step or 1)
         return IntDistribution(int(spec.low), int(spec.high), log=spec.log, step=step)
     return FloatDistribution(spec.low, spec.high, log=spec.log, step=spec.step)
+
+
+class _CompletedStudy:
+    """The read-only part of `optuna.Study` that Optuna's importance evaluators use (`directions`,
+    `_is_multi_objective`, `get_trials`), over trials we already hold. Copying 10,000 trials into
+    an in-memory Optuna study first takes seconds (it deep-copies every trial); this takes none.
+    Optuna is pinned (pyproject), and the sensitivity tests check the importances it returns."""
+
+    def __init__(self, trials: list[FrozenTrial], direction: str) -> None:
+        self._trials = trials
+        self.directions = [StudyDirection.MINIMIZE if direction == "minimize" else StudyDirection.MAXIMIZE]
+
+    def _is_multi_objective(self) -> bool:
+        return False
+
+    def get_trials(self, deepcopy: bool = False, states: Any = None) -> list[FrozenTrial]:
+        if states is None:
+            return list(self._trials)
+        return [t for t in self._trials if t.state in states]
+
+
+def _frozen(index: int, trial: TrialRecord) -> FrozenTrial:
+    return FrozenTrial(
+        number=trial.number,
+        state=TrialState.COMPLETE,
+        value=trial.value,
+        datetime_start=None,
+        datetime_complete=None,
+        params=trial.params,
+        distributions={name: _distribution(spec) for name, spec in trial.specs.items()},
+        user_attrs={},
+        system_attrs={},
+        intermediate_values={},
+        trial_id=index,
+    )
 
 
 def importances(completed: list[TrialRecord], direction: str) -> tuple[dict[str, float] | None, str | None]:
@@ -110,21 +150,11 @@ def importances(completed: list[TrialRecord], direction: str) -> tuple[dict[str,
             f"importances need at least {MIN_TRIALS_FOR_IMPORTANCE} completed trials; "
             f"the study has {n}"
         )
-    study = optuna.create_study(direction=direction)
-    study.add_trials(
-        [
-            optuna.trial.create_trial(
-                params=t.params,
-                distributions={k: _distribution(s) for k, s in t.specs.items()},
-                value=t.value,
-            )
-            for t in completed
-        ]
-    )
+    study = _CompletedStudy([_frozen(i, t) for i, t in enumerate(completed)], direction)
     quantile = min(0.5, max(0.1, 2.0 / n))
     evaluator = optuna.importance.PedAnovaImportanceEvaluator(target_quantile=quantile)
     try:
-        result = optuna.importance.get_param_importances(study, evaluator=evaluator)
+        result = optuna.importance.get_param_importances(study, evaluator=evaluator)  # type: ignore[arg-type]
     except (ValueError, RuntimeError, ZeroDivisionError) as err:
         return None, f"importances could not be computed: {err}"
     return {name: float(value) for name, value in result.items()}, None

@@ -32,6 +32,7 @@ class StudySnapshot:
         self._orders: dict[tuple[str | None, str], list[TrialRecord]] = {}
         self._memo: OrderedDict[Any, Any] = OrderedDict()
         self._pending: dict[Any, threading.Lock] = {}
+        self._summaries: dict[int, str] = {}
         self._lock = threading.Lock()
 
     def _objective_key(self, trial: TrialRecord) -> tuple[int, float, int]:
@@ -62,6 +63,18 @@ class StudySnapshot:
         """The best COMPLETE trial with a finite objective, or None."""
         completed = self.ordered("COMPLETE", "objective")
         return completed[0] if completed and completed[0].completed else None
+
+    def summary_json(self, trial: TrialRecord, render: Callable[[TrialRecord], str]) -> str:
+        """`render(trial)` (a trial's JSON for list pages) once per trial of this snapshot."""
+        found = self._summaries.get(trial.number)
+        if found is None:
+            found = self._summaries[trial.number] = render(trial)
+        return found
+
+    def peek(self, key: Any) -> Any:
+        """The memoised result for `key`, or None if not computed yet."""
+        with self._lock:
+            return self._memo.get(key)
 
     def memo(self, key: Any, compute: Callable[[], Any]) -> Any:
         """`compute()` once per key for this snapshot (sensitivity, plots); one caller computes."""

@@ -23,6 +23,7 @@ class ApiState:
     def _sweep_exited(self, name: str, returncode: int, stop_requested: bool) -> None:
         """Record how a sweep this API launched ended, unless the sweep recorded it itself."""
         log.info("sweep of %s exited with %s", name, returncode)
+        self.store.invalidate(name)
         row = self.store.db.study_row(name)
         if row is None or row.status not in (*LIVE_STATUSES, "created"):
             return
@@ -33,6 +34,7 @@ class ApiState:
         else:
             status = "failed"
         self.store.storage.set_study_user_attr(row.study_id, "status", status)
+        self.store.invalidate(name)
 
     def close(self) -> None:
         self.launcher.shutdown()

@@ -33,7 +33,8 @@ class Fingerprint:
     last_start: str | None
     last_complete: str | None
     running_steps: int
-    last_ids: tuple[int, int, int]
+    # Largest ids of trial_user_attributes, trial_values, trial_params, trial_intermediate_values.
+    last_ids: tuple[int, int, int, int]
 
 
 @lru_cache(maxsize=4096)
@@ -162,7 +163,8 @@ class TrialDB:
                 sqlalchemy.text(
                     "SELECT (SELECT MAX(trial_user_attribute_id) FROM trial_user_attributes), "
                     "(SELECT MAX(trial_value_id) FROM trial_values), "
-                    "(SELECT MAX(param_id) FROM trial_params)"
+                    "(SELECT MAX(param_id) FROM trial_params), "
+                    "(SELECT MAX(trial_intermediate_value_id) FROM trial_intermediate_values)"
                 )
             ).one()
         starts = [row[2] for row in counts if row[2] is not None]
@@ -176,37 +178,59 @@ class TrialDB:
             last_ids=tuple(int(i or 0) for i in last_ids),
         )
 
-    def trials(self, study_id: int) -> list[TrialRecord]:
-        """Every trial of the study, ordered by number, with params, values, curves and attrs."""
+    def changed_trial_ids(self, study_id: int, since: Fingerprint, unfinished: set[int], known_max: int) -> set[int]:
+        """Trials of the study that may differ from a snapshot taken at `since`: new ones, ones that
+        were unfinished, and ones with attrs, values, params or steps added since."""
+        a, v, p, i = since.last_ids
+        query = sqlalchemy.text(
+            "SELECT trial_id FROM trials WHERE study_id = :sid AND trial_id IN ("
+            "SELECT trial_id FROM trial_user_attributes WHERE trial_user_attribute_id > :a "
+            "UNION SELECT trial_id FROM trial_values WHERE trial_value_id > :v "
+            "UNION SELECT trial_id FROM trial_params WHERE param_id > :p "
+            "UNION SELECT trial_id FROM trial_intermediate_values WHERE trial_intermediate_value_id > :i) "
+            "OR (study_id = :sid AND trial_id > :known)"
+        )
+        with self._engine.connect() as conn:
+            rows = conn.execute(query, {"sid": study_id, "a": a, "v": v, "p": p, "i": i, "known": known_max}).all()
+        return {row[0] for row in rows} | unfinished
+
+    def trials(self, study_id: int, only: set[int] | None = None) -> list[TrialRecord]:
+        """Trials of the study (those with ids in `only`, if given), ordered by number, with params,
+        values, learning curves and user attrs."""
         params_sql = (
             "SELECT p.trial_id, p.param_name, p.param_value, p.distribution_json "
-            "FROM trial_params p JOIN trials t ON t.trial_id = p.trial_id WHERE t.study_id = :sid "
+            "FROM trial_params p JOIN trials t ON t.trial_id = p.trial_id WHERE t.study_id = :sid{only} "
             "ORDER BY p.param_id"
         )
         values_sql = (
             "SELECT v.trial_id, v.value, v.value_type FROM trial_values v "
-            "JOIN trials t ON t.trial_id = v.trial_id WHERE t.study_id = :sid AND v.objective = 0"
+            "JOIN trials t ON t.trial_id = v.trial_id WHERE t.study_id = :sid AND v.objective = 0{only}"
         )
         steps_sql = (
             "SELECT iv.trial_id, iv.step, iv.intermediate_value, iv.intermediate_value_type "
             "FROM trial_intermediate_values iv JOIN trials t ON t.trial_id = iv.trial_id "
-            "WHERE t.study_id = :sid ORDER BY iv.trial_id, iv.step"
+            "WHERE t.study_id = :sid{only} ORDER BY iv.trial_id, iv.step"
         )
         attrs_sql = (
             "SELECT a.trial_id, a.key, a.value_json FROM trial_user_attributes a "
-            "JOIN trials t ON t.trial_id = a.trial_id WHERE t.study_id = :sid"
+            "JOIN trials t ON t.trial_id = a.trial_id WHERE t.study_id = :sid{only}"
         )
         trials_sql = (
-            "SELECT trial_id, number, state, datetime_start, datetime_complete FROM trials "
-            "WHERE study_id = :sid ORDER BY number"
+            "SELECT t.trial_id, t.number, t.state, t.datetime_start, t.datetime_complete FROM trials t "
+            "WHERE t.study_id = :sid{only} ORDER BY t.number"
         )
-        bind = {"sid": study_id}
+        only_sql = " AND t.trial_id IN :ids" if only is not None else ""
+        statements = [
+            sqlalchemy.text(sql.format(only=only_sql))
+            for sql in (trials_sql, params_sql, values_sql, steps_sql, attrs_sql)
+        ]
+        if only is not None:
+            statements = [st.bindparams(sqlalchemy.bindparam("ids", expanding=True)) for st in statements]
+        bind = {"sid": study_id, **({"ids": sorted(only)} if only is not None else {})}
         with self._engine.connect() as conn:
-            trial_rows = conn.execute(sqlalchemy.text(trials_sql), bind).all()
-            param_rows = conn.execute(sqlalchemy.text(params_sql), bind).all()
-            value_rows = conn.execute(sqlalchemy.text(values_sql), bind).all()
-            step_rows = conn.execute(sqlalchemy.text(steps_sql), bind).all()
-            attr_rows = conn.execute(sqlalchemy.text(attrs_sql), bind).all()
+            trial_rows, param_rows, value_rows, step_rows, attr_rows = (
+                conn.execute(statement, bind).all() for statement in statements
+            )
 
         params: dict[int, dict[str, Any]] = {}
         specs: dict[int, dict[str, ParamSpec]] = {}
@@ -224,6 +248,7 @@ class TrialDB:
 
         return [
             TrialRecord(
+                trial_id=int(trial_id),
                 number=int(number),
                 state=state,
                 value=values.get(trial_id),

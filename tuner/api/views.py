@@ -11,7 +11,7 @@ from tuner.api.records import StudyRow, TrialRecord
 FINISHED_STATES = ("COMPLETE", "PRUNED", "FAIL")
 
 
-def _finite(value: Any) -> float | None:
+def finite(value: Any) -> float | None:
     """JSON has no NaN/Infinity: non-finite numbers are reported as null."""
     if isinstance(value, (int, float)) and math.isfinite(value):
         return float(value)
@@ -43,19 +43,19 @@ def study_summary(row: StudyRow, handle: SweepHandle | None) -> dict[str, Any]:
         "parallel": _int_or_none(attrs.get("parallel")),
         "created_at": attrs.get("created_at") if isinstance(attrs.get("created_at"), str) else None,
         "counts": {state: n for state, n in row.counts.items()},
-        "best_value": _finite(row.best_value),
+        "best_value": finite(row.best_value),
         "progress": min(1.0, finished / n_trials) if n_trials else None,
     }
 
 
-def _clean(value: Any) -> Any:
+def clean(value: Any) -> Any:
     """Attrs and params as JSON can carry them (non-finite floats become null)."""
     if isinstance(value, float):
-        return _finite(value)
+        return finite(value)
     if isinstance(value, dict):
-        return {str(k): _clean(v) for k, v in value.items()}
+        return {str(k): clean(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [_clean(v) for v in value]
+        return [clean(v) for v in value]
     return value
 
 
@@ -65,12 +65,12 @@ def trial_summary(trial: TrialRecord) -> dict[str, Any]:
     return {
         "number": trial.number,
         "state": trial.state,
-        "value": _finite(trial.value),
-        "params": _clean(trial.params),
+        "value": finite(trial.value),
+        "params": clean(trial.params),
         "datetime_start": trial.datetime_start,
         "datetime_complete": trial.datetime_complete,
-        "node": _clean(attrs.get("node")),
-        "wall_time_s": _finite(attrs.get("wall_time_s")),
+        "node": clean(attrs.get("node")),
+        "wall_time_s": finite(attrs.get("wall_time_s")),
         "error": None if error is None else str(error),
     }
 
@@ -79,6 +79,6 @@ def trial_detail(trial: TrialRecord) -> dict[str, Any]:
     return {
         **trial_summary(trial),
         "distributions": {name: spec.as_dict() for name, spec in trial.specs.items()},
-        "learning_curve": [{"step": s, "value": _finite(v)} for s, v in trial.curve],
-        "user_attrs": _clean(trial.user_attrs),
+        "learning_curve": [{"step": s, "value": finite(v)} for s, v in trial.curve],
+        "user_attrs": clean(trial.user_attrs),
     }

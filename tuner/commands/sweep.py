@@ -29,7 +29,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "sweep",
         help="tune a search space on Ray Tune (default: a small sweep on the built-in corpus)",
-        description=__doc__.split("\n\n")[0] + " " + __doc__.split("\n\n")[1],
+        description=__doc__.split("`: ", 1)[1],
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("--space", help=f"search space name or YAML path (default: {DEFAULT_SPACE}); see `rnntune spaces`")
@@ -68,7 +68,7 @@ def run(args: argparse.Namespace) -> int:
         if args.resume:
             given = [f"--{o}" for o in STUDY_OPTIONS if getattr(args, o) is not None]
             if given:
-                raise StudyError(f"{', '.join(given)} cannot change when resuming; they are fixed in study {args.resume!r}")
+                raise StudyError(f"{', '.join(given)}: not allowed with --resume; study {args.resume!r} keeps the settings it was created with")
             name = args.resume
         else:
             space = load_space(args.space or DEFAULT_SPACE)

@@ -112,5 +112,5 @@ class ProgressTable(Callback):
                 self._print(line)
                 self._last_line, self._last_status = line, now
 
-    def on_step(self, iteration: int, trials: list, **info: Any) -> None:
+    def on_step_end(self, iteration: int, trials: list, **info: Any) -> None:
         self.refresh()

@@ -21,6 +21,7 @@ from typing import Any, TextIO
 
 import optuna
 from optuna.trial import FrozenTrial
+from ray.tune.stopper import Stopper
 
 from tuner.search import make_sampler
 from tuner.space import SearchSpace, space_from_dict
@@ -59,36 +60,38 @@ class _StopRequest:
         self.reason: str | None = None
 
 
-def _make_stopper(study: optuna.Study, request: _StopRequest, searcher: Any) -> Any:
-    from ray.tune.stopper import Stopper
+class SweepStopper(Stopper):
+    """Stops all trials once a stop was requested; refreshes the study's heartbeat meanwhile.
 
-    class SweepStopper(Stopper):
-        """Stops all trials once a stop was requested; refreshes the study's heartbeat meanwhile."""
+    Module-level with an empty pickled state: Tune saves its stopper in the experiment folder, and
+    the study (whose storage holds the database URL) must not go with it.
+    """
 
-        def __init__(self) -> None:
-            self._beat = time.monotonic()
-            self._announced = False
+    def __init__(self, study: optuna.Study, request: _StopRequest, searcher: Any) -> None:
+        self._study = study
+        self._request = request
+        self._searcher = searcher
+        self._beat = time.monotonic()
+        self._announced = False
 
-        def __getstate__(self) -> dict[str, Any]:
-            return {}
+    def __getstate__(self) -> dict[str, Any]:
+        return {}
 
-        def __call__(self, trial_id: str, result: dict[str, Any]) -> bool:
+    def __call__(self, trial_id: str, result: dict[str, Any]) -> bool:
+        return False
+
+    def stop_all(self) -> bool:
+        now = time.monotonic()
+        if now - self._beat >= HEARTBEAT_S:
+            heartbeat(self._study)
+            self._beat = now
+        if self._request.reason is None:
             return False
-
-        def stop_all(self) -> bool:
-            now = time.monotonic()
-            if now - self._beat >= HEARTBEAT_S:
-                heartbeat(study)
-                self._beat = now
-            if request.reason is None:
-                return False
-            if not self._announced:
-                searcher.stop_reason = request.reason
-                set_status(study, "stopping")
-                self._announced = True
-            return True
-
-    return SweepStopper()
+        if not self._announced:
+            self._searcher.stop_reason = self._request.reason
+            set_status(self._study, "stopping")
+            self._announced = True
+        return True
 
 
 @contextmanager
@@ -214,7 +217,7 @@ def run_sweep(
         run_config=tune.RunConfig(
             name=f"run-{stamp}",
             storage_path=str(root / "ray"),
-            stop=_make_stopper(study, request, searcher),
+            stop=SweepStopper(study, request, searcher),
             callbacks=[TrialEvents(searcher), progress],
             failure_config=tune.FailureConfig(max_failures=max_retries),
             verbose=1 if verbose else 0,

@@ -46,3 +46,8 @@ def test_cells_chrono_initialize_their_forget_gate(name, t_max):
     assert b.max() - b.min() > 0.5 * math.log(t_max - 1)  # spread over the range, not a constant
     rest = torch.cat([bias[: FORGET_BIAS[name].start], bias[FORGET_BIAS[name].stop :]])
     assert not rest.any()  # every other bias starts at zero
+
+
+def test_t_max_below_two_is_an_error():
+    with pytest.raises(ValueError, match="t_max must be at least 2"):
+        make_cell("lstm", 3, 4, t_max=1.5)

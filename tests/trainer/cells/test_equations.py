@@ -13,7 +13,6 @@ from torch import sigmoid, tanh
 from trainer.cells import make_cell
 
 T, B, M, N = 6, 3, 5, 4
-ROUNDS, RANK = 5, 2
 
 
 def blocks(w: torch.Tensor, k: int) -> list[torch.Tensor]:
@@ -35,13 +34,16 @@ def lstm_step(p, x, h_hat, c):
     return h, c
 
 
-def mogrifier_step(p, x, h_hat, c):
+def mogrifier_step(p, x, h_hat, c, rounds):
     """Mogrifier paper §2 eqs. (1)-(2), x^{-1} = x, h^0 = ĥ_prev, then the capped LSTM."""
     xs, hs = {-1: x}, {0: h_hat}
-    for i in range(1, ROUNDS + 1):
-        w_in, w_out, b = p[f"gates.{i - 1}.w_in"], p[f"gates.{i - 1}.w_out"], p[f"gates.{i - 1}.bias"]
-        Q_left, Q_right = w_out.T, w_in.T  # Q^i = Q^i_left Q^i_right, rank k
-        Q = Q_left @ Q_right
+    for i in range(1, rounds + 1):
+        b = p[f"gates.{i - 1}.bias"]
+        if f"gates.{i - 1}.weight" in p:  # full rank, stored as Q^T
+            Q = p[f"gates.{i - 1}.weight"].T
+        else:  # Q^i = Q^i_left Q^i_right of rank k, stored as Q_right^T and Q_left^T
+            Q_left, Q_right = p[f"gates.{i - 1}.w_out"].T, p[f"gates.{i - 1}.w_in"].T
+            Q = Q_left @ Q_right
         if i % 2 == 1:
             xs[i] = 2 * sigmoid(hs[i - 1] @ Q.T + b) * xs[i - 2]  # eq. (1)
         else:
@@ -122,7 +124,7 @@ def tmgru_step(p, x, h_prev, h_hat):
     return (1 - z) * h_prev + z * tanh(h_tilde)  # eq. (18)
 
 
-def naive(name, p, x, state, mask):
+def naive(name, p, x, state, mask, rounds=0):
     outs = []
     if name in {"mgru", "tmgru"}:
         (h,) = state
@@ -136,17 +138,31 @@ def naive(name, p, x, state, mask):
         h_hat = h * mask  # ĥ_{t-1} = h_{t-1} ⊙ M^state (thesis §4.2 eq. 1)
         if name == "rlstm":
             h, c = rlstm_step(p, x[t], h_hat, c, mask)
+        elif name == "mogrifier_lstm":
+            h, c = mogrifier_step(p, x[t], h_hat, c, rounds)
         else:
-            h, c = {"lstm": lstm_step, "mogrifier_lstm": mogrifier_step, "mlstm": mlstm_step,
-                    "tmlstm": tmlstm_step}[name](p, x[t], h_hat, c)
+            h, c = {"lstm": lstm_step, "mlstm": mlstm_step, "tmlstm": tmlstm_step}[name](p, x[t], h_hat, c)
         outs.append(h)
     return torch.stack(outs), (h, c)
 
 
-@pytest.mark.parametrize("name", ["lstm", "mogrifier_lstm", "rlstm", "mlstm", "tmlstm", "mgru", "tmgru"])
-def test_cell_matches_its_equations(name):
+CASES = [
+    ("lstm", 0, 0),
+    ("mogrifier_lstm", 5, 2),  # rounds, rank: low rank, ends on an x round
+    ("mogrifier_lstm", 4, 0),  # full rank, ends on an h round
+    ("mogrifier_lstm", 1, -3),
+    ("rlstm", 0, 0),
+    ("mlstm", 0, 0),
+    ("tmlstm", 0, 0),
+    ("mgru", 0, 0),
+    ("tmgru", 0, 0),
+]
+
+
+@pytest.mark.parametrize(("name", "rounds", "rank"), CASES)
+def test_cell_matches_its_equations(name, rounds, rank):
     torch.manual_seed(0)
-    cell = make_cell(name, M, N, t_max=12.0, mogrifier_rounds=ROUNDS, mogrifier_rank=RANK).double()
+    cell = make_cell(name, M, N, t_max=12.0, mogrifier_rounds=rounds, mogrifier_rank=rank).double()
     with torch.no_grad():  # weights large enough that no gate sits near 0.5 or saturates everywhere
         for param in cell.parameters():
             param.normal_(0.0, 0.8)
@@ -158,7 +174,7 @@ def test_cell_matches_its_equations(name):
     got, got_state = cell(x, state, mask)
     (got * readout).sum().backward()
     params = {k: v.detach().clone().requires_grad_() for k, v in cell.named_parameters()}
-    want, want_state = naive(name, params, x, state, mask)
+    want, want_state = naive(name, params, x, state, mask, rounds)
     (want * readout).sum().backward()
 
     torch.testing.assert_close(got, want, rtol=1e-12, atol=1e-12)

@@ -87,3 +87,27 @@ def test_studies_list_shows_status_and_best(browser, server):
     assert all(url.startswith(server) for url in requests)
     assert not errors
     page.close()
+
+
+def test_study_page_refreshes_while_the_sweep_runs(browser, study_env, tmp_path):
+    """A `running` study gains a completed trial while the page is open: the plot redraws with it."""
+    import optuna
+
+    from tests.tuner.api.fixtures import FIXED_TRIALS, SPACE, live_server, make_study
+    from tuner.api import ApiSettings
+
+    db_url = f"sqlite:///{tmp_path / 'live.db'}"
+    study = make_study(db_url, "live", tmp_path / "storage" / "live", trials=FIXED_TRIALS[:4], status="running")
+    with live_server(ApiSettings(db_url=db_url, storage_root=tmp_path / "storage")) as url:
+        page, _, errors = _page(browser, url)
+        page.goto(f"{url}/web/studies/live")
+        page.wait_for_function("document.getElementById('pc')?.data?.[0]?.dimensions[0].values.length === 4",
+                               timeout=30_000)
+        study.add_trial(optuna.trial.create_trial(
+            params={"learning_rate": 0.003, "input_dropout": 0.2, "mogrifier_rounds": 6},
+            distributions=SPACE, value=4.6))
+        page.wait_for_function("document.getElementById('pc').data[0].dimensions[0].values.length === 5",
+                               timeout=20_000)
+        assert "complete: 5" in page.locator("#facts").inner_text()
+        assert not errors
+        page.close()

@@ -12,6 +12,7 @@ from tuner.api import plots, sensitivity
 from tuner.api.auth import require_read
 from tuner.api.errors import NotFound
 from tuner.api.models import ErrorBody, ParallelCoordinates, Sensitivity
+from tuner.api.routes.common import memoised, snapshot_of
 from tuner.api.snapshot import StudySnapshot
 
 router = APIRouter(prefix="/studies/{name}", tags=["analysis"], dependencies=[Depends(require_read)])
@@ -28,23 +29,25 @@ Fraction = Annotated[
 ERRORS = {code: {"model": ErrorBody} for code in (401, 404, 422, 503)}
 
 
-def _completed(request: Request, name: str) -> StudySnapshot:
-    state = request.app.state.rnntune
-    snapshot = state.store.snapshot(state.store.row(name))
+async def _completed(request: Request, name: str) -> StudySnapshot:
+    snapshot = await snapshot_of(request, name)
     if snapshot.best is None:
         raise NotFound(f"study {name!r} has no completed trial yet")
     return snapshot
 
 
-def _analysis(snapshot: StudySnapshot, fraction: float) -> dict:
-    completed = [t for t in snapshot.ordered("COMPLETE", "objective") if t.completed]
-    return snapshot.memo(
-        ("sensitivity", fraction),
-        lambda: sensitivity.analyse(completed, snapshot.direction, fraction),
-    )
+async def _analysis(snapshot: StudySnapshot, fraction: float) -> str:
+    """The analysis as JSON, validated against the `Sensitivity` model once per study version."""
+
+    def build() -> str:
+        completed = [t for t in snapshot.ordered("COMPLETE", "objective") if t.completed]
+        result = sensitivity.analyse(completed, snapshot.direction, fraction)
+        return Sensitivity.model_validate(result).model_dump_json()
+
+    return await memoised(snapshot, ("sensitivity", fraction), build)
 
 
-def _plot(snapshot: StudySnapshot, fraction: float) -> dict:
+async def _plot(snapshot: StudySnapshot, fraction: float) -> dict:
     def build() -> dict:
         completed = [t for t in snapshot.ordered("COMPLETE", "objective") if t.completed]
         near = {completed[0].number} | {
@@ -57,15 +60,17 @@ def _plot(snapshot: StudySnapshot, fraction: float) -> dict:
         )
         return plot
 
-    return snapshot.memo(("plot", fraction), build)
+    return await memoised(snapshot, ("plot", fraction), build)
 
 
 @router.get("/sensitivity", response_model=Sensitivity, responses=ERRORS)
-def get_sensitivity(request: Request, name: StudyName, fraction: Fraction = sensitivity.DEFAULT_FRACTION) -> dict:
+async def get_sensitivity(
+    request: Request, name: StudyName, fraction: Fraction = sensitivity.DEFAULT_FRACTION
+) -> Response:
     """The best trial, its neighbourhood (trials with every hyperparameter within `fraction` of its
     range from the best value) with each neighbour's objective distance from the best, and
     PED-ANOVA importances of the hyperparameters."""
-    return _analysis(_completed(request, name), fraction)
+    return Response(await _analysis(await _completed(request, name), fraction), media_type="application/json")
 
 
 @router.get(
@@ -73,7 +78,7 @@ def get_sensitivity(request: Request, name: StudyName, fraction: Fraction = sens
     response_model=ParallelCoordinates,
     responses={200: {"content": {"text/html": {}}}, **ERRORS},
 )
-def get_parallel_coordinates(
+async def get_parallel_coordinates(
     request: Request,
     name: StudyName,
     fraction: Fraction = sensitivity.DEFAULT_FRACTION,
@@ -81,7 +86,7 @@ def get_parallel_coordinates(
 ) -> Response:
     """Parallel coordinates of completed trials: log axes for log-scale hyperparameters, lines
     coloured by objective, the best trial's neighbourhood in red (thesis Figures 2.5–2.6)."""
-    plot = _plot(_completed(request, name), fraction)
+    plot = await _plot(await _completed(request, name), fraction)
     if format == "html":
         return HTMLResponse(plots.html_page(plot, name, "/static/vendor/plotly.min.js"))
     return Response(plot["json"], media_type="application/json")

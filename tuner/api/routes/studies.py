@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, Path, Query, Request, status
+from starlette.concurrency import run_in_threadpool
 
 from tuner.api import actions, views
 from tuner.api.auth import require_read, require_write
@@ -23,14 +24,14 @@ def _state(request: Request) -> ApiState:
 
 
 @router.get("", response_model=StudyPage, dependencies=[Depends(require_read)], responses=ERRORS)
-def list_studies(
+async def list_studies(
     request: Request,
     offset: Annotated[int, Query(ge=0, le=1_000_000)] = 0,
     limit: Annotated[int, Query(ge=1, le=500)] = 50,
 ) -> dict:
     """Studies, oldest first, with status, trial counts by state and best objective."""
     state = _state(request)
-    rows = state.store.rows()
+    rows = state.store.fresh_rows() or await run_in_threadpool(state.store.rows)
     page = rows[offset : offset + limit]
     return {
         "total": len(rows),
@@ -45,12 +46,12 @@ def detail(state: ApiState, name: str) -> dict:
     snapshot = state.store.snapshot(row)
     best = snapshot.best
     summary = views.study_summary(row, state.launcher.get(name))
-    summary["best_value"] = views._finite(best.value) if best else None
+    summary["best_value"] = views.finite(best.value) if best else None
     handle = state.launcher.get(name)
     return {
         **summary,
         "storage_path": str(storage_root(row.user_attrs, state.settings.storage_root / name)),
-        "user_attrs": views._clean(row.user_attrs),
+        "user_attrs": views.clean(row.user_attrs),
         "best_trial": views.trial_summary(best) if best else None,
         "process": handle.as_dict() if handle else None,
     }
