@@ -146,17 +146,19 @@ def run(job: tuple[str, int, bool, int, int, list[int]]) -> dict:
         observed, true = problem(x, rng)
         study.tell(trial, observed)
         true_values.append(true)
-    times = []
+    times, cpu_times = [], []
     if n >= 100:  # time per suggestion with n completed, growing to K in flight
         for _ in range(k):
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), time.process_time()
             suggest(study.ask())
             times.append(time.perf_counter() - t0)
+            cpu_times.append(time.process_time() - c0)
     best = np.minimum.accumulate(true_values)
     return {
         "optimizer": optimizer, "function": function, "noisy": noisy, "seed": seed, "k": k,
         "regret": {str(b): problem.regret(float(best[b - 1])) for b in budgets},
         "suggest_s": statistics.fmean(times) if times else None,
+        "suggest_cpu_s": statistics.fmean(cpu_times) if cpu_times else None,
     }
 
 
@@ -196,15 +198,21 @@ def report(records: list[dict], optimizers: list[str], problems: list[tuple[int,
               + " ".join(f"{summary[c][o]:10.2f}" for c in cols))
     times = defaultdict(list)
     for r in records:
-        if r["suggest_s"] is not None:
-            times[(r["optimizer"], r["k"])].append(r["suggest_s"])
+        for clock in ("suggest_s", "suggest_cpu_s"):
+            if r.get(clock) is not None:
+                times[(r["optimizer"], r["k"], clock)].append(r[clock])
     if times:
-        print("\n## seconds per suggestion at 100 completed trials (mean over runs)")
-        print(f"{'optimizer':<{width}} " + " ".join(f"{f'K={k}':>8}" for k in in_flight))
+        print("\n## seconds per suggestion at 100 completed trials, mean over runs: wall clock "
+              "(inflated when other processes share the cores) / CPU time of the process")
+        print(f"{'optimizer':<{width}} " + " ".join(f"{f'K={k}':>15}" for k in in_flight))
+
+        def cell(o: str, k: int) -> str:
+            wall, cpu = times[(o, k, "suggest_s")], times[(o, k, "suggest_cpu_s")]
+            return (f"{statistics.fmean(wall) if wall else math.nan:7.3f}/"
+                    f"{statistics.fmean(cpu) if cpu else math.nan:<7.3f}")
+
         for o in optimizers:
-            print(f"{LABELS.get(o, o):<{width}} " + " ".join(
-                f"{statistics.fmean(times[(o, k)]):8.3f}" if times[(o, k)] else f"{'-':>8}"
-                for k in in_flight))
+            print(f"{LABELS.get(o, o):<{width}} " + " ".join(f"{cell(o, k):>15}" for k in in_flight))
     print(f"\nDEFAULT_SAMPLER = {DEFAULT_SAMPLER!r}")
 
 

@@ -157,7 +157,9 @@ class Trainee:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--device", default="cpu", help="cpu or cuda (default: cpu)")
     parser.add_argument("--threads", type=int, default=1, help="CPU threads for torch (default: 1)")
     parser.add_argument("--steps", type=int, default=5, help="timed steps per model (default: 5)")

@@ -23,6 +23,7 @@ from typing import Any
 
 import optuna
 from optuna.trial import FrozenTrial, TrialState
+from sqlalchemy import event
 from sqlalchemy.engine import make_url
 
 from tuner.space import SearchSpace, load_space
@@ -77,9 +78,21 @@ def open_storage(url: str) -> optuna.storages.RDBStorage:
     else:
         engine_kwargs = {"pool_pre_ping": True}
     try:
-        return optuna.storages.RDBStorage(url, engine_kwargs=engine_kwargs)
+        storage = optuna.storages.RDBStorage(url, engine_kwargs=engine_kwargs)
     except Exception as err:
         raise StudyError(f"cannot open study database {redact_url(url)}: {err}") from None
+    if backend == "sqlite":
+        event.listen(storage.engine, "connect", _sqlite_wal)
+        storage.engine.dispose()  # reconnect through the listener
+    return storage
+
+
+def _sqlite_wal(dbapi_connection: Any, _record: Any) -> None:
+    """WAL journal: readers (the web view) never block the sweep's writes, and commits cost less."""
+    cursor = dbapi_connection.cursor()
+    cursor.execute("PRAGMA journal_mode=WAL")
+    cursor.execute("PRAGMA synchronous=NORMAL")
+    cursor.close()
 
 
 def generate_study_name(space: str) -> str:

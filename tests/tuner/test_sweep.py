@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import os
 from pathlib import Path
 
 import pytest
@@ -76,3 +77,17 @@ def test_missing_data_dir_is_refused_before_ray_starts(tmp_path):
         run_sweep("nodata", db, out=io.StringIO())
     study = load_study("nodata", db)
     assert study.user_attrs["status"] == "created" and study.trials == []
+
+
+def test_embedded_ray_runs_with_token_auth(ray_cluster):
+    """Ray >= 2.59 turns token auth on for clusters ray.init() starts; ours gets an ephemeral token."""
+    import ray
+
+    if os.environ.get("RAY_AUTH_MODE") == "disabled":
+        pytest.skip("token auth explicitly disabled in this environment")
+
+    @ray.remote
+    def auth_mode():
+        return os.environ.get("RAY_AUTH_MODE")
+
+    assert ray.get(auth_mode.remote()) == "token"

@@ -17,16 +17,22 @@ from torch import Tensor
 from torch.autograd.function import once_differentiable
 
 
-def _lstm_cell(g: Tensor, c_prev: Tensor, acts: Tensor, c_out: Tensor, tanh_c: Tensor, h_out: Tensor) -> None:
-    """Capped LSTM step from pre-activations g = [i, j, f, o] (thesis §4.1), into the given buffers."""
+def _lstm_cell(g: Tensor, c_prev: Tensor, c_out: Tensor, tanh_c: Tensor, h_out: Tensor) -> Tensor:
+    """Capped LSTM step from pre-activations g = [i, j, f, o] (thesis §4.1), into the given buffers.
+
+    Overwrites g with the activations [i, j, f, o] and returns it for the backward pass.
+    """
     n = c_prev.shape[1]
-    torch.sigmoid(g, out=acts)  # i, f, o = σ(·); the j block is overwritten next
-    torch.tanh(g[:, n : 2 * n], out=acts[:, n : 2 * n])  # j = tanh(·)
+    g[:, :n].sigmoid_()  # i = σ(·)
+    g[:, n : 2 * n].tanh_()  # j = tanh(·)
+    g[:, 2 * n :].sigmoid_()  # f, o = σ(·)
+    acts = g
     i, j, f, o = acts.chunk(4, dim=1)
     torch.mul(f, c_prev, out=c_out)
     c_out.addcmul_(torch.minimum(i, 1.0 - f), j)  # c = f ⊙ c_prev + min(i, 1 - f) ⊙ j
     torch.tanh(c_out, out=tanh_c)
     torch.mul(o, tanh_c, out=h_out)  # h = o ⊙ tanh(c)
+    return acts
 
 
 def _lstm_cell_backward(
@@ -67,28 +73,41 @@ def _per_round(ranks: tuple[int, ...], params: tuple[Tensor, ...]) -> list[tuple
     return gates
 
 
-class CappedLSTMWindow(torch.autograd.Function):
-    """(h_seq, h_T, c_T) of the (Mogrifier) capped LSTM over a window; see the module docstring.
+# Window-sized [T, B, 4n] tensors are large enough that the allocator maps them fresh from the OS on
+# every call (glibc: blocks >= 32 MiB) and each page then faults on first touch. Gate-sized work is
+# done in chunks of time steps whose buffer stays under this many bytes; GEMMs over a chunk's
+# C·B rows are still large enough to run near the machine's matmul peak.
+CHUNK_BYTES = 16 * 2**20
 
-    Inputs: base [T, B, 4n] added to each step's gates (the hoisted W^x x + b when rounds = 0, the
-    broadcast bias otherwise); weight: W^h [n, 4n] when rounds = 0, else [W^x; W^h] [m+n, 4n]
-    applied to [x↑, h↑]; x [T, B, m] (used when rounds > 0); h0, c0 [B, n]; mask [B, n] or None;
-    ranks: one rank per Mogrifier round (k <= 0: full rank); gate_params: each round's tensors.
+
+def _chunk_steps(steps: int, batch: int, width: int, item_size: int) -> int:
+    return max(1, min(steps, CHUNK_BYTES // max(1, batch * width * item_size)))
+
+
+class CappedLSTMWindow(torch.autograd.Function):
+    """(h_seq, h_T, c_T) of the (Mogrifier) capped LSTM layer over a window; see the module docstring.
+
+    Inputs: x [T, B, m]; w_x [m, 4n], w_h [n, 4n], bias [4n] (LSTMCell's parameters); h0, c0
+    [B, n]; mask [B, n] or None; ranks: one rank per Mogrifier round (k <= 0: full rank), empty
+    for the LSTM; gate_params: each round's tensors, (w_in, w_out, bias) or (weight, bias).
+    With no rounds, W^x x + b is computed a chunk of steps at a time ahead of the recurrence;
+    with rounds, x↑ depends on h_prev and [x↑, h↑] @ [W^x; W^h] is one GEMM per step.
     """
 
     @staticmethod
-    def forward(ctx, base, weight, x, h0, c0, mask, ranks, *gate_params):  # type: ignore[override]
-        steps, batch, four_n = base.shape
-        n = four_n // 4
+    def forward(ctx, x, w_x, w_h, bias, h0, c0, mask, ranks, *gate_params):  # type: ignore[override]
+        steps, batch, m = x.shape
+        n = w_h.shape[0]
         rounds = len(ranks)
-        new = base.new_empty
+        new = x.new_empty
         gates = _per_round(ranks, gate_params)
-        m = x.shape[2]
-        acts, tanh_c = new(steps, batch, four_n), new(steps, batch, n)
-        cells, h_seq = new(steps + 1, batch, n), new(steps, batch, n)
+        tanh_c, cells, h_seq = new(steps, batch, n), new(steps + 1, batch, n), new(steps, batch, n)
         if rounds == 0:
-            h_hat = u_all = new(steps, batch, n)  # the main GEMM multiplies ĥ_prev by W^h
+            h_hat = u_all = new(steps, batch, n)  # the recurrent GEMM multiplies ĥ_prev by W^h
+            chunk = _chunk_steps(steps, batch, 4 * n, x.element_size())
+            gx = new(chunk * batch, 4 * n)
         else:  # it multiplies [x↑, h↑]; the rounds producing x↑ and h↑ write straight into it
+            weight = torch.cat([w_x, w_h], dim=0)
             u_all = new(steps, batch, m + n)
             x_up, h_up = u_all[..., :m], u_all[..., m:]
             h_hat = h_up if rounds == 1 else new(steps, batch, n)  # V[0]
@@ -98,6 +117,7 @@ class CappedLSTMWindow(torch.autograd.Function):
         ]
         sigmas = [new(steps, batch, m if i % 2 else n) for i in range(1, rounds + 1)]
         lows = [new(steps, batch, r) if r > 0 else None for r in ranks]
+        acts = []
         cells[0] = c0
         h = h0
         for t in range(steps):
@@ -105,17 +125,23 @@ class CappedLSTMWindow(torch.autograd.Function):
                 h_hat[t] = h
             else:
                 torch.mul(h, mask, out=h_hat[t])  # ĥ = h ⊙ M^state (thesis §4.2 eq. 1)
-            v = {-1: x[t] if rounds else None, 0: h_hat[t]}
-            for i in range(1, rounds + 1):  # Mogrifier paper §2 eqs. (1)-(2)
-                z = _gate_forward(v[i - 1], gates[i - 1], None if lows[i - 1] is None else lows[i - 1][t])
-                torch.sigmoid(z, out=sigmas[i - 1][t])
-                torch.mul(sigmas[i - 1][t], v[i - 2], out=values[i - 1][t]).mul_(2.0)  # V[i] = 2σ(z) ⊙ V[i-2]
-                v[i] = values[i - 1][t]
-            g = torch.addmm(base[t], u_all[t], weight)
-            _lstm_cell(g, cells[t], acts[t], cells[t + 1], tanh_c[t], h_seq[t])
+            if rounds == 0:
+                if t % chunk == 0:  # W^x x + b for the next chunk of steps, hoisted out of the loop
+                    xs = x[t : t + chunk].reshape(-1, m)
+                    gx_chunk = torch.addmm(bias, xs, w_x, out=gx[: xs.shape[0]]).view(-1, batch, 4 * n)
+                g = torch.addmm(gx_chunk[t % chunk], h_hat[t], w_h)
+            else:
+                v = {-1: x[t], 0: h_hat[t]}
+                for i in range(1, rounds + 1):  # Mogrifier paper §2 eqs. (1)-(2)
+                    low = None if lows[i - 1] is None else lows[i - 1][t]
+                    s, v[i] = sigmas[i - 1][t], values[i - 1][t]
+                    torch.sigmoid(_gate_forward(v[i - 1], gates[i - 1], low), out=s)
+                    torch.mul(s, v[i - 2], out=v[i]).mul_(2.0)  # V[i] = 2σ(z_i) ⊙ V[i-2]
+                g = torch.addmm(bias, u_all[t], weight)
+            acts.append(_lstm_cell(g, cells[t], cells[t + 1], tanh_c[t], h_seq[t]))
             h = h_seq[t]
         ctx.save_for_backward(
-            weight, x, mask, acts, tanh_c, cells, h_hat, u_all, *values, *sigmas, *lows, *gate_params
+            x, w_x, w_h, mask, tanh_c, cells, h_hat, u_all, *values, *sigmas, *lows, *gate_params, *acts
         )
         ctx.ranks = ranks
         return h_seq, h_seq[-1].clone(), cells[-1].clone()
@@ -125,35 +151,43 @@ class CappedLSTMWindow(torch.autograd.Function):
     def backward(ctx, d_h_seq, d_h_last, d_c_last):  # type: ignore[override]
         ranks = ctx.ranks
         rounds = len(ranks)
-        weight, x, mask, acts, tanh_c, cells, h_hat, u_all, *rest = ctx.saved_tensors
-        values, sigmas, lows = rest[:rounds], rest[rounds : 2 * rounds], rest[2 * rounds : 3 * rounds]
-        gates = _per_round(ranks, tuple(rest[3 * rounds :]))
+        x, w_x, w_h, mask, tanh_c, cells, h_hat, u_all, *rest = ctx.saved_tensors
         steps, batch, n = h_hat.shape
         m = x.shape[2]
+        values, sigmas, lows = rest[:rounds], rest[rounds : 2 * rounds], rest[2 * rounds : 3 * rounds]
+        gates = _per_round(ranks, tuple(rest[3 * rounds : len(rest) - steps]))
+        acts = rest[len(rest) - steps :]
         d_h_seq = torch.zeros_like(h_hat) if d_h_seq is None else d_h_seq
-        dg_all = torch.empty_like(acts)
         dz_all = [torch.empty_like(s) for s in sigmas]
         dlow_all = [None if low is None else torch.empty_like(low) for low in lows]
-        dx_all = torch.empty_like(x) if rounds else None
+        dx = torch.empty_like(x)
         dh = torch.zeros_like(h_hat[0]) if d_h_last is None else d_h_last
         dc = torch.zeros_like(h_hat[0]) if d_c_last is None else d_c_last
         # Contiguous transposes: on MKL the per-step dU = dG W^T runs ~20% faster as a plain product.
-        weight_t = weight.t().contiguous()
+        weight_t = (w_h if rounds == 0 else torch.cat([w_x, w_h], dim=0)).t().contiguous()
+        w_x_t = w_x.t().contiguous()
         gates_t = [tuple(p.t().contiguous() for p in params[:-1]) for params in gates]
+        d_weight = weight_t.new_zeros(weight_t.shape[1], weight_t.shape[0])
+        d_w_x, d_bias = torch.zeros_like(w_x), w_x.new_zeros(4 * n)
+        chunk = _chunk_steps(steps, batch, 4 * n, x.element_size())
+        dg_chunk = x.new_empty(chunk, batch, 4 * n)
+        flat = lambda a: a.reshape(-1, a.shape[-1])  # noqa: E731
         for t in reversed(range(steps)):
+            dg = dg_chunk[t % chunk]
             dh = dh + d_h_seq[t]
-            dc = _lstm_cell_backward(dh, dc, acts[t], cells[t], tanh_c[t], dg_all[t])
-            du = dg_all[t] @ weight_t
+            dc = _lstm_cell_backward(dh, dc, acts[t], cells[t], tanh_c[t], dg)
+            du = dg @ weight_t
             if rounds == 0:
                 dv = {0: du}
             else:
-                d_x_up, d_h_up = du[:, :m], du[:, m:]
-                dv = {rounds: d_x_up, rounds - 1: d_h_up} if rounds % 2 else {rounds - 1: d_x_up, rounds: d_h_up}
+                last_x = rounds if rounds % 2 else rounds - 1  # x↑ = V[last_x], h↑ = the other one
+                dv = {last_x: du[:, :m], (2 * rounds - 1) - last_x: du[:, m:]}
                 v = {-1: x[t], 0: h_hat[t], **{i: values[i - 1][t] for i in range(1, rounds + 1)}}
-                for i in range(rounds, 0, -1):
+                for i in range(rounds, 0, -1):  # back through V[i] = 2σ(z_i) ⊙ V[i-2]
                     s, d_out = sigmas[i - 1][t], dv.pop(i)
-                    dz = torch.mul(d_out, v[i], out=dz_all[i - 1][t]).mul_(1.0 - s)  # d/dz of 2σ(z) ⊙ V[i-2]
-                    dv[i - 2] = torch.addcmul(dv[i - 2], d_out, s, value=2.0) if i - 2 in dv else 2.0 * d_out * s
+                    dz = torch.mul(d_out, v[i], out=dz_all[i - 1][t]).mul_(1.0 - s)  # dL/dz_i
+                    d_gated = torch.mul(d_out, s).mul_(2.0)
+                    dv[i - 2] = dv[i - 2] + d_gated if i - 2 in dv else d_gated
                     if lows[i - 1] is None:
                         (w_in_t,) = gates_t[i - 1]
                         d_low = dz
@@ -161,10 +195,20 @@ class CappedLSTMWindow(torch.autograd.Function):
                         w_in_t, w_out_t = gates_t[i - 1]
                         d_low = torch.mm(dz, w_out_t, out=dlow_all[i - 1][t])
                     dv[i - 1] = torch.addmm(dv[i - 1], d_low, w_in_t) if i - 1 in dv else d_low @ w_in_t
-                dx_all[t] = dv[-1]
+                dx[t] = dv[-1]
             dh = dv[0] if mask is None else dv[0] * mask
-        flat = lambda a: a.reshape(-1, a.shape[-1])  # noqa: E731
-        d_weight = flat(u_all).t() @ flat(dg_all)
+            if t % chunk == 0:  # the chunk's weight gradients as GEMMs over all its C·B rows
+                span = slice(t, min(t + chunk, steps))
+                dgs = flat(dg_chunk[: span.stop - t])
+                d_weight.addmm_(flat(u_all[span]).t(), dgs)
+                d_bias += dgs.sum(0)
+                if rounds == 0:
+                    d_w_x.addmm_(flat(x[span]).t(), dgs)
+                    torch.mm(dgs, w_x_t, out=dx[span].view(-1, m))
+        if rounds:
+            d_w_x, d_w_h = d_weight[:m], d_weight[m:]
+        else:
+            d_w_h = d_weight
         d_gates = []
         for i in range(1, rounds + 1):
             u_in = h_hat if i == 1 else values[i - 2]  # V[i-1]
@@ -172,6 +216,6 @@ class CappedLSTMWindow(torch.autograd.Function):
             if lows[i - 1] is None:
                 d_gates += [flat(u_in).t() @ dz, dz.sum(0)]
             else:
-                d_gates += [flat(u_in).t() @ flat(dlow_all[i - 1]), flat(lows[i - 1]).t() @ dz, dz.sum(0)]
-        d_base = dg_all if ctx.needs_input_grad[0] else None
-        return (d_base, d_weight, dx_all, dh, dc, None, None, *d_gates)
+                d_w_in = flat(u_in).t() @ flat(dlow_all[i - 1])
+                d_gates += [d_w_in, flat(lows[i - 1]).t() @ dz, dz.sum(0)]
+        return (dx, d_w_x, d_w_h, d_bias, dh, dc, None, None, *d_gates)

@@ -12,9 +12,9 @@ from .fused import CappedLSTMWindow
 class LSTMCell(RecurrentCell):
     """i, j, f, o from [x, ĥ_prev]; c = f⊙c_prev + min(i, 1-f)⊙j; h = o⊙tanh(c) (thesis §4.1, §4.6).
 
-    Parameters: w_x [m, 4n], w_h [n, 4n], bias [4n], gate blocks in the order i, j, f, o. The input
-    projection W^x x + b of the whole window is one GEMM before the time loop; the recurrence runs
-    as one autograd Function with a hand-written backward (fused.py).
+    Parameters: w_x [m, 4n], w_h [n, 4n], bias [4n], gate blocks in the order i, j, f, o. The layer
+    runs as one autograd Function with a hand-written backward (fused.py): the input projection
+    W^x x + b is hoisted out of the recurrence, and weight gradients are GEMMs over many steps.
     """
 
     def __init__(self, input_size: int, hidden_size: int, t_max: float = 20.0) -> None:
@@ -27,8 +27,6 @@ class LSTMCell(RecurrentCell):
         chrono_init_(self.bias[2 * n : 3 * n], t_max)  # b^f ~ ln U(1, T_max - 1) (thesis §4.4)
 
     def forward(self, x: Tensor, state: State, state_mask: Tensor | None = None) -> tuple[Tensor, State]:
-        steps, batch, _ = x.shape
         h, c = state
-        gx = torch.addmm(self.bias, x.reshape(-1, self.input_size), self.w_x).view(steps, batch, -1)
-        h_seq, h, c = CappedLSTMWindow.apply(gx, self.w_h, x, h, c, state_mask, ())
+        h_seq, h, c = CappedLSTMWindow.apply(x, self.w_x, self.w_h, self.bias, h, c, state_mask, ())
         return h_seq, (h, c)

@@ -16,7 +16,7 @@ from .deferred import DeferredMatmul, zeros_base
 
 
 def lstm_update(g: Tensor, c_prev: Tensor) -> tuple[Tensor, Tensor]:
-    """c = f ⊙ c_prev + i ⊙ tanh(ĥ), h = o ⊙ tanh(c) from pre-activations g = [i, ĥ, f, o] (eqs. (6)-(7))."""
+    """c = f ⊙ c_prev + i ⊙ tanh(ĥ), h = o ⊙ tanh(c) from g = [i, ĥ, f, o] (eqs. (6)-(7))."""
     gi, gj, gf, go = g.chunk(4, dim=1)
     c = torch.sigmoid(gf) * c_prev + torch.sigmoid(gi) * torch.tanh(gj)  # eq. (6)
     h = torch.sigmoid(go) * torch.tanh(c)  # eq. (7), with tanh as in Krause et al. and thesis §4.1

@@ -68,14 +68,12 @@ class MogrifierLSTMCell(LSTMCell):
     def forward(self, x: Tensor, state: State, state_mask: Tensor | None = None) -> tuple[Tensor, State]:
         if self.rounds == 0:
             return super().forward(x, state, state_mask)
-        steps, batch, _ = x.shape
         h, c = state
         # x↑ depends on h_prev, so the input projection stays in the loop: [x↑, h↑] @ [W^x; W^h]
         # is one GEMM per step; the rounds and the LSTM run inside one Function (fused.py).
-        weight = torch.cat([self.w_x, self.w_h], dim=0)
         ranks = tuple(gate.rank for gate in self.gates)
         params = [p for gate in self.gates for p in gate.tensors()]
         h_seq, h, c = CappedLSTMWindow.apply(
-            self.bias.expand(steps, batch, -1), weight, x, h, c, state_mask, ranks, *params
+            x, self.w_x, self.w_h, self.bias, h, c, state_mask, ranks, *params
         )
         return h_seq, (h, c)

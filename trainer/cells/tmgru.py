@@ -16,7 +16,7 @@ from .deferred import DeferredMatmul, zeros_base
 
 
 class TMGRUCell(RecurrentCell):
-    """m_z, m_r by eq. (17); z, r by eqs. (22)-(23); m_h = (W_hx x) ⊙ (W_hh (r ⊙ ĥ)) (eq. 24); GRU update.
+    """m_z, m_r (eq. 17); z, r (eqs. 22-23); m_h = (W_hx x) ⊙ (W_hh (r ⊙ ĥ)) (eq. 24); GRU update.
 
     Parameters: w_mx [m, 3n] (W_zx, W_rx, W_hx), w_mh [n, 2n] (W_zh, W_rh), w_hh [n, n] (W_hh),
     w_x [m, 3n] (U_z, U_r, U_h), w_m [3, n, n] (V_z, V_r, V_h), bias [3n] (b_z, b_r, b_h).

@@ -16,7 +16,7 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from tuner.api.checkpoint import CheckpointUnavailable
-from tuner.api.launcher import SweepAlreadyRunning
+from tuner.api.launcher import LaunchFailed, SweepAlreadyRunning
 from tuner.api.store import StudyNotFound
 
 log = logging.getLogger("rnntune.api")
@@ -73,6 +73,11 @@ def install(app: FastAPI) -> None:
     @app.exception_handler(SweepAlreadyRunning)
     async def _running(request: Request, exc: SweepAlreadyRunning) -> JSONResponse:
         return _json(409, str(exc))
+
+    @app.exception_handler(LaunchFailed)
+    async def _launch_failed(request: Request, exc: LaunchFailed) -> JSONResponse:
+        log.error("%s", exc)
+        return _json(503, str(exc))
 
     @app.exception_handler(Conflict)
     async def _conflict(request: Request, exc: Conflict) -> JSONResponse:

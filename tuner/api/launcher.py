@@ -10,6 +10,7 @@ When a child exits while the study still says `running`/`stopping`, a watcher th
 
 from __future__ import annotations
 
+import logging
 import os
 import signal
 import subprocess
@@ -20,12 +21,19 @@ from pathlib import Path
 from typing import Callable
 
 import tuner
+from tuner.study import DB_ENV
+
+log = logging.getLogger("rnntune.api")
 
 _PACKAGE_ROOT = str(Path(tuner.__file__).resolve().parent.parent)
 
 
 class SweepAlreadyRunning(RuntimeError):
     """The study already has a live sweep process."""
+
+
+class LaunchFailed(RuntimeError):
+    """The sweep process could not be started (storage folder or executable unusable)."""
 
 
 @dataclass
@@ -65,10 +73,9 @@ class SweepLauncher:
         self._lock = threading.Lock()
 
     def command(self, name: str, storage_path: Path) -> list[str]:
-        return [
-            self._python, "-m", "tuner.cli", "sweep",
-            "--resume", name, "--db", self.db_url, "--storage", str(storage_path),
-        ]  # fmt: skip
+        """The sweep's command line; the database URL goes in $RNNTUNE_DB_URL instead of `--db`
+        so a password in it never shows in a process list."""
+        return [self._python, "-m", "tuner.cli", "sweep", "--resume", name, "--storage", str(storage_path)]
 
     def start(self, name: str, storage_path: Path) -> SweepHandle:
         """Launch the study's sweep; SweepAlreadyRunning if this launcher's sweep still runs."""
@@ -76,20 +83,24 @@ class SweepLauncher:
             current = self._handles.get(name)
             if current is not None and current.running:
                 raise SweepAlreadyRunning(f"study {name!r} already has a running sweep (pid {current.process.pid})")
-            storage_path.mkdir(parents=True, exist_ok=True)
             log = storage_path / "sweep.log"
             env = dict(os.environ)
             env["PYTHONPATH"] = os.pathsep.join(p for p in (_PACKAGE_ROOT, env.get("PYTHONPATH")) if p)
             env["PYTHONUNBUFFERED"] = "1"
-            with log.open("ab") as out:
-                process = subprocess.Popen(
-                    self.command(name, storage_path),
-                    stdin=subprocess.DEVNULL,
-                    stdout=out,
-                    stderr=subprocess.STDOUT,
-                    env=env,
-                    start_new_session=True,
-                )
+            env[DB_ENV] = self.db_url
+            try:
+                storage_path.mkdir(parents=True, exist_ok=True)
+                with log.open("ab") as out:
+                    process = subprocess.Popen(
+                        self.command(name, storage_path),
+                        stdin=subprocess.DEVNULL,
+                        stdout=out,
+                        stderr=subprocess.STDOUT,
+                        env=env,
+                        start_new_session=True,
+                    )
+            except OSError as err:
+                raise LaunchFailed(f"cannot start the sweep of {name!r}: {err}") from err
             handle = SweepHandle(name=name, process=process, log=log)
             self._handles[name] = handle
         threading.Thread(target=self._watch, args=(handle,), daemon=True, name=f"sweep-{name}").start()
@@ -97,7 +108,10 @@ class SweepLauncher:
 
     def _watch(self, handle: SweepHandle) -> None:
         code = handle.process.wait()
-        self._on_exit(handle.name, code, handle.stop_requested)
+        try:
+            self._on_exit(handle.name, code, handle.stop_requested)
+        except Exception:  # the watcher must never die silently; the API keeps serving regardless
+            log.exception("recording the end of the sweep of %s failed", handle.name)
 
     def get(self, name: str) -> SweepHandle | None:
         with self._lock:

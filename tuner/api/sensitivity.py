@@ -22,7 +22,6 @@ from optuna.distributions import (
     FloatDistribution,
     IntDistribution,
 )
-
 from optuna.study import StudyDirection
 from optuna.trial import FrozenTrial, TrialState
 

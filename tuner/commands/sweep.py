@@ -59,6 +59,7 @@ def run(args: argparse.Namespace) -> int:
     import optuna
 
     from tuner.orchestration import run_sweep
+    from tuner.orchestration.sweep import resolve_data_dir
     from tuner.orchestration.ray_runtime import RayStartError
 
     optuna.logging.set_verbosity(optuna.logging.INFO if args.verbose else optuna.logging.WARNING)
@@ -76,6 +77,8 @@ def run(args: argparse.Namespace) -> int:
             if args.range or args.set:
                 overrides = {"ranges": parse_assignments(args.range or [], "--range"),
                              "set": parse_set_values(args.set or [])}
+            # Refuse a missing dataset folder before a study is created under the name.
+            resolve_data_dir(space.with_overrides(fixed=(overrides or {}).get("set")))
             study = create_study(
                 args.name,
                 storage_url=url,

@@ -59,3 +59,18 @@ def start_ray(address: str | None, num_cpus: int | None, verbose: bool) -> bool:
             )
         raise RayStartError(f"could not connect to the Ray cluster at {address}: {err}{hint}") from None
     return True
+
+
+def check_resources(per_trial: dict[str, float]) -> None:
+    """Refuse per-trial resources the cluster does not have at all (Tune would wait for them forever)."""
+    import ray
+
+    total = ray.cluster_resources()
+    names = {"cpu": "CPU", "gpu": "GPU"}
+    for key, amount in per_trial.items():
+        have = float(total.get(names.get(key, key), 0.0))
+        if amount > have:
+            raise RayStartError(
+                f"--{key}s-per-trial {amount:g} exceeds the cluster's {have:g} {names.get(key, key)}s; "
+                f"ask for at most {have:g}"
+            )

@@ -119,7 +119,7 @@ def _trial_dirname(trial: Any) -> str:
     return f"trial-{trial.config['trial_number']}-{trial.trial_id}"
 
 
-def _resolved_space(space: SearchSpace) -> SearchSpace:
+def resolve_data_dir(space: SearchSpace) -> SearchSpace:
     """The space with a relative data_dir made absolute (trials run in other folders) and checked."""
     data_dir = space.fixed.get("data_dir")
     if data_dir is None:
@@ -167,7 +167,7 @@ def run_sweep(
     if storage_path is not None:
         study.set_user_attr("storage_path", str(Path(storage_path).expanduser().resolve()))
     root = Path(study.user_attrs["storage_path"])
-    space = _resolved_space(space_from_dict(attrs["space_def"]))
+    space = resolve_data_dir(space_from_dict(attrs["space_def"]))
     sampler = make_sampler(attrs["sampler"], seed=attrs.get("seed"))
     study = load_study(name, storage_url, sampler=sampler)
     zombies = fail_zombies(study, ZOMBIE_REASON)
@@ -180,7 +180,7 @@ def run_sweep(
     from ray import tune
 
     from tuner.orchestration.progress import ProgressTable
-    from tuner.orchestration.ray_runtime import start_ray
+    from tuner.orchestration.ray_runtime import check_resources, start_ray
     from tuner.orchestration.schedulers import make_scheduler
     from tuner.orchestration.searcher import METRIC, StudySearcher, TrialEvents
     from tuner.orchestration.trainable import run_trial
@@ -189,7 +189,18 @@ def run_sweep(
     os.environ["TUNE_DISABLE_STRICT_METRIC_CHECKING"] = "1"  # final summaries carry no new metric
     parallel = int(attrs.get("parallel", 1))
     set_status(study, "running")
-    started_ray = start_ray(ray_address, num_cpus, verbose)
+    resources = {"cpu": cpus_per_trial, "gpu": gpus_per_trial}
+    started_ray = False
+    try:
+        started_ray = start_ray(ray_address, num_cpus, verbose)
+        check_resources(resources)
+    except Exception:
+        set_status(study, "failed")
+        if started_ray:
+            import ray
+
+            ray.shutdown()
+        raise
     request = _StopRequest()
     searcher = StudySearcher(study, space, root, budget)
     progress = ProgressTable(study, searcher, target, parallel, out)
@@ -200,7 +211,6 @@ def run_sweep(
         f"trials {target - budget}/{target} done"
         + (f"; {len(zombies)} left RUNNING by a dead sweep marked FAIL and retried: {zombies}" if zombies else ""),
     ])
-    resources = {"cpu": cpus_per_trial, "gpu": gpus_per_trial}
     stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%d-%H%M%S")
     tuner = tune.Tuner(
         tune.with_resources(trainable or run_trial, resources),

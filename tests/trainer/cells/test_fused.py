@@ -1,0 +1,49 @@
+"""The fused (Mogrifier) LSTM Function gives the same results whatever its chunk of time steps."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from trainer.cells import fused, make_cell
+
+T, B, M, N = 7, 3, 5, 4
+
+
+@pytest.mark.parametrize(("name", "rounds", "rank"), [("lstm", 0, 0), ("mogrifier_lstm", 3, 2)])
+def test_chunked_steps_match_one_chunk(monkeypatch, name, rounds, rank):
+    torch.manual_seed(0)
+    cell = make_cell(name, M, N, mogrifier_rounds=rounds, mogrifier_rank=rank).double()
+    x = torch.randn(T, B, M, dtype=torch.float64, requires_grad=True)
+    state = (torch.randn(B, N, dtype=torch.float64), torch.randn(B, N, dtype=torch.float64))
+    mask = torch.rand(B, N, dtype=torch.float64) * 2
+    readout = torch.randn(T, B, N, dtype=torch.float64)
+    results = []
+    for chunk_steps in (T, 3, 1):  # one chunk; chunks of 3 with a partial last one; single steps
+        monkeypatch.setattr(fused, "CHUNK_BYTES", chunk_steps * B * 4 * N * 8)
+        assert fused._chunk_steps(T, B, 4 * N, 8) == chunk_steps
+        cell.zero_grad()
+        x.grad = None
+        h_seq, (h, c) = cell(x, state, mask)
+        ((h_seq * readout).sum() + c.sum()).backward()
+        results.append([h_seq.detach(), x.grad.clone()] + [p.grad.clone() for p in cell.parameters()])
+    for other in results[1:]:
+        for a, b in zip(results[0], other, strict=True):
+            torch.testing.assert_close(a, b, rtol=1e-12, atol=1e-12)
+
+
+def test_gradcheck_with_small_chunks(monkeypatch):
+    monkeypatch.setattr(fused, "CHUNK_BYTES", 2 * 2 * 4 * N * 8)  # two steps per chunk
+    torch.manual_seed(0)
+    cell = make_cell("lstm", M, N).double()
+    x = torch.randn(5, 2, M, dtype=torch.float64, requires_grad=True)
+    h0 = torch.randn(2, N, dtype=torch.float64, requires_grad=True)
+    c0 = torch.randn(2, N, dtype=torch.float64, requires_grad=True)
+    names = [n for n, _ in cell.named_parameters()]
+    params = tuple(p.detach().clone().requires_grad_() for p in cell.parameters())
+
+    def run(x, h0, c0, *ps):
+        h_seq, (h, c) = torch.func.functional_call(cell, dict(zip(names, ps)), (x, (h0, c0)))
+        return h_seq, h, c
+
+    assert torch.autograd.gradcheck(run, (x, h0, c0, *params))
