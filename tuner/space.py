@@ -145,20 +145,6 @@ class SearchSpace:
                 values[p.name] = trial.suggest_float(p.name, p.low, p.high, log=p.scale == "log")
         return values
 
-    def distributions(self) -> dict[str, Any]:
-        """Optuna distributions of every param (conditional ones included)."""
-        import optuna.distributions as d
-
-        out: dict[str, Any] = {}
-        for p in self.params:
-            if p.scale == "categorical":
-                out[p.name] = d.CategoricalDistribution(list(p.choices))
-            elif p.scale == "int":
-                out[p.name] = d.IntDistribution(int(p.low), int(p.high))
-            else:
-                out[p.name] = d.FloatDistribution(p.low, p.high, log=p.scale == "log")
-        return out
-
     def trial_config(self, params: Mapping[str, Any], run_dir: str | os.PathLike) -> dict[str, Any]:
         """The trainer config values of one trial: fixed settings, then the sampled params."""
         return {**self.fixed, **params, "run_dir": str(run_dir)}

@@ -105,11 +105,6 @@ def _now() -> str:
     return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
 
 
-def study_names(storage_url: str) -> list[str]:
-    storage = open_storage(storage_url)
-    return [s.study_name for s in storage.get_all_studies()]
-
-
 def create_study(
     name: str | None,
     *,

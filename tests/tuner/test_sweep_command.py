@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from tuner.cli import main
-from tuner.study import load_study
 
 
 def test_resume_refuses_study_options(tmp_path, capsys):

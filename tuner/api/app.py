@@ -1,10 +1,13 @@
-"""The FastAPI app factory: REST API, OpenAPI docs at /docs, web view and its static assets."""
+"""The FastAPI app factory: REST API, OpenAPI docs at /docs (self-hosted Swagger UI), web view and
+its static assets."""
 
 from __future__ import annotations
 
 from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
+from fastapi.openapi.docs import get_swagger_ui_html
+from fastapi.responses import HTMLResponse
 from fastapi.staticfiles import StaticFiles
 
 from tuner.api import errors
@@ -12,6 +15,7 @@ from tuner.api.routes import analysis, studies, trials, web
 from tuner.api.settings import ApiSettings
 from tuner.api.state import ApiState
 
+SWAGGER = "/static/vendor/swagger-ui"
 DESCRIPTION = """Start and inspect rnntune studies; hyperparameter sensitivity around the best trial
 (thesis Appendix 2.B); the best checkpoint as a download. When `RNNTUNE_API_TOKEN` is set, requests
 that change anything need `Authorization: Bearer <token>`; when `RNNTUNE_API_READ_TOKEN` is set,
@@ -27,10 +31,29 @@ def create_app(settings: ApiSettings | None = None) -> FastAPI:
         yield
         state.close()
 
-    app = FastAPI(title="rnntune", version="0.1.0", description=DESCRIPTION, lifespan=lifespan)
+    app = FastAPI(
+        title="rnntune",
+        version="0.1.0",
+        description=DESCRIPTION,
+        lifespan=lifespan,
+        docs_url=None,
+        redoc_url=None,
+    )
     app.state.rnntune = state
     errors.install(app)
     for module in (studies, trials, analysis, web):
         app.include_router(module.router)
     app.mount("/static", StaticFiles(directory=web.STATIC), name="static")
+
+    @app.get("/docs", include_in_schema=False)
+    async def docs() -> HTMLResponse:
+        """Swagger UI from the app's own copy (FastAPI's default loads it from a CDN)."""
+        return get_swagger_ui_html(
+            openapi_url=app.openapi_url,
+            title="rnntune API",
+            swagger_js_url=f"{SWAGGER}/swagger-ui-bundle.js",
+            swagger_css_url=f"{SWAGGER}/swagger-ui.css",
+            swagger_favicon_url=f"{SWAGGER}/favicon-32x32.png",
+        )
+
     return app

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import statistics
+import warnings
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
@@ -33,6 +34,9 @@ MIN_TRIALS_FOR_IMPORTANCE = 4
 # Tolerance of the window test, relative to the range: params stored as floats round-trip exactly
 # in SQLite but not always through log().
 _REL_TOL = 1e-9
+# PED-ANOVA warns on every call when a hyperparameter has few trials per regime (any young study);
+# the server's console (that of `rnntune up`) is not the place for it.
+warnings.filterwarnings("ignore", message=r"Some regimes for parameter", category=UserWarning)
 
 
 @dataclass(frozen=True)

@@ -47,3 +47,17 @@ def test_gradcheck_with_small_chunks(monkeypatch):
         return h_seq, h, c
 
     assert torch.autograd.gradcheck(run, (x, h0, c0, *params))
+
+
+def test_non_contiguous_input():
+    torch.manual_seed(0)
+    cell = make_cell("lstm", M, N).double()
+    x = torch.randn(B, T, M, dtype=torch.float64).transpose(0, 1).requires_grad_()  # [T, B, M] view
+    state = cell.zero_state(B, "cpu", torch.float64)
+    h_seq, _ = cell(x, state)
+    h_seq.sum().backward()
+    x2 = x.detach().contiguous().requires_grad_()
+    h_seq2, _ = cell(x2, state)
+    h_seq2.sum().backward()
+    torch.testing.assert_close(h_seq, h_seq2, rtol=0, atol=1e-14)
+    torch.testing.assert_close(x.grad, x2.grad, rtol=0, atol=1e-14)

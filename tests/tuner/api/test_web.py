@@ -111,3 +111,31 @@ def test_study_page_refreshes_while_the_sweep_runs(browser, study_env, tmp_path)
         assert "complete: 5" in page.locator("#facts").inner_text()
         assert not errors
         page.close()
+
+
+def test_openapi_docs_render_offline(browser, server):
+    """/docs is Swagger UI served by the app itself: it renders every operation, loading nothing
+    from other hosts."""
+    page, requests, errors = _page(browser, server)
+    page.goto(f"{server}/docs")
+    page.wait_for_selector(".opblock-summary-path", timeout=30_000)
+    paths = page.locator(".opblock-summary-path").all_inner_texts()
+    assert any("/studies/{name}/sensitivity" in p for p in paths) and len(paths) >= 11
+    assert all(url.startswith(server) for url in requests), [u for u in requests if not u.startswith(server)]
+    assert not errors
+    page.close()
+
+
+def test_download_button_saves_the_best_checkpoint(browser, server):
+    from tests.tuner.api.conftest import CHECKPOINT_BYTES
+
+    page, _, errors = _page(browser, server)
+    page.goto(f"{server}/web/studies/fixed")
+    page.wait_for_selector("#download:not([disabled])")
+    with page.expect_download() as info:
+        page.click("#download")
+    download = info.value
+    assert download.suggested_filename == "fixed-trial0-best.pt"
+    assert open(download.path(), "rb").read() == CHECKPOINT_BYTES
+    assert not errors
+    page.close()
