@@ -79,13 +79,16 @@ def _per_round(ranks: tuple[int, ...], params: tuple[Tensor, ...]) -> list[tuple
 
 # Window-sized [T, B, 4n] tensors are large enough that the allocator maps them fresh from the OS on
 # every call (glibc: blocks >= 32 MiB) and each page then faults on first touch. Gate-sized work is
-# done in chunks of time steps whose buffer stays under this many bytes; GEMMs over a chunk's
-# C·B rows are still large enough to run near the machine's matmul peak.
-CHUNK_BYTES = 16 * 2**20
+# done in equal chunks of time steps whose buffer stays under this many bytes; GEMMs over a chunk's
+# C·B rows (2240 at the PTB size) still run near the machine's matmul peak.
+CHUNK_BYTES = 24 * 2**20
 
 
 def _chunk_steps(steps: int, batch: int, width: int, item_size: int) -> int:
-    return max(1, min(steps, CHUNK_BYTES // max(1, batch * width * item_size)))
+    """Steps per chunk: the fewest equal chunks whose [C, B, width] buffer fits CHUNK_BYTES."""
+    per_step = max(1, batch * width * item_size)
+    chunks = -(-steps * per_step // CHUNK_BYTES)  # ceiling division
+    return max(1, min(-(-steps // max(1, chunks)), CHUNK_BYTES // per_step))
 
 
 class CappedLSTMWindow(torch.autograd.Function):
@@ -119,7 +122,7 @@ class CappedLSTMWindow(torch.autograd.Function):
             (x_up if i % 2 else h_up) if i >= rounds - 1 else new(steps, batch, m if i % 2 else n)
             for i in range(1, rounds + 1)
         ]
-        sigmas = [new(steps, batch, m if i % 2 else n) for i in range(1, rounds + 1)]
+        sigmas = [new(steps, batch, m if i % 2 else n) for i in range(1, rounds + 1)]  # 2σ(z_i)
         lows = [new(steps, batch, r) if r > 0 else None for r in ranks]
         acts = []
         cells[0] = c0
@@ -139,8 +142,8 @@ class CappedLSTMWindow(torch.autograd.Function):
                 for i in range(1, rounds + 1):  # Mogrifier paper §2 eqs. (1)-(2)
                     low = None if lows[i - 1] is None else lows[i - 1][t]
                     s, v[i] = sigmas[i - 1][t], values[i - 1][t]
-                    _gate_forward(v[i - 1], gates[i - 1], low, s).sigmoid_()
-                    torch.mul(s, v[i - 2], out=v[i]).mul_(2.0)  # V[i] = 2σ(z_i) ⊙ V[i-2]
+                    _gate_forward(v[i - 1], gates[i - 1], low, s).sigmoid_().mul_(2.0)  # s = 2σ(z_i)
+                    torch.mul(s, v[i - 2], out=v[i])  # V[i] = 2σ(z_i) ⊙ V[i-2]
                 g = torch.addmm(bias, u_all[t], weight)
             acts.append(_lstm_cell(g, cells[t], cells[t + 1], tanh_c[t], h_seq[t]))
             h = h_seq[t]
@@ -188,8 +191,8 @@ class CappedLSTMWindow(torch.autograd.Function):
                 dv = {last_x: du[:, :m], (2 * rounds - 1) - last_x: du[:, m:]}
                 v = {-1: x[t], 0: h_hat[t], **{i: values[i - 1][t] for i in range(1, rounds + 1)}}
                 for i in range(rounds, 0, -1):  # back through V[i] = 2σ(z_i) ⊙ V[i-2]
-                    s, d_out = sigmas[i - 1][t], dv.pop(i)
-                    d_gated = torch.mul(d_out, s).mul_(2.0)  # dL/dV[i-2] = dL/dV[i] ⊙ 2σ(z_i)
+                    s, d_out = sigmas[i - 1][t], dv.pop(i)  # s = 2σ(z_i)
+                    d_gated = d_out * s  # dL/dV[i-2] = dL/dV[i] ⊙ 2σ(z_i)
                     # dL/dz_i = dL/dV[i] ⊙ V[i] ⊙ (1 - σ(z_i)) = V[i] ⊙ (dL/dV[i] - dL/dV[i-2] / 2)
                     dz = torch.mul(v[i], torch.add(d_out, d_gated, alpha=-0.5), out=dz_all[i - 1][t])
                     dv[i - 2] = d_gated  # V[i-2]'s other reader, round i-1, comes next
