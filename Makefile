@@ -24,7 +24,7 @@ system-deps:
 
 # Everything, end-to-end tests included (what CI runs).
 test: setup system-deps
-	$(PY) -m pytest -m "" -q
+	RNNTUNE_REQUIRE_E2E=1 $(PY) -m pytest -m "" -q
 
 # The fast suite only (no Ray sweeps, PostgreSQL or Chromium).
 test-fast: setup

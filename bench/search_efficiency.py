@@ -212,7 +212,8 @@ def report(records: list[dict], optimizers: list[str], problems: list[tuple[int,
                     f"{statistics.fmean(cpu) if cpu else math.nan:<7.3f}")
 
         for o in optimizers:
-            print(f"{LABELS.get(o, o):<{width}} " + " ".join(f"{cell(o, k):>15}" for k in in_flight))
+            cells = " ".join(f"{cell(o, k):>15}" for k in in_flight)
+            print(f"{LABELS.get(o, o):<{width}} {cells}")
     print(f"\nDEFAULT_SAMPLER = {DEFAULT_SAMPLER!r}")
 
 

@@ -2,9 +2,24 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from tests.postgres import PostgresUnavailable, postgres_server
+
+# `make test` (and so CI) sets this after installing PostgreSQL and Chromium: there, a test that
+# would skip for a missing system part fails instead, so a broken install cannot pass silently.
+REQUIRE_E2E = os.environ.get("RNNTUNE_REQUIRE_E2E") == "1"
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    report = outcome.get_result()
+    if REQUIRE_E2E and report.skipped and not hasattr(report, "wasxfail"):
+        report.outcome = "failed"
+        report.longrepr = f"skipped under RNNTUNE_REQUIRE_E2E=1: {report.longrepr}"
 
 # Trainer settings small enough that a trial takes about a second on one CPU core.
 TINY_SETTINGS = {

@@ -85,7 +85,8 @@ def render(env: dict[str, str], tmp_path: Path) -> dict:
 
 def render_with_schema(env: dict[str, str]) -> dict:
     """Interpolate like Compose, then validate against the Compose specification's JSON schema."""
-    jsonschema = pytest.importorskip("jsonschema")
+    import jsonschema
+
     config = yaml.safe_load(interpolate(COMPOSE.read_text(), env))
     config = {k: v for k, v in config.items() if not k.startswith("x-")}
     import json

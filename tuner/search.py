@@ -13,7 +13,8 @@ asked at once do not collapse onto one point:
   together, so conditional parameters such as ``mogrifier_rounds`` are modelled) and the constant
   liar (RUNNING trials count as the worst value seen, which pushes new points away from them).
 * ``random``: independent uniform draws (pending trials are irrelevant).
-* ``qmc``: a scrambled Sobol sequence; each trial takes the next index, so pending trials never repeat.
+* ``qmc``: a scrambled Sobol sequence; each trial takes the next index, so pending trials never
+  repeat.
 
 Conditional parameters work with each sampler through Optuna's define-by-run API: parameters outside
 the space a sampler models jointly (GP, QMC) are drawn by its independent (random) sampler.
@@ -76,7 +77,7 @@ _FACTORIES: dict[str, tuple[Callable[..., BaseSampler], type[BaseSampler]]] = {
 }
 
 SAMPLERS: tuple[str, ...] = tuple(_FACTORIES)
-DEFAULT_SAMPLER = "gp"
+DEFAULT_SAMPLER = "gp_warped"  # best mean rank at 60 and 100 trials, 4 in flight (docs/samplers.md)
 
 
 def sampler_options(name: str) -> tuple[str, ...]:

@@ -2,11 +2,11 @@
 
 Why: Optuna's GPSampler only standardizes the objective, so a few bad trials (a diverged run, an
 ill-conditioned corner of the space) dominate the Gaussian-process fit and flatten the region near
-the best trials, where the next suggestions matter. Warping the values with a monotone map before the
-fit keeps the order of the trials and lets the GP model the good region (HEBO, Cowen-Rivers et al.
-2022, and Vizier's GP bandit, Song et al. 2024, both warp outputs). Everything else — the Matérn-5/2 ARD kernel, its priors,
-logEI, the acquisition optimizer and q-logEI over the RUNNING trials (Optuna 5's own handling of
-trials in flight) — is Optuna's, unchanged.
+the best trials, where the next suggestions matter. Warping the values with a monotone map before
+the fit keeps the order of the trials and lets the GP model the good region (HEBO, Cowen-Rivers et
+al. 2022, and Vizier's GP bandit, Song et al. 2024, both warp outputs). Everything else — the
+Matérn-5/2 ARD kernel, its priors, logEI, the acquisition optimizer and q-logEI over the RUNNING
+trials (Optuna 5's own handling of trials in flight) — is Optuna's, unchanged.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ class WarpedGPSampler(GPSampler, abc.ABC):
     @staticmethod
     @abc.abstractmethod
     def warp(values: np.ndarray) -> np.ndarray:
-        """Map 1-D objective values to be minimized onto a scale the GP fits well; must be monotone."""
+        """Map 1-D values (to be minimized) onto a scale the GP fits well; must keep their order."""
 
     # Overrides GPSampler's private hook (Optuna 5.0): the one place that sees the completed trials
     # after Optuna's own filtering, so the warping needs no copy of that logic.

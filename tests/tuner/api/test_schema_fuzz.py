@@ -9,13 +9,12 @@ not run under pytest 9 yet, hence the plain Hypothesis loop over its strategies.
 from __future__ import annotations
 
 import pytest
+import schemathesis
+from hypothesis import HealthCheck, given, settings
+from schemathesis import GenerationMode
 
-schemathesis = pytest.importorskip("schemathesis")
-from hypothesis import HealthCheck, given, settings  # noqa: E402
-from schemathesis import GenerationMode  # noqa: E402
-
-from tests.tuner.api.fixtures import live_server, make_study  # noqa: E402
-from tuner.api import ApiSettings  # noqa: E402
+from tests.tuner.api.fixtures import live_server, make_study
+from tuner.api import ApiSettings
 
 TOKEN = "fuzz-token"
 EXAMPLES = 20

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-playwright = pytest.importorskip("playwright.sync_api")
+from playwright import sync_api as playwright
 
 CHROMIUM = "/usr/bin/chromium"
 ARGS = [
