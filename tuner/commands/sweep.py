@@ -1,6 +1,6 @@
 """`rnntune sweep`: tune a search space on Ray Tune, every trial stored in a SQL study.
 
-With no options it runs the embedded default: the `tiny` space on the built-in corpus, 10 trials,
+With no options it runs the embedded default: the `tiny` space on the built-in corpus, 24 trials,
 2 at a time, SQLite in ./studies/rnntune.db, Ray started in-process. `--resume NAME` continues a
 study (after a crash or a stop, or one only created by the API) and `--trials M` extends it.
 
@@ -14,13 +14,11 @@ import argparse
 import os
 import sys
 
+from tuner.defaults import DEFAULT_PARALLEL, DEFAULT_SPACE, DEFAULT_TRIALS
 from tuner.search import DEFAULT_SAMPLER, SAMPLERS
 from tuner.space import SpaceError, load_space, parse_assignments, parse_set_values
 from tuner.study import DB_ENV, SCHEDULERS, StudyError, create_study, redact_url, resolve_db_url
 
-DEFAULT_SPACE = "tiny"
-DEFAULT_TRIALS = 10
-DEFAULT_PARALLEL = 2
 # Options that define a study; they cannot change when resuming it.
 STUDY_OPTIONS = ("space", "parallel", "sampler", "scheduler", "name", "seed", "range", "set")
 

@@ -10,9 +10,8 @@ import argparse
 import threading
 
 from tuner.commands.serve import add_server_options
+from tuner.defaults import DEFAULT_PARALLEL, DEFAULT_SPACE, DEFAULT_TRIALS
 from tuner.study import StudyError, generate_study_name, redact_url
-
-DEFAULT_SPACE = "tiny"
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -24,8 +23,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     add_server_options(p)
     p.add_argument("--space", default=DEFAULT_SPACE, help=f"search space (default {DEFAULT_SPACE})")
-    p.add_argument("--trials", type=int, default=10, help="number of trials (default 10)")
-    p.add_argument("--parallel", type=int, default=2, help="trials in flight at once (default 2)")
+    p.add_argument("--trials", type=int, default=DEFAULT_TRIALS, help=f"number of trials (default {DEFAULT_TRIALS})")
+    p.add_argument("--parallel", type=int, default=DEFAULT_PARALLEL,
+                   help=f"trials in flight at once (default {DEFAULT_PARALLEL})")
     p.add_argument("--name", help="study name (default: generated from the space and the time)")
     p.set_defaults(func=run)
 
