@@ -14,8 +14,8 @@ every budget. Figures: median normalized regret over seeds, (best f − f_opt)/(
 f_ref the median f of 1000 uniform points; mean rank of each optimizer across problems; seconds per
 suggestion with 100 completed trials (and K − 1 pending).
 
-    .venv/bin/python bench/search_efficiency.py            # full run (hours on 2 cores)
-    .venv/bin/python bench/search_efficiency.py --quick    # a few minutes
+    .venv/bin/python bench/search_efficiency.py            # full run (~1.5 h on 2 shared cores)
+    .venv/bin/python bench/search_efficiency.py --quick    # ~1 min smoke run
     .venv/bin/python bench/search_efficiency.py --results runs/bench/se.jsonl --jobs 2  # resumable
 """
 
@@ -208,8 +208,10 @@ def report(records: list[dict], optimizers: list[str], problems: list[tuple[int,
 
         def cell(o: str, k: int) -> str:
             wall, cpu = times[(o, k, "suggest_s")], times[(o, k, "suggest_cpu_s")]
-            return (f"{statistics.fmean(wall) if wall else math.nan:7.3f}/"
-                    f"{statistics.fmean(cpu) if cpu else math.nan:<7.3f}")
+            def mean(xs: list[float]) -> str:
+                return f"{statistics.fmean(xs):.3f}" if xs else "-"
+
+            return f"{mean(wall):>7}/{mean(cpu):<7}"
 
         for o in optimizers:
             cells = " ".join(f"{cell(o, k):>15}" for k in in_flight)
