@@ -8,7 +8,7 @@
    study already holding 100 and 500 completed trials, for each sampler asked for.
 
 Usage: .venv/bin/python bench/orchestration_overhead.py [--trials 40] [--parallel 2]
-       [--samplers gp,tpe,random,qmc] [--history 100,500] [--suggestions 5]
+       [--samplers SAMPLERS] [--history 100,500] [--suggestions 5]
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 import optuna
 
-from tuner.search import DEFAULT_SAMPLER, make_sampler
+from tuner.search import DEFAULT_SAMPLER, SAMPLERS, make_sampler
 from tuner.space import SearchSpace, load_space
 from tuner.study import create_study, open_storage
 
@@ -123,7 +123,7 @@ def main() -> None:
     parser.add_argument("--trials", type=int, default=40)
     parser.add_argument("--parallel", type=int, default=2)
     parser.add_argument("--sampler", default=DEFAULT_SAMPLER, help="sampler of the stack comparison")
-    parser.add_argument("--samplers", default="gp,tpe,random,qmc", help="samplers timed per suggestion ('' to skip)")
+    parser.add_argument("--samplers", default=",".join(SAMPLERS), help="samplers timed per suggestion ('' to skip)")
     parser.add_argument("--history", default="100,500", help="completed trials before timing suggestions")
     parser.add_argument("--suggestions", type=int, default=5)
     args = parser.parse_args()

@@ -17,13 +17,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name in COMMANDS:
-        try:
-            module = importlib.import_module(f"tuner.commands.{name}")
-        except ModuleNotFoundError as err:
-            if err.name != f"tuner.commands.{name}":
-                raise
-            continue
-        module.register(sub)
+        importlib.import_module(f"tuner.commands.{name}").register(sub)
     return parser
 
 

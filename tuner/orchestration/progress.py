@@ -64,7 +64,6 @@ class ProgressTable(Callback):
         self._best = best_trial(study)
         self._printed = 0
         self._last_status = 0.0
-        self._last_line = ""
         self._start = time.monotonic()
 
     def __getstate__(self) -> dict[str, Any]:
@@ -97,20 +96,20 @@ class ProgressTable(Callback):
             parts.append(f"ETA {fmt_duration(mean * remaining / max(1, min(self._parallel, remaining)))}")
         return " | ".join(parts)
 
-    def refresh(self, force: bool = False) -> None:
+    def refresh(self, final: bool = False) -> None:
+        """Print newly finished trials, then the status line when a trial finished (or, while
+        running, every STATUS_EVERY_S as a heartbeat)."""
         finished = self._searcher.tally.finished
+        changed = self._printed != len(finished)
         for t in finished[self._printed:]:
             self._print(trial_row(t))
             if t.state == TrialState.COMPLETE and (self._best is None or t.value < self._best.value):
                 self._best = t
-        changed = self._printed != len(finished)
         self._printed = len(finished)
         now = time.monotonic()
-        line = self.status_line()
-        if force or changed or now - self._last_status >= STATUS_EVERY_S:
-            if force or line != self._last_line or now - self._last_status >= STATUS_EVERY_S:
-                self._print(line)
-                self._last_line, self._last_status = line, now
+        if changed or (not final and now - self._last_status >= STATUS_EVERY_S):
+            self._print(self.status_line())
+            self._last_status = now
 
     def on_step_end(self, iteration: int, trials: list, **info: Any) -> None:
         self.refresh()

@@ -246,7 +246,7 @@ def run_sweep(
         interrupted = searcher.interrupt_all(request.reason or "the sweep ended while the trial ran")
         if request.reason is not None and status not in ("failed", "finished"):
             status = "stopped"
-        progress.refresh(force=True)
+        progress.refresh(final=True)
         set_status(study, status)
         if started_ray:
             import ray
