@@ -41,6 +41,13 @@ class RecurrentCell(nn.Module):
         raise NotImplementedError
 
 
+class GRUStateCell(RecurrentCell):
+    """A cell whose state is h alone (the GRU family): `zero_state` gives (h_0,) = (0,)."""
+
+    def zero_state(self, batch_size: int, device: torch.device | str, dtype: torch.dtype) -> State:
+        return (torch.zeros(batch_size, self.hidden_size, device=device, dtype=dtype),)
+
+
 def chrono_init_(bias: Tensor, t_max: float) -> None:
     """Chrono initialization of forget-gate biases, b_f ~ ln U(1, T_max - 1) (thesis §4.4)."""
     if not t_max >= 2.0:

@@ -10,11 +10,11 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
-from .base import RecurrentCell, State, chrono_update_gate_init_, uniform_init_
+from .base import GRUStateCell, State, chrono_update_gate_init_, uniform_init_
 from .deferred import DeferredMatmul, zeros_base
 
 
-class MGRUCell(RecurrentCell):
+class MGRUCell(GRUStateCell):
     """m = (W_x x) ⊙ (W_h ĥ); z, r = σ(U x + V m + b); h̃ = U_h x + V_h (r ⊙ m) + b_h; GRU update.
 
     Parameters: w_mx [m, n], w_mh [n, n] (eq. 5), w_x [m, 3n] (U_z, U_r, U_h), w_m [n, 2n] (V_z, V_r),
@@ -32,10 +32,6 @@ class MGRUCell(RecurrentCell):
         self.bias = nn.Parameter(torch.empty(3 * n))
         uniform_init_(self, input_size + n)
         chrono_update_gate_init_(self.bias[:n], t_max)  # b_z ~ -ln U(1, T_max - 1), see base.py
-
-    def zero_state(self, batch_size: int, device: torch.device | str, dtype: torch.dtype) -> State:
-        """The GRU state is h alone: (h_0,) = (0,)."""
-        return (torch.zeros(batch_size, self.hidden_size, device=device, dtype=dtype),)
 
     def forward(self, x: Tensor, state: State, state_mask: Tensor | None = None) -> tuple[Tensor, State]:
         steps, batch, _ = x.shape

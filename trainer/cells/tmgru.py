@@ -11,11 +11,11 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
-from .base import RecurrentCell, State, chrono_update_gate_init_, uniform_init_
+from .base import GRUStateCell, State, chrono_update_gate_init_, uniform_init_
 from .deferred import DeferredMatmul, zeros_base
 
 
-class TMGRUCell(RecurrentCell):
+class TMGRUCell(GRUStateCell):
     """m_z, m_r (eq. 17); z, r (eqs. 22-23); m_h = (W_hx x) ⊙ (W_hh (r ⊙ ĥ)) (eq. 24); GRU update.
 
     Parameters: w_mx [m, 3n] (W_zx, W_rx, W_hx), w_mh [n, 2n] (W_zh, W_rh), w_hh [n, n] (W_hh),
@@ -33,10 +33,6 @@ class TMGRUCell(RecurrentCell):
         self.bias = nn.Parameter(torch.empty(3 * n))
         uniform_init_(self, input_size + n)
         chrono_update_gate_init_(self.bias[:n], t_max)  # b_z ~ -ln U(1, T_max - 1), see base.py
-
-    def zero_state(self, batch_size: int, device: torch.device | str, dtype: torch.dtype) -> State:
-        """The GRU state is h alone: (h_0,) = (0,)."""
-        return (torch.zeros(batch_size, self.hidden_size, device=device, dtype=dtype),)
 
     def forward(self, x: Tensor, state: State, state_mask: Tensor | None = None) -> tuple[Tensor, State]:
         steps, batch, _ = x.shape

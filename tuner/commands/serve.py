@@ -31,17 +31,27 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
-def run(args: argparse.Namespace) -> int:
+def open_app(args: argparse.Namespace):
+    """Settings, a bound listening socket and the app, from the server options (shared with `up`).
+
+    Raises PortUnavailable or StudyError with a message fit for the user.
+    """
     import optuna
 
     from tuner.api import ApiSettings, create_app
-    from tuner.api.server import PortUnavailable, bind, fail, make_server, serve, url_of
+    from tuner.api.server import bind
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
+    settings = ApiSettings.from_env(args.db, args.storage)
+    sock = bind(args.host, args.port)
+    return settings, sock, create_app(settings)
+
+
+def run(args: argparse.Namespace) -> int:
+    from tuner.api.server import PortUnavailable, fail, make_server, serve, url_of
+
     try:
-        settings = ApiSettings.from_env(args.db, args.storage)
-        sock = bind(args.host, args.port)
-        app = create_app(settings)
+        settings, sock, app = open_app(args)
     except (PortUnavailable, StudyError) as err:
         return fail(str(err))
     url = url_of(sock)

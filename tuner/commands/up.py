@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 import threading
 
-from tuner.commands.serve import add_server_options
+from tuner.commands.serve import add_server_options, open_app
 from tuner.defaults import DEFAULT_PARALLEL, DEFAULT_SPACE, DEFAULT_TRIALS
 from tuner.study import StudyError, generate_study_name, redact_url
 
@@ -34,18 +34,13 @@ def run(args: argparse.Namespace) -> int:
     from fastapi import HTTPException
     from pydantic import ValidationError
 
-    import optuna
-
-    from tuner.api import ApiSettings, actions, create_app
+    from tuner.api import actions
     from tuner.api.creation import create
     from tuner.api.models import CreateStudy
-    from tuner.api.server import PortUnavailable, bind, fail, make_server, serve, url_of
+    from tuner.api.server import PortUnavailable, fail, make_server, serve, url_of
 
-    optuna.logging.set_verbosity(optuna.logging.WARNING)
     try:
-        settings = ApiSettings.from_env(args.db, args.storage)
-        sock = bind(args.host, args.port)
-        app = create_app(settings)
+        settings, sock, app = open_app(args)
         body = CreateStudy(
             name=args.name or generate_study_name(args.space),
             space=args.space,
