@@ -27,11 +27,12 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 import yaml
 
 from trainer import ConfigError, TrainConfig, make_config
+from trainer.config import Cell
 
 SPACES_ENV = "RNNTUNE_SPACES_DIR"
 BUILTIN_SPACES_DIR = Path(__file__).resolve().parent.parent / "search_spaces"
@@ -54,7 +55,7 @@ HYPERPARAMETERS = (
     "dyneval_decay_rate",
     "dyneval_epsilon",
 )
-CATEGORICAL = {"cell": ("lstm", "mogrifier_lstm", "rlstm", "mlstm", "tmlstm", "mgru", "tmgru")}
+CATEGORICAL = {"cell": get_args(Cell)}
 INTEGER_NAMES = frozenset({"mogrifier_rounds", "mogrifier_rank", "max_time_steps"})
 SCALES = ("linear", "log", "int", "categorical")
 # Set by the orchestrator for each trial; a space may not fix them.

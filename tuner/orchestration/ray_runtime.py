@@ -61,6 +61,22 @@ def start_ray(address: str | None, num_cpus: int | None, verbose: bool) -> bool:
     return True
 
 
+def sqlite_on_cluster_warning(storage_url: str) -> str | None:
+    """A warning when a SQLite study is driven on a multi-node cluster: SQLite is for one machine
+    (one file, one writer), and other nodes' users cannot reach it (docs/cluster.md)."""
+    import ray
+
+    if not storage_url.startswith("sqlite"):
+        return None
+    nodes = [n for n in ray.nodes() if n.get("Alive")]
+    if len(nodes) <= 1:
+        return None
+    return (
+        f"warning: the study is in SQLite but the Ray cluster has {len(nodes)} nodes; SQLite is for "
+        "one machine — point --db / RNNTUNE_DB_URL at PostgreSQL for a cluster (docs/cluster.md)"
+    )
+
+
 def check_resources(per_trial: dict[str, float]) -> None:
     """Refuse per-trial resources the cluster does not have at all (Tune would wait for them forever)."""
     import ray

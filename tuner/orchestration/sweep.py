@@ -180,7 +180,7 @@ def run_sweep(
     from ray import tune
 
     from tuner.orchestration.progress import ProgressTable
-    from tuner.orchestration.ray_runtime import check_resources, start_ray
+    from tuner.orchestration.ray_runtime import check_resources, sqlite_on_cluster_warning, start_ray
     from tuner.orchestration.schedulers import make_scheduler
     from tuner.orchestration.searcher import METRIC, StudySearcher, TrialEvents
     from tuner.orchestration.trainable import run_trial
@@ -204,7 +204,8 @@ def run_sweep(
     request = _StopRequest()
     searcher = StudySearcher(study, space, root, budget)
     progress = ProgressTable(study, searcher, target, parallel, out)
-    progress.header([
+    warning = sqlite_on_cluster_warning(storage_url)
+    progress.header(([warning] if warning else []) + [
         f"study {name}  space {space.name}  sampler {attrs['sampler']}  scheduler {attrs['scheduler']}  "
         f"parallel {parallel}",
         f"db {redact_url(storage_url)}  storage {root}",
