@@ -119,6 +119,9 @@ def bench_sampler(space: SearchSpace, url: str, sampler: str, suggestions: int) 
 
 
 def main() -> None:
+    import torch
+
+    torch.set_num_threads(1)  # as the sweep driver does (tuner/orchestration/sweep.py), for all rows
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--trials", type=int, default=40)
     parser.add_argument("--parallel", type=int, default=2)
