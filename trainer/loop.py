@@ -284,10 +284,13 @@ class Trainer:
     def _evaluation(self, train_losses: list[float], tokens_per_s: float) -> dict[str, Any]:
         decision = self.evaluate_2ta()
         eval_weights = self.averaging.long.weights if decision.source == "long" else None
-        if decision.loss < self.best_val_loss:
+        improved = decision.loss < self.best_val_loss
+        if improved:
             self.best_val_loss, self.best_step = decision.loss, self.step
-            save_atomic(self._snapshot(eval_weights), self.run_dir / "best.pt")
-        save_atomic(self._snapshot(eval_weights), self.run_dir / "last.pt")
+        snapshot = self._snapshot(eval_weights)  # one copy of the state serves both files
+        if improved:
+            save_atomic(snapshot, self.run_dir / "best.pt")
+        save_atomic(snapshot, self.run_dir / "last.pt")
         metrics = {
             "step": self.step,
             "epoch": self.epoch + self.position / max(1, self.train_data.shape[0] - 1),

@@ -42,6 +42,23 @@ def _json(status: int, detail: str, **extra) -> JSONResponse:
     return JSONResponse(status_code=status, content={"detail": detail, **extra})
 
 
+# Errors whose message is the whole answer, with their status codes.
+PLAIN_ERRORS = (
+    (StudyNotFound, 404),
+    (NotFound, 404),
+    (CheckpointUnavailable, 404),
+    (SweepAlreadyRunning, 409),
+    (Conflict, 409),
+)
+
+
+def _plain(status: int):
+    async def handler(request: Request, exc: Exception) -> JSONResponse:
+        return _json(status, str(exc))
+
+    return handler
+
+
 def install(app: FastAPI) -> None:
     @app.exception_handler(RequestValidationError)
     async def _invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
@@ -58,30 +75,13 @@ def install(app: FastAPI) -> None:
             response.headers[key] = value
         return response
 
-    @app.exception_handler(StudyNotFound)
-    async def _no_study(request: Request, exc: StudyNotFound) -> JSONResponse:
-        return _json(404, str(exc))
-
-    @app.exception_handler(NotFound)
-    async def _not_found(request: Request, exc: NotFound) -> JSONResponse:
-        return _json(404, str(exc))
-
-    @app.exception_handler(CheckpointUnavailable)
-    async def _no_checkpoint(request: Request, exc: CheckpointUnavailable) -> JSONResponse:
-        return _json(404, str(exc))
-
-    @app.exception_handler(SweepAlreadyRunning)
-    async def _running(request: Request, exc: SweepAlreadyRunning) -> JSONResponse:
-        return _json(409, str(exc))
+    for exc_type, status in PLAIN_ERRORS:
+        app.add_exception_handler(exc_type, _plain(status))
 
     @app.exception_handler(LaunchFailed)
     async def _launch_failed(request: Request, exc: LaunchFailed) -> JSONResponse:
         log.error("%s", exc)
         return _json(503, str(exc))
-
-    @app.exception_handler(Conflict)
-    async def _conflict(request: Request, exc: Conflict) -> JSONResponse:
-        return _json(409, str(exc))
 
     @app.exception_handler(sqlalchemy.exc.OperationalError)
     async def _db_busy(request: Request, exc: sqlalchemy.exc.OperationalError) -> JSONResponse:
