@@ -8,9 +8,9 @@ inside every checkpoint, so a checkpoint alone is enough to rebuild its model.
 from __future__ import annotations
 
 import math
-from pathlib import Path
 from collections.abc import Iterable
-from typing import Any, Literal
+from pathlib import Path
+from typing import Any, Literal, cast
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, model_validator
@@ -181,7 +181,7 @@ def parse_value(name: str, raw: str) -> Any:
     field = TrainConfig.model_fields.get(name)
     if field is None:
         return raw
-    adapter: TypeAdapter[Any] = TypeAdapter(field.annotation)
+    adapter: TypeAdapter[Any] = TypeAdapter(cast(Any, field.annotation))
     if raw.lower() in NULL_WORDS and _accepts(adapter, None):
         return None
     try:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from pydantic import ValidationError
+from pydantic_core import ErrorDetails
 
 from tuner.space.params import SCALE_NAMES, SPEC_CLASSES
 from tuner.space.tunable import TUNABLES
@@ -16,7 +17,7 @@ class SpaceError(ValueError):
     """A search space that cannot be used; the message names the file, the parameter and the problem."""
 
 
-def _param_problem(name: str, rest: tuple[Any, ...], error: dict[str, Any]) -> str:
+def _param_problem(rest: tuple[Any, ...], error: ErrorDetails) -> str:
     kind = error["type"]
     if rest == ("[key]",):
         return f"unknown hyperparameter; known: {', '.join(TUNABLES)}"
@@ -37,10 +38,10 @@ def _param_problem(name: str, rest: tuple[Any, ...], error: dict[str, Any]) -> s
     return f"{where}: {error['msg']}" if where else error["msg"]
 
 
-def _problem(error: dict[str, Any]) -> str:
+def _problem(error: ErrorDetails) -> str:
     loc, kind = tuple(error["loc"]), error["type"]
     if loc[:1] == ("params",) and len(loc) >= 2:
-        return f"parameter {loc[1]}: {_param_problem(str(loc[1]), loc[2:], error)}"
+        return f"parameter {loc[1]}: {_param_problem(loc[2:], error)}"
     if kind == "value_error":
         return str(error["ctx"]["error"])
     if loc == ("params",):

@@ -12,7 +12,16 @@ import os
 from collections.abc import Mapping
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, WithJsonSchema, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    ValidationError,
+    WithJsonSchema,
+    field_validator,
+    model_validator,
+)
 
 from trainer import ConfigError, TrainConfig, make_config
 from tuner.space.errors import SpaceError, describe
@@ -53,7 +62,7 @@ class SpaceFile(BaseModel):
     description: str = ""
     source: str = Field("", description="where the ranges come from, e.g. thesis Table 2.4")
     fixed: FixedSettings = Field(default_factory=dict)
-    params: dict[TunableName, ParamSpec] = Field(
+    params: dict[TunableName, ParamSpec] = Field(  # type: ignore[valid-type]
         min_length=1, description="the tuned hyperparameters, sampled in this order"
     )
 
@@ -66,7 +75,7 @@ class SpaceFile(BaseModel):
         return dict(sorted(params.items(), key=lambda item: bool(item[1].when)))
 
     @model_validator(mode="after")
-    def _trainer_accepts(self) -> "SpaceFile":
+    def _trainer_accepts(self) -> SpaceFile:
         base = _check_fixed(self.fixed, self.params)
         for name, spec in self.params.items():
             ends = spec.choices if spec.scale == "categorical" else (spec.low, spec.high)
@@ -159,7 +168,7 @@ class SearchSpace(SpaceFile):
     _path: str | None = PrivateAttr(None)
 
     @classmethod
-    def from_dict(cls, raw: Any, *, where: str | None = None, path: str | os.PathLike | None = None) -> "SearchSpace":
+    def from_dict(cls, raw: Any, *, where: str | None = None, path: str | os.PathLike | None = None) -> SearchSpace:
         """Validate a mapping (a parsed file plus its name, an inline API space, a stored `space_def`)."""
         name = raw.get("name", "?") if isinstance(raw, Mapping) else "?"
         try:
@@ -213,7 +222,7 @@ class SearchSpace(SpaceFile):
         self,
         ranges: Mapping[str, Any] | None = None,
         fixed: Mapping[str, Any] | None = None,
-    ) -> "SearchSpace":
+    ) -> SearchSpace:
         """A copy with some ranges replaced and some settings fixed (`--range`, `--set`).
 
         `ranges` maps a name to "low:high" or "low:high:scale" (or a dict with low/high/scale); a

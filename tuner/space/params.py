@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Mapping
-from typing import Annotated, Any, Literal, Union
+from typing import Annotated, Any, Literal
 
 from pydantic import (
     BaseModel,
@@ -25,7 +25,7 @@ from pydantic import (
     model_validator,
 )
 
-Scalar = Union[bool, int, float, str]
+Scalar = bool | int | float | str
 SCALE_NAMES = ("linear", "log", "int", "categorical")
 _EXP = re.compile(r"^\s*exp\(\s*([-+0-9.eE]+)\s*\)\s*$")
 _SCALAR_SCHEMA = {"type": ["number", "string", "boolean"]}
@@ -109,7 +109,7 @@ class _Range(_Spec):
     high: float
 
     @model_validator(mode="after")
-    def _ordered(self) -> "_Range":
+    def _ordered(self) -> _Range:
         if not (math.isfinite(self.low) and math.isfinite(self.high)):
             raise ValueError("low and high must be finite")
         if self.low >= self.high:
@@ -142,7 +142,7 @@ class LogParam(_Range):
     high: RealBound
 
     @model_validator(mode="after")
-    def _positive(self) -> "LogParam":
+    def _positive(self) -> LogParam:
         if self.low <= 0:
             raise ValueError(f"a log-scale range must lie above 0, got [{fmt(self.low)}, {fmt(self.high)}]")
         return self
@@ -195,12 +195,10 @@ def _scale_of(raw: Any) -> str | None:
 
 
 ParamSpec = Annotated[
-    Union[
-        Annotated[LinearParam, Tag("linear")],
-        Annotated[LogParam, Tag("log")],
-        Annotated[IntParam, Tag("int")],
-        Annotated[CategoricalParam, Tag("categorical")],
-    ],
+    Annotated[LinearParam, Tag("linear")]
+    | Annotated[LogParam, Tag("log")]
+    | Annotated[IntParam, Tag("int")]
+    | Annotated[CategoricalParam, Tag("categorical")],
     Discriminator(_scale_of),
 ]
 SPEC_CLASSES: dict[str, type[_Spec]] = {
