@@ -50,6 +50,7 @@ def _fixed_schema() -> dict[str, Any]:
 FixedSettings = Annotated[dict[str, Any], WithJsonSchema(_fixed_schema())]
 
 
+
 def _default(setting: str) -> Any:
     return TrainConfig.model_fields[setting].default
 
