@@ -1,9 +1,9 @@
 """The search space itself: the file format (`SpaceFile`) and the validated `SearchSpace` a sweep samples.
 
 A space holds `params` (the tuned hyperparameters, see `tuner.space.params`) and `fixed` (trainer
-config settings every trial shares). Structure is checked by pydantic; what only the trainer knows
-(its field names, types and limits, thesis Tables 2.4-2.6 ranges included) is checked against
-`TrainConfig` here, so a range the trainer would reject fails when the space loads, not in a trial.
+config settings every trial shares). The structure is pydantic's to check; what the trainer knows
+(its field names, types and limits) is checked against `TrainConfig` here, so a range the trainer
+would reject fails when the space loads, not in a trial.
 """
 
 from __future__ import annotations
@@ -48,7 +48,6 @@ def _fixed_schema() -> dict[str, Any]:
 
 
 FixedSettings = Annotated[dict[str, Any], WithJsonSchema(_fixed_schema())]
-
 
 
 def _default(setting: str) -> Any:
