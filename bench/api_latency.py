@@ -42,7 +42,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from tuner.api import plots, sensitivity  # noqa: E402
-from tuner.api.trialdb import TrialDB  # noqa: E402
+from tuner.api.reads import TrialDB  # noqa: E402
 
 NAME = "bench-10k"
 SPACE = {

@@ -6,7 +6,7 @@ import logging
 
 from tuner.api.launcher import SweepLauncher
 from tuner.api.settings import ApiSettings
-from tuner.api.store import StudyStore
+from tuner.api.reads import StudyStore
 
 log = logging.getLogger("rnntune.api")
 

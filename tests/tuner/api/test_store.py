@@ -6,7 +6,7 @@ import optuna
 from optuna.trial import TrialState
 
 from tests.tuner.api.fixtures import SPACE, make_study
-from tuner.api.store import StudyStore
+from tuner.api.reads import StudyStore
 
 
 def _as_tuples(snapshot):
