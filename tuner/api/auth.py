@@ -12,6 +12,7 @@ without asking), an `Origin` other than the server's own, or a `Host` outside `a
 from __future__ import annotations
 
 import hmac
+from typing import Annotated
 from urllib.parse import urlsplit
 
 from fastapi import Depends, HTTPException, Request, status
@@ -24,10 +25,10 @@ bearer = HTTPBearer(
     description="`RNNTUNE_API_TOKEN` for changes; `RNNTUNE_API_READ_TOKEN` (or the write token) for "
     "reads when it is set.",
 )
-Credentials = HTTPAuthorizationCredentials | None
+Credentials = Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)]
 
 
-def _matches(credentials: Credentials, *tokens: str | None) -> bool:
+def _matches(credentials: HTTPAuthorizationCredentials | None, *tokens: str | None) -> bool:
     if credentials is None:
         return False
     presented = credentials.credentials.strip().encode("utf-8")
@@ -72,14 +73,14 @@ def check_same_site(request: Request, settings: ApiSettings) -> None:
         )
 
 
-async def require_write(request: Request, credentials: Credentials = Depends(bearer)) -> None:
+async def require_write(request: Request, credentials: Credentials) -> None:
     settings: ApiSettings = request.app.state.rnntune.settings
     check_same_site(request, settings)
     if settings.write_token and not _matches(credentials, settings.write_token):
         raise _unauthorized("a request that changes state")
 
 
-async def require_read(request: Request, credentials: Credentials = Depends(bearer)) -> None:
+async def require_read(request: Request, credentials: Credentials) -> None:
     settings: ApiSettings = request.app.state.rnntune.settings
     if settings.read_token and not _matches(credentials, settings.read_token, settings.api_token):
         raise _unauthorized("reading studies")

@@ -64,7 +64,7 @@ class ParamSpec:
 
     @staticmethod
     @lru_cache(maxsize=4096)
-    def from_distribution(name: str, distribution_json: str) -> "ParamSpec":
+    def from_distribution(name: str, distribution_json: str) -> ParamSpec:
         """Build from Optuna's distribution JSON (`FloatDistribution`, `IntDistribution`, ...)."""
         dist: Any = _distribution(distribution_json)
         if isinstance(dist, CategoricalDistribution):
@@ -186,7 +186,7 @@ class TrialDB:
         studies = self._storage.get_all_studies()
         with self._engine.connect() as conn:
             ids, counts, best = (conn.execute(q).all() for q in (_IDS, _COUNTS, _BEST))
-        id_of = dict(ids)
+        id_of: dict[str, int] = dict(ids)  # type: ignore[arg-type]
         count_map: dict[int, dict[str, int]] = {}
         for study_id, state, n in counts:
             count_map.setdefault(study_id, {})[state] = int(n)

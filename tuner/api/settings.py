@@ -51,7 +51,7 @@ class ApiSettings:
         storage_root: str | os.PathLike | None = None,
         data_roots: list[str] | None = None,
         host: str | None = None,
-    ) -> "ApiSettings":
+    ) -> ApiSettings:
         """Settings from the flags given, then the environment; `host` is the listening address."""
         roots = data_roots or [p for p in os.environ.get(DATA_ROOTS_ENV, "").split(os.pathsep) if p]
         hosts_env = [h.strip() for h in os.environ.get(ALLOWED_HOSTS_ENV, "").split(",") if h.strip()]

@@ -63,7 +63,8 @@ def check_data_dirs(body: CreateStudy, settings: ApiSettings) -> None:
     """422 unless every `data_dir` the request names lies inside the server's data roots. The
     answer is the same whether or not the path exists, so it cannot probe the server's files."""
     space = body.space if isinstance(body.space, dict) else {}
-    fixed = space.get("fixed") if isinstance(space.get("fixed"), dict) else {}
+    fixed = space.get("fixed")
+    fixed = fixed if isinstance(fixed, dict) else {}
     named = {"body.overrides.set.data_dir": body.overrides.set.get("data_dir"),
              "body.space.fixed.data_dir": fixed.get("data_dir")}
     for field, raw in named.items():
