@@ -42,7 +42,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from tuner.api import plots, sensitivity  # noqa: E402
-from tuner.api.trialdb import TrialDB  # noqa: E402
+from tuner.api.reads import TrialDB  # noqa: E402
 
 NAME = "bench-10k"
 SPACE = {
@@ -218,9 +218,9 @@ def main() -> int:
         print(f"built {args.trials} trials in {time.perf_counter() - start:.1f} s (best {best:.4f}; "
               f"checked through Optuna's storage API)")
 
-        records = TrialDB(sqlalchemy.create_engine(db_url)).trials(1)
+        records = TrialDB(optuna.storages.RDBStorage(db_url)).trials(1)
         start = time.perf_counter()
-        records = TrialDB(sqlalchemy.create_engine(db_url)).trials(1)
+        records = TrialDB(optuna.storages.RDBStorage(db_url)).trials(1)
         load_s = time.perf_counter() - start
         completed = sorted((t for t in records if t.completed), key=lambda t: t.value)
         start = time.perf_counter()

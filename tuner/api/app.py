@@ -19,7 +19,8 @@ SWAGGER = "/static/vendor/swagger-ui"
 DESCRIPTION = """Start and inspect rnntune studies; hyperparameter sensitivity around the best trial
 (thesis Appendix 2.B); the best checkpoint as a download. When `RNNTUNE_API_TOKEN` is set, requests
 that change anything need `Authorization: Bearer <token>`; when `RNNTUNE_API_READ_TOKEN` is set,
-reads need a token too."""
+reads need a token too (and, if it is the only token, writes need it). Requests that change
+anything take JSON bodies only (at most 1 MB) and are refused from another site's `Origin`."""
 
 
 def create_app(settings: ApiSettings | None = None) -> FastAPI:

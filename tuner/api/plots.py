@@ -18,7 +18,7 @@ from typing import Any
 import plotly.graph_objects as go
 import plotly.io
 
-from tuner.api.records import ParamSpec, TrialRecord
+from tuner.api.reads import ParamSpec, TrialRecord
 
 RED = "#d62728"
 # Objective values take [0, _OBJECTIVE_SHARE] of the colour scale, the neighbourhood's red

@@ -26,7 +26,7 @@ from optuna.distributions import (
 from optuna.study import StudyDirection
 from optuna.trial import FrozenTrial, TrialState
 
-from tuner.api.records import ParamSpec, TrialRecord
+from tuner.api.reads import ParamSpec, TrialRecord
 
 DEFAULT_FRACTION = 0.15
 # Fewest completed trials PED-ANOVA is asked about: its top quantile needs two trials in it.

@@ -12,7 +12,7 @@ from optuna.trial import TrialState
 
 from tests.tuner.api.fixtures import make_study
 from tuner.api import sensitivity
-from tuner.api.store import StudyStore
+from tuner.api.reads import StudyStore
 
 
 def _completed(db_url: str, name: str):

@@ -5,18 +5,17 @@ from __future__ import annotations
 import json
 from typing import Annotated, Literal
 
-from fastapi import APIRouter, Depends, Path, Query, Request
+from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import HTMLResponse, Response
 
 from tuner.api import plots, sensitivity
 from tuner.api.auth import require_read
 from tuner.api.errors import NotFound
-from tuner.api.models import ErrorBody, ParallelCoordinates, Sensitivity
-from tuner.api.routes.common import memoised, snapshot_of
-from tuner.api.snapshot import StudySnapshot
+from tuner.api.models import ParallelCoordinates, Sensitivity
+from tuner.api.reads import StudySnapshot
+from tuner.api.routes.common import STUDY, StudyName, errors, memoised, snapshot_of
 
-router = APIRouter(prefix="/studies/{name}", tags=["analysis"], dependencies=[Depends(require_read)])
-StudyName = Annotated[str, Path(max_length=512, description="The study's name.")]
+router = APIRouter(prefix=STUDY, tags=["analysis"], dependencies=[Depends(require_read)])
 Fraction = Annotated[
     float,
     Query(
@@ -26,7 +25,7 @@ Fraction = Annotated[
         "(log scale for log-scale ones).",
     ),
 ]
-ERRORS = {code: {"model": ErrorBody} for code in (401, 404, 422, 503)}
+ERRORS = errors(401, 404, 422, 429, 503)
 
 
 async def _completed(request: Request, name: str) -> StudySnapshot:
