@@ -56,7 +56,7 @@ class StudyStop(BaseModel):
 
     def reason(self, trials: Sequence[FrozenTrial], started: dt.datetime, now: dt.datetime | None = None) -> str | None:
         """Why the sweep should end now (a sentence for the log and the study), or None to go on."""
-        now = now or dt.datetime.now(dt.timezone.utc)
+        now = now or dt.datetime.now(dt.UTC)
         if self.max_hours is not None and (now - started).total_seconds() >= self.max_hours * 3600:
             return f"ran for its --max-hours {self.max_hours:g} h"
         if self.patience is not None:

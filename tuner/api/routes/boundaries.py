@@ -2,23 +2,22 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Any
 
-from fastapi import APIRouter, Depends, Path, Request
+from fastapi import APIRouter, Depends, Request
 from starlette.concurrency import run_in_threadpool
 
 from tuner.api.auth import require_read
-from tuner.api.models import ErrorBody
-from tuner.api.routes.common import memoised, snapshot_of, state_of
+from tuner.api.routes.common import STUDY, StudyName, errors, memoised, snapshot_of, state_of
 from tuner.boundaries import MIN_SHARE, MIN_TOP, NEAR, TOP_FRACTION, crowded_edges
 
-router = APIRouter(prefix="/studies/{name}", tags=["analysis"], dependencies=[Depends(require_read)])
-ERRORS = {code: {"model": ErrorBody} for code in (401, 404, 422)}
+router = APIRouter(prefix=STUDY, tags=["analysis"], dependencies=[Depends(require_read)])
+ERRORS = errors(401, 404, 422)
 
 
 @router.get("/boundaries", responses=ERRORS)
 async def get_boundaries(
-    request: Request, name: Annotated[str, Path(max_length=512, description="The study's name.")]
+    request: Request, name: StudyName
 ) -> dict[str, Any]:
     """Parameters whose best trials crowd one edge of their range, with the rule that found them.
 

@@ -10,12 +10,11 @@ from fastapi.responses import Response
 
 from tuner.api.auth import require_read
 from tuner.api.errors import NotFound
-from tuner.api.models import ErrorBody
-from tuner.api.routes.common import state_of
+from tuner.api.routes.common import STUDY, StudyName, errors, state_of
 from tuner.export import MEDIA_TYPES, encode, trials_frame
 
-router = APIRouter(prefix="/studies/{name}", tags=["trials"], dependencies=[Depends(require_read)])
-ERRORS = {code: {"model": ErrorBody} for code in (401, 404, 422)}
+router = APIRouter(prefix=STUDY, tags=["trials"], dependencies=[Depends(require_read)])
+ERRORS = errors(401, 404, 422)
 
 
 @router.get(
@@ -25,7 +24,7 @@ ERRORS = {code: {"model": ErrorBody} for code in (401, 404, 422)}
 )
 def export_trials(
     request: Request,
-    name: Annotated[str, Path(max_length=512, description="The study's name.")],
+    name: StudyName,
     fmt: Annotated[Literal["csv", "parquet"], Path(description="Table format.")],
 ) -> Response:
     """Every trial as one row (params, state, value, step reached, wall time, retry links, user attrs)."""
