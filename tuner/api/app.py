@@ -11,7 +11,7 @@ from fastapi.responses import HTMLResponse
 from fastapi.staticfiles import StaticFiles
 
 from tuner.api import errors
-from tuner.api.routes import analysis, studies, trials, web
+from tuner.api.routes import analysis, finalize, studies, trials, web
 from tuner.api.settings import ApiSettings
 from tuner.api.state import ApiState
 
@@ -41,7 +41,7 @@ def create_app(settings: ApiSettings | None = None) -> FastAPI:
     )
     app.state.rnntune = state
     errors.install(app)
-    for module in (studies, trials, analysis, web):
+    for module in (studies, trials, analysis, finalize, web):
         app.include_router(module.router)
     app.mount("/static", StaticFiles(directory=web.STATIC), name="static")
 
