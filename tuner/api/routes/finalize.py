@@ -37,12 +37,14 @@ def launcher_of(request: Request) -> FinalizeLauncher:
              dependencies=[Depends(require_write)], responses=ERRORS)
 def start_finalize(request: Request, name: StudyName, body: FinalizeRequest) -> dict:
     """Rerun the `top` best COMPLETE configurations with `seeds` fresh seeds each in the background
-    (409 while a finalize run of the study goes on, or when it has no COMPLETE trial)."""
+    (409 while a finalize run of the study goes on, or when it has no COMPLETE trial or stored space)."""
     state = state_of(request)
     state.store.invalidate(name)
     row = state.store.row(name)
     if not row.counts.get("COMPLETE"):
         raise Conflict(f"study {name!r} has no COMPLETE trial to rerun")
+    if "space_def" not in row.user_attrs:
+        raise Conflict(f"study {name!r} was not created by rnntune (no stored space); its trials cannot be rerun")
     folder = storage_root(row.user_attrs, state.settings.storage_root / name)
     handle = launcher_of(request).start(name, row.user_attrs, top=body.top, seeds=body.seeds,
                                         parallel=body.parallel, storage_path=folder)
