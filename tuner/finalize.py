@@ -101,7 +101,7 @@ def record(study: optuna.Study, trial: FrozenTrial, result: Mapping[str, Any]) -
 
 
 def set_status(study: optuna.Study, state: str, **extra: Any) -> None:
-    """The finalize run's state (`running`, `finished`, `failed`) with who runs it and when."""
+    """The finalize run's state (`running`, `finished`, `stopped`, `failed`) with who runs it and when."""
     now = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
     study.set_user_attr(STATUS_ATTR, {"state": state, "host": socket.gethostname(), "pid": os.getpid(), "at": now, **extra})
 
@@ -209,14 +209,20 @@ def run_finalize(
                 pending[remote.remote(job.config)] = job
             ready, _ = ray.wait(list(pending), num_returns=1)
             job = pending.pop(ready[0])
-            result = ray.get(ready[0])
+            try:
+                result = ray.get(ready[0])
+            except ray.exceptions.RayError as err:  # the worker died (OOM kill, lost node): retried next time
+                result = {"seed": job.seed, "val_loss": None, "run_dir": job.config["run_dir"],
+                          "error": f"worker failed: {str(err).strip().splitlines()[-1]}"}
             record(study, sources[job.trial], result)
             if on_result is not None:
                 on_result(job, result)
-    except BaseException:
+    except BaseException as err:
         for ref in pending:
             ray.cancel(ref, force=True)
-        set_status(study, "failed", top=top, seeds=seeds)
+        stopped = isinstance(err, KeyboardInterrupt)
+        set_status(study, "stopped" if stopped else "failed", top=top, seeds=seeds,
+                   **({} if stopped else {"error": f"{type(err).__name__}: {err}"}))
         raise
     set_status(study, "finished", top=top, seeds=seeds, todo=len(todo))
     return summarize(study.user_attrs.get(ATTR) or {}, word_level_of(study.user_attrs))

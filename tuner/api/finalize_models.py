@@ -78,7 +78,7 @@ class FinalizeReport(BaseModel):
     """Answer of GET /studies/{name}/finalize."""
 
     name: str
-    state: str = Field(description="none, queued, running, finished or failed")
+    state: str = Field(description="none, queued, running, finished, stopped or failed")
     status: dict[str, Any] | None
     best_by: Literal["tuning", "rerun_mean"]
     configurations: list[Configuration]
