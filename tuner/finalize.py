@@ -106,6 +106,21 @@ def set_status(study: optuna.Study, state: str, **extra: Any) -> None:
     study.set_user_attr(STATUS_ATTR, {"state": state, "host": socket.gethostname(), "pid": os.getpid(), "at": now, **extra})
 
 
+def live_run(attrs: Mapping[str, Any]) -> int | None:
+    """The pid of a finalize run of this study alive on this host (its `finalize_status`), else None."""
+    status = attrs.get(STATUS_ATTR)
+    if not isinstance(status, Mapping) or status.get("state") != "running" or status.get("host") != socket.gethostname():
+        return None
+    try:
+        pid = int(status.get("pid", 0))
+        os.kill(pid, 0)
+    except (ProcessLookupError, ValueError, TypeError, OverflowError):
+        return None
+    except PermissionError:
+        return pid
+    return pid if pid != os.getpid() else None
+
+
 def _mean_sd(values: list[float]) -> tuple[float | None, float | None]:
     if not values:
         return None, None

@@ -81,7 +81,7 @@ def test_plan_reruns_the_top_configs_from_their_config_and_skips_done_seeds(tmp_
 
 def _finalize(cwd: Path, *args: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "tuner.cli", "finalize", *args, "--num-cpus", "2"],
-                          cwd=cwd, capture_output=True, text=True, timeout=600)
+                          cwd=cwd, capture_output=True, text=True, timeout=600, check=False)
 
 
 @pytest.mark.slow
@@ -136,3 +136,24 @@ def test_bad_options_name_the_flag_and_range(tmp_path, capsys):
     assert "--seeds must be from 1 to 10, not 0" in capsys.readouterr().err
     assert main(["finalize", "nope", "--db", db]) == 2
     assert "no study named 'nope'" in capsys.readouterr().err
+
+
+def test_a_second_run_is_refused_while_one_is_alive(tmp_path, capsys):
+    import socket
+
+    from tuner.cli import main
+
+    db = f"sqlite:///{tmp_path / 'db.sqlite'}"
+    study = optuna.create_study(study_name="busy", storage=db)
+    other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        study.set_user_attr(finalize.STATUS_ATTR, {"state": "running", "host": socket.gethostname(), "pid": other.pid})
+        assert finalize.live_run(study.user_attrs) == other.pid
+        assert main(["finalize", "busy", "--db", db]) == 2
+        assert f"already has a finalize run in progress (pid {other.pid})" in capsys.readouterr().err
+    finally:
+        other.kill()
+        other.wait()
+    assert finalize.live_run(load_study("busy", db).user_attrs) is None  # dead: a new run may start
+    assert main(["finalize", "busy", "--db", db]) == 2
+    assert "has no COMPLETE trial to rerun" in capsys.readouterr().err

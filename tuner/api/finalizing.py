@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import logging
 import os
-import socket
 import subprocess
 import sys
 import threading
@@ -20,7 +19,7 @@ from pathlib import Path
 import tuner
 from tuner.api.errors import Conflict
 from tuner.api.launcher import LaunchFailed
-from tuner.finalize import STATUS_ATTR, set_status
+from tuner.finalize import STATUS_ATTR, live_run, set_status
 from tuner.study import DB_ENV, load_study
 
 log = logging.getLogger("rnntune.api")
@@ -40,20 +39,6 @@ class FinalizeHandle:
 
     def as_dict(self) -> dict:
         return {"pid": self.process.pid, "running": self.running, "returncode": self.process.returncode, "log": str(self.log)}
-
-
-def running_elsewhere(attrs: dict) -> bool:
-    """Whether the study's `finalize_status` names a live process on this host (a CLI run)."""
-    status = attrs.get(STATUS_ATTR)
-    if not isinstance(status, dict) or status.get("state") != "running" or status.get("host") != socket.gethostname():
-        return False
-    try:
-        os.kill(int(status.get("pid", 0)), 0)
-    except (ProcessLookupError, ValueError, OverflowError):
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 class FinalizeLauncher:
@@ -77,7 +62,7 @@ class FinalizeLauncher:
         """Launch the run; Conflict (409) while this server's or another local process's run goes on."""
         with self._lock:
             current = self._handles.get(name)
-            if (current is not None and current.running) or running_elsewhere(attrs):
+            if (current is not None and current.running) or live_run(attrs) is not None:
                 raise Conflict(f"study {name!r} already has a finalize run in progress")
             # Until the child records `running`, the study says the run is queued (not an old `finished`).
             load_study(name, self.db_url).set_user_attr(STATUS_ATTR, {"state": "queued", "top": top, "seeds": seeds})

@@ -92,6 +92,9 @@ def run(args: argparse.Namespace) -> int:
     try:
         url = resolve_db_url(args.db)
         study = load_study(args.name, url)
+        pid = finalize.live_run(study.user_attrs)
+        if pid is not None:
+            raise StudyError(f"study {args.name!r} already has a finalize run in progress (pid {pid}); wait for it or stop it")
         if not finalize.top_trials(study, 1):
             raise StudyError(f"study {args.name!r} has no COMPLETE trial to rerun")
         folder = Path(args.storage).expanduser().resolve() if args.storage else Path(study.user_attrs.get("storage_path") or Path("studies") / args.name)
