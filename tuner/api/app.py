@@ -11,7 +11,7 @@ from fastapi.responses import HTMLResponse
 from fastapi.staticfiles import StaticFiles
 
 from tuner.api import errors
-from tuner.api.routes import analysis, boundaries, export, studies, trials, web
+from tuner.api.routes import analysis, boundaries, export, finalize, studies, trials, web
 from tuner.api.settings import ApiSettings
 from tuner.api.state import ApiState
 
@@ -42,7 +42,7 @@ def create_app(settings: ApiSettings | None = None) -> FastAPI:
     )
     app.state.rnntune = state
     errors.install(app)
-    for module in (studies, export, trials, analysis, boundaries, web):
+    for module in (studies, export, trials, analysis, boundaries, finalize, web):
         app.include_router(module.router)
     app.mount("/static", StaticFiles(directory=web.STATIC), name="static")
 
