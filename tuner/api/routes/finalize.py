@@ -3,23 +3,21 @@
 from __future__ import annotations
 
 import threading
-from typing import Annotated
 
-from fastapi import APIRouter, Depends, Path, Request, status
+from fastapi import APIRouter, Depends, Request, status
+from starlette.concurrency import run_in_threadpool
 
 from tuner import finalize
-from tuner.api import views
+from tuner.api import serializers as views
 from tuner.api.auth import require_read, require_write
-from tuner.api.checkpoint import storage_root
 from tuner.api.errors import Conflict
 from tuner.api.finalize_models import FinalizeReport, FinalizeRequest, FinalizeStarted
 from tuner.api.finalizing import FinalizeLauncher
-from tuner.api.models import ErrorBody
-from tuner.api.routes.common import state_of
+from tuner.api.routes.common import STUDY, StudyName, errors, json_body, read_json, state_of
+from tuner.api.settings import resolve_within
 
-router = APIRouter(prefix="/studies/{name}/finalize", tags=["finalize"])
-StudyName = Annotated[str, Path(max_length=512, description="The study's name.")]
-ERRORS = {code: {"model": ErrorBody} for code in (401, 404, 409, 422, 503)}
+router = APIRouter(prefix=f"{STUDY}/finalize", tags=["finalize"])
+ERRORS = errors(401, 403, 404, 409, 413, 415, 422, 503)
 _LOCK = threading.Lock()
 
 
@@ -34,10 +32,15 @@ def launcher_of(request: Request) -> FinalizeLauncher:
 
 
 @router.post("", response_model=FinalizeStarted, status_code=status.HTTP_202_ACCEPTED,
-             dependencies=[Depends(require_write)], responses=ERRORS)
-def start_finalize(request: Request, name: StudyName, body: FinalizeRequest) -> dict:
+             dependencies=[Depends(require_write)], responses=ERRORS, openapi_extra=json_body(FinalizeRequest))
+async def start_finalize(request: Request, name: StudyName) -> dict:
     """Rerun the `top` best COMPLETE configurations with `seeds` fresh seeds each in the background
     (409 while a finalize run of the study goes on, or when it has no COMPLETE trial or stored space)."""
+    body: FinalizeRequest = await read_json(request, FinalizeRequest)
+    return await run_in_threadpool(_start, request, name, body)
+
+
+def _start(request: Request, name: str, body: FinalizeRequest) -> dict:
     state = state_of(request)
     state.store.invalidate(name)
     row = state.store.row(name)
@@ -45,7 +48,10 @@ def start_finalize(request: Request, name: StudyName, body: FinalizeRequest) -> 
         raise Conflict(f"study {name!r} has no COMPLETE trial to rerun")
     if "space_def" not in row.user_attrs:
         raise Conflict(f"study {name!r} was not created by rnntune (no stored space); its trials cannot be rerun")
-    folder = storage_root(row.user_attrs, state.settings.storage_root / name)
+    # Reruns go under the study's folder only when it lies inside the server's own storage root:
+    # a path read from the database never decides where the server writes.
+    root = state.settings.storage_root
+    folder = resolve_within(row.user_attrs.get("storage_path"), (root,), root) or root / name
     handle = launcher_of(request).start(name, row.user_attrs, top=body.top, seeds=body.seeds,
                                         parallel=body.parallel, storage_path=folder)
     state.store.invalidate(name)
