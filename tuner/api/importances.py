@@ -190,11 +190,12 @@ def with_intervals(
     resamples: int = BOOTSTRAP_RESAMPLES,
     seed: int = BOOTSTRAP_SEED,
     confidence: float = CONFIDENCE,
+    max_resample_size: int = MAX_RESAMPLE_SIZE,
 ) -> dict[str, Any]:
     """Importances with percentile bootstrap intervals over trials, as JSON-ready data.
 
     Each resample draws m trials with replacement (m = n, the fidelity's trial count, up to
-    `MAX_RESAMPLE_SIZE`) and recomputes the importances; a hyperparameter missing from a resample
+    `max_resample_size`) and recomputes the importances; a hyperparameter missing from a resample
     (a conditional one) counts 0 there. Where m < n the resamples' spread around the full-sample
     importance is shrunk by sqrt(m / n), the m-out-of-n bootstrap (Bickel, Götze & van Zwet 1997).
     The interval is widened to hold the full-sample importance where the resamples lie all on one
@@ -202,7 +203,7 @@ def with_intervals(
     """
     point, reason = estimate(fidelity, direction)
     n = len(fidelity.trials)
-    m = min(n, MAX_RESAMPLE_SIZE)
+    m = min(n, max_resample_size)
     out: dict[str, Any] = {
         "method": METHOD,
         "fidelity": fidelity.as_dict(),
