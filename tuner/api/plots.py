@@ -156,13 +156,11 @@ def _colours(lines: Sequence[Point], near: set[int]) -> tuple[list[float], dict[
         return _OBJECTIVE_FROM + share * min(1.0, (t.value - lo) / span)
 
     ticks = [lo + span * i / 4 for i in range(5)]
-    colorbar = {
-        "title": {"text": "objective"},
-        "tickvals": [_GREY_TO / 2] + [_OBJECTIVE_FROM + share * i / 4 for i in range(5)]
-        + [pink, (_RED_FROM + 1.0) / 2],
-        "ticktext": ["pruned"] + [f"{v:.4g}" for v in ticks[:-1]]
-        + [f"≥ {ticks[-1]:.4g}", "pruned, near best", "near best"],
-    }
+    tickvals = [_OBJECTIVE_FROM + share * i / 4 for i in range(5)] + [(_RED_FROM + 1.0) / 2]
+    ticktext = [f"{v:.4g}" for v in ticks[:-1]] + [f"≥ {ticks[-1]:.4g}", "near best"]
+    if any(t.pruned for t in lines):
+        tickvals, ticktext = [_GREY_TO / 2, *tickvals, pink], ["pruned", *ticktext, "pruned, near best"]
+    colorbar = {"title": {"text": "objective"}, "tickvals": tickvals, "ticktext": ticktext}
     return [colour(t) for t in lines], colorbar
 
 

@@ -11,57 +11,12 @@ import httpx
 import optuna
 import pytest
 from optuna.distributions import CategoricalDistribution, FloatDistribution, IntDistribution
-from optuna.trial import TrialState, create_trial
+from optuna.trial import TrialState
 
 from tests.tuner.api.fixtures import live_server, make_study
+from tests.tuner.api.pruned_study import BEST_PARAMS, SPACE, asha_study, final_value
 from tuner.api import ApiSettings, importances, sensitivity
 from tuner.api.store import StudyStore
-
-SPACE = {
-    "learning_rate": FloatDistribution(0.001, 0.004, log=True),
-    "input_dropout": FloatDistribution(0.0, 0.9),
-    "mogrifier_rounds": IntDistribution(0, 10),
-}
-STEPS = (50, 100, 150, 200)
-BEST_PARAMS = {"learning_rate": 0.002, "input_dropout": 0.45, "mogrifier_rounds": 3}
-
-
-def _final(params: dict) -> float:
-    """The objective: only the learning rate matters."""
-    return 4.0 + 10 * math.log(params["learning_rate"] / 0.002) ** 2
-
-
-def _curve(params: dict, last: int) -> dict[int, float]:
-    return {s: _final(params) + 100.0 / s for s in STEPS if s <= last}
-
-
-def _asha_study(db_url: str, name: str, seed: int = 0, n: int = 60) -> None:
-    """`n` trials in ASHA's shape: the worst two thirds stopped at step 50, the next two thirds of
-    the rest at 100, the others COMPLETE at 200 (objective = their best value). Trial 0 is the best;
-    trial 1, PRUNED at 50 right beside it, reported a value lower than any objective (a noisy
-    evaluation), which must not make it the centre of the neighbourhood."""
-    rng = random.Random(seed)
-    rows = [dict(BEST_PARAMS)]
-    rows.append({"learning_rate": 0.00205, "input_dropout": 0.46, "mogrifier_rounds": 3})
-    for _ in range(n - 2):
-        rows.append({"learning_rate": math.exp(rng.uniform(math.log(0.001), math.log(0.004))),
-                     "input_dropout": rng.uniform(0.0, 0.9), "mogrifier_rounds": rng.randint(0, 10)})
-    order = sorted(range(2, n), key=lambda i: _final(rows[i]))
-    complete = {0, *order[: n // 10 - 1]}
-    at_100 = set(order[n // 10 - 1 : n // 3])
-    study = optuna.create_study(study_name=name, storage=db_url, direction="minimize")
-    trials = []
-    for i, params in enumerate(rows):
-        if i in complete:
-            curve = _curve(params, 200)
-            trials.append(create_trial(state=TrialState.COMPLETE, params=params, distributions=SPACE,
-                                       value=min(curve.values()), intermediate_values=curve))
-        else:
-            curve = {50: 1.0} if i == 1 else _curve(params, 100 if i in at_100 else 50)
-            trials.append(create_trial(state=TrialState.PRUNED, params=params, distributions=SPACE,
-                                       intermediate_values=curve))
-    study.add_trials(trials)
-
 
 def _records(db_url: str, name: str):
     store = StudyStore(db_url)
@@ -75,7 +30,7 @@ def asha(tmp_path_factory):
     """A live API over one 60-trial ASHA-shaped study: (base URL, database URL)."""
     root = tmp_path_factory.mktemp("asha")
     db_url = f"sqlite:///{root / 's.db'}"
-    _asha_study(db_url, "asha")
+    asha_study(db_url, "asha")
     with live_server(ApiSettings(db_url=db_url, storage_root=root)) as url:
         yield url, db_url
 
@@ -164,7 +119,7 @@ def test_importances_state_their_fidelity_and_intervals(asha):
 
 def test_a_driving_parameter_stands_clear_of_noise(tmp_path):
     db_url = f"sqlite:///{tmp_path / 's.db'}"
-    _asha_study(db_url, "big", seed=1, n=120)
+    asha_study(db_url, "big", seed=1, n=120)
     completed, pruned = _records(db_url, "big")
     fidelity = importances.choose_fidelity(completed, pruned)
     assert fidelity.step is None and len(fidelity.trials) == 12  # 12 COMPLETE >= 8: the objective
@@ -192,7 +147,7 @@ def test_importances_single_out_the_hyperparameter_that_matters(tmp_path):
     for _ in range(60):
         params = {"learning_rate": math.exp(rng.uniform(math.log(0.001), math.log(0.004))),
                   "input_dropout": rng.uniform(0.0, 0.9), "mogrifier_rounds": rng.randint(0, 10)}
-        trials.append((params, TrialState.COMPLETE, _final(params)))
+        trials.append((params, TrialState.COMPLETE, final_value(params)))
     db_url = f"sqlite:///{tmp_path / 's.db'}"
     make_study(db_url, "lr", tmp_path, trials=trials)
     completed, _ = _records(db_url, "lr")
