@@ -223,8 +223,8 @@ def with_intervals(
             result = _ped_anova([_relabelled(frozen[j], k) for k, j in enumerate(row)], direction)
         except _ERRORS:
             continue
-        for name in samples:
-            samples[name].append(result.get(name, 0.0))
+        for name, drawn in samples.items():
+            drawn.append(result.get(name, 0.0))
     tail, shrink = (1.0 - confidence) / 2, math.sqrt(m / n)
     rows = []
     for name, value in point.items():

@@ -10,13 +10,18 @@ import random
 import httpx
 import optuna
 import pytest
-from optuna.distributions import CategoricalDistribution, FloatDistribution, IntDistribution
+from optuna.distributions import (
+    CategoricalDistribution,
+    FloatDistribution,
+    IntDistribution,
+)
 from optuna.trial import TrialState
 
 from tests.tuner.api.fixtures import live_server, make_study
 from tests.tuner.api.pruned_study import BEST_PARAMS, SPACE, asha_study, final_value
 from tuner.api import ApiSettings, importances, sensitivity
 from tuner.api.store import StudyStore
+
 
 def _records(db_url: str, name: str):
     store = StudyStore(db_url)
@@ -76,8 +81,9 @@ def test_parallel_coordinates_draw_pruned_trials_grey_with_their_step(asha):
     near = set(plot["neighbourhood"])
     assert all(colour == 0.0 for number, _, _, colour, _ in pruned if number not in near)  # grey
     assert {colour for number, state, _, colour, _ in lines if number in near and state == "COMPLETE"} == {1.0}
-    assert 0.0 < dict((line[0], line[3]) for line in lines)[1] < 1.0  # pruned near the best: pink
-    assert dict((line[0], line[4]) for line in lines)[1] == 1.0  # drawn at the value it was stopped at
+    trial_1 = next(line for line in lines if line[0] == 1)
+    assert 0.0 < trial_1[3] < 1.0  # pruned near the best: pink
+    assert trial_1[4] == 1.0  # drawn at the value it was stopped at
     assert [line[1] for line in lines[:3]] == ["PRUNED"] * 3 and plot["trial_numbers"][-1] != 1
     ticks = trace["line"]["colorbar"]["ticktext"]
     assert "pruned" in ticks and "near best" in ticks
