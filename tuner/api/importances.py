@@ -14,7 +14,6 @@ number of resamples with a fixed seed, so the same study always gives the same i
 
 from __future__ import annotations
 
-import copy
 import math
 import warnings
 from collections.abc import Sequence
@@ -148,14 +147,6 @@ def _frozen(index: int, trial: TrialRecord, value: float) -> FrozenTrial:
     )
 
 
-def _relabelled(trial: FrozenTrial, trial_id: int) -> FrozenTrial:
-    """A shallow copy with its own id: PED-ANOVA tells trials apart by id, and a bootstrap
-    resample holds the same trial several times."""
-    twin = copy.copy(trial)
-    twin._trial_id = trial_id  # FrozenTrial has no public setter for the id
-    return twin
-
-
 def _ped_anova(trials: list[FrozenTrial], direction: str) -> dict[str, float]:
     """Normalised PED-ANOVA importances; the top quantile is 2 trials at least, half at most."""
     quantile = min(0.5, max(0.1, 2.0 / len(trials)))
@@ -215,12 +206,15 @@ def with_intervals(
     }
     if point is None:
         return out
-    frozen = [_frozen(i, t, v) for i, (t, v) in enumerate(zip(fidelity.trials, fidelity.values))]
+    rows_at = list(zip(fidelity.trials, fidelity.values))
     draws = np.random.default_rng(seed).integers(0, n, size=(resamples, m))
     samples: dict[str, list[float]] = {name: [] for name in point}
     for row in draws:
+        # each drawn trial gets its own id: PED-ANOVA tells trials apart by id, and a resample
+        # holds the same trial several times
+        resample = [_frozen(k, *rows_at[j]) for k, j in enumerate(row)]
         try:
-            result = _ped_anova([_relabelled(frozen[j], k) for k, j in enumerate(row)], direction)
+            result = _ped_anova(resample, direction)
         except _ERRORS:
             continue
         for name, drawn in samples.items():
