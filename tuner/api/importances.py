@@ -4,7 +4,7 @@ bootstrap confidence intervals.
 Under ASHA most trials stop early, so the COMPLETE trials alone are often too few to say anything.
 Trials are only comparable at the same training step, so the importances use one fidelity: the
 COMPLETE trials' objective (`step` None, the highest fidelity) or the validation loss every included
-trial reported at one evaluation step. The rule is BOHB's (Falkner et al. 2018, §4.1): the highest
+trial reported at one evaluation step. The rule is BOHB's (Falkner et al. 2018): the highest
 fidelity with enough observations, here at least `2 (d + 1)` trials for `d` hyperparameters (twice
 BOHB's bare minimum, since PED-ANOVA splits the trials into a top quantile and the rest); if no
 fidelity has that many, the one with the most trials (the higher on ties).
