@@ -195,7 +195,7 @@ class ParamImportance(BaseModel):
 
 class Bootstrap(BaseModel):
     resamples: int
-    resample_size: int = Field(description="Trials drawn per resample (m of n beyond 200).")
+    resample_size: int = Field(description="Trials drawn per resample (m of n beyond 100).")
     seed: int
     confidence: float
     resamples_used: int | None = None

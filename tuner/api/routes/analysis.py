@@ -64,7 +64,7 @@ async def _analysis(snapshot: StudySnapshot, fraction: float, include: str) -> s
 
 async def _importances(snapshot: StudySnapshot, include: str) -> str:
     """Importances with bootstrap intervals as JSON, once per study version (the bootstrap is the
-    costly part: about 100 PED-ANOVA runs on at most 200 trials each)."""
+    costly part: 100 PED-ANOVA runs on at most 100 trials each)."""
 
     def build() -> str:
         completed, pruned = _trials(snapshot, include)
