@@ -202,3 +202,50 @@ def test_study_page_draws_pruned_trials_and_importance_intervals(browser, tmp_pa
         assert all(u.startswith(url) for u in requests), "the page must not load anything off-server"
         assert not errors
         page.close()
+
+
+def test_study_page_shows_boundary_alerts_reruns_and_exports(browser, tmp_path):
+    """Best trials at the low learning-rate bound raise an alert; stored reruns fill the finalisation
+    table (mean ± sd, the winner by rerun mean marked); the CSV button downloads the trials table."""
+    from optuna.trial import TrialState
+
+    from tests.tuner.api.fixtures import live_server, make_study
+    from tuner.api import ApiSettings
+
+    trials = [({"learning_rate": 0.00101 + 0.0003 * i, "input_dropout": 0.1 * (i % 9), "mogrifier_rounds": i % 7},
+               TrialState.COMPLETE, 4.0 + 0.1 * i) for i in range(10)]
+    trials[1] = ({"learning_rate": 0.00102, "input_dropout": 0.5, "mogrifier_rounds": 3}, TrialState.COMPLETE, 4.05)
+    trials[2] = ({"learning_rate": 0.00103, "input_dropout": 0.2, "mogrifier_rounds": 1}, TrialState.COMPLETE, 4.07)
+    db_url = f"sqlite:///{tmp_path / 'extras.db'}"
+    study = make_study(db_url, "extras", tmp_path / "storage" / "extras", trials=trials)
+    study.set_user_attr("space_def", {"name": "extras", "params": {
+        "learning_rate": {"scale": "log", "low": 0.001, "high": 0.004},
+        "input_dropout": {"scale": "linear", "low": 0.0, "high": 0.9},
+        "mogrifier_rounds": {"scale": "int", "low": 0, "high": 10}}})
+    study.set_user_attr("finalize", {
+        "0": {"value": 4.0, "params": trials[0][0], "reruns": [{"seed": 1, "val_loss": 4.3}, {"seed": 2, "val_loss": 4.5}]},
+        "1": {"value": 4.05, "params": trials[1][0], "reruns": [{"seed": 1, "val_loss": 4.1}, {"seed": 2, "val_loss": 4.2}]},
+    })
+    study.set_user_attr("finalize_status", {"state": "finished"})
+    with live_server(ApiSettings(db_url=db_url, storage_root=tmp_path / "storage")) as url:
+        page, _, errors = _page(browser, url)
+        page.goto(f"{url}/web/studies/extras")
+        page.wait_for_selector("#alerts li", timeout=30_000)
+        alert = page.locator("#alerts li")
+        assert alert.count() == 1 and alert.get_attribute("data-param") == "learning_rate"
+        assert "low bound 0.001" in alert.inner_text()
+        page.wait_for_selector("#finalize tbody tr", timeout=30_000)
+        rows = page.locator("#finalize tbody tr")
+        assert rows.count() == 2
+        assert page.locator("#finalize tr.winner").get_attribute("data-trial") == "1"  # 4.15 beats 4.4
+        assert "4.150 ± 0.071" in rows.nth(0).inner_text()  # best rerun mean first
+        assert "4.400 ± 0.14" in page.locator('#finalize tr[data-trial="0"]').inner_text()
+        with page.expect_download() as download:
+            page.click("#export-csv")
+        path = download.value.path()
+        assert download.value.suggested_filename == "extras-trials.csv"
+        assert len(Path(path).read_text().strip().splitlines()) == 1 + len(trials)
+        ARTIFACTS.mkdir(exist_ok=True)
+        page.screenshot(path=str(ARTIFACTS / "study-page-alerts-reruns.png"), full_page=True)
+        assert not errors
+        page.close()

@@ -165,9 +165,36 @@ async function renderTrials() {
   document.getElementById("next").disabled = last >= page.total;
 }
 
+// Range-boundary alerts: parameters whose best trials crowd an edge of their range.
+async function renderAlerts() {
+  const body = await rnntune.get(`${base}/boundaries`);
+  const list = document.getElementById("alerts");
+  list.replaceChildren(...body.alerts.map((a) => el("li", { "data-param": a.param, "data-edge": a.edge }, a.message)));
+  list.hidden = body.alerts.length === 0;
+}
+
+// Finalisation: reruns of the best configurations with fresh seeds, mean ± sd beside the tuning run.
+async function renderFinalize() {
+  const report = await rnntune.get(`${base}/finalize`);
+  const rows = report.configurations || [];
+  document.getElementById("finalize-section").hidden = rows.length === 0;
+  if (!rows.length) return;
+  const winner = report.best_by_rerun_mean ? report.best_by_rerun_mean.trial : null;
+  const pm = (mean, sd) => (sd === null || sd === undefined ? fmt(mean) : `${fmt(mean)} ± ${fmt(sd, 2)}`);
+  document.querySelector("#finalize tbody").replaceChildren(...rows.map((r) => el("tr",
+    { class: r.trial === winner ? "winner" : "", "data-trial": String(r.trial) },
+    el("td", { class: "num" }, String(r.trial)), el("td", { class: "num" }, fmt(r.source_value)),
+    el("td", { class: "num" }, `${r.n}${r.failed ? ` (+${r.failed} failed)` : ""}`),
+    el("td", { class: "num" }, pm(r.val_loss_mean, r.val_loss_sd)), el("td", { class: "num" }, fmt(r.gap, 3)),
+    el("td", { class: "num" }, `${pm(r.headline_mean, r.headline_sd)} ${r.headline}`))));
+  const best = report.best ? `; the study's best is trial ${report.best.trial} (by ${report.best.by === "rerun_mean" ? "rerun mean" : "tuning run"})` : "";
+  document.getElementById("finalize-note").textContent =
+    `run ${report.state}; gap = rerun mean − tuning run (positive: the tuning run was lucky)${best}.`;
+}
+
 async function renderAnalysis() {
   try {
-    await Promise.all([renderPlot(), renderSensitivity(), renderImportances(), renderCurves()]);
+    await Promise.all([renderPlot(), renderSensitivity(), renderImportances(), renderCurves(), renderAlerts()]);
   } catch (err) {
     if (err.status !== 404) throw err;
     document.getElementById("nbhd").textContent = "No completed trial yet: the plot fills in as trials finish.";
@@ -180,6 +207,7 @@ async function refresh() {
     const study = await rnntune.get(base);
     live = rnntune.LIVE.has(study.status);
     renderFacts(study);
+    await renderFinalize();
     const c = study.counts;
     const finished = c.COMPLETE + c.PRUNED + c.FAIL;
     const compared = `${c.COMPLETE}/${c.PRUNED}`;
@@ -198,8 +226,8 @@ async function refresh() {
   setTimeout(refresh, live ? 5000 : 30000);
 }
 
-async function download() {
-  const response = await fetch(`${base}/best/checkpoint`, { headers: rnntune.headers() });
+async function download(path = "/best/checkpoint", fallback = `${studyName}-best.pt`) {
+  const response = await fetch(`${base}${path}`, { headers: rnntune.headers() });
   if (!response.ok) {
     showError(`download failed: ${response.status} ${(await response.json()).detail}`);
     return;
@@ -207,14 +235,16 @@ async function download() {
   const blob = await response.blob();
   const link = el("a", { href: URL.createObjectURL(blob) });
   const disposition = response.headers.get("content-disposition") || "";
-  link.download = (disposition.match(/filename="?([^";]+)"?/) || [])[1] || `${studyName}-best.pt`;
+  link.download = (disposition.match(/filename="?([^";]+)"?/) || [])[1] || fallback;
   document.body.append(link);
   link.click();
   link.remove();
   setTimeout(() => URL.revokeObjectURL(link.href), 10000);
 }
 
-document.getElementById("download").addEventListener("click", download);
+document.getElementById("download").addEventListener("click", () => download());
+document.getElementById("export-csv").addEventListener("click", () => download("/trials.csv", `${studyName}-trials.csv`));
+document.getElementById("export-parquet").addEventListener("click", () => download("/trials.parquet", `${studyName}-trials.parquet`));
 document.getElementById("fraction").addEventListener("change", (event) => {
   const value = Number(event.target.value);
   if (!(value > 0 && value <= 1)) { showError("neighbourhood fraction must be in (0, 1]"); return; }
