@@ -1,8 +1,8 @@
 """The docker-compose topology as processes on this machine: PostgreSQL, a Ray head and a second Ray
 node started through docker/entrypoint (token auth on, each node with its own temp dir and ports,
 the second node on 127.0.0.2 so the two are told apart), the API (`rnntune serve` against
-PostgreSQL and a shared storage folder), and sweeps started through the API by docker/start-sweep,
-the script the compose `sweep` service runs.
+PostgreSQL and a shared storage folder), and sweeps started through the API by `rnntune remote`,
+the client the compose `sweep` service runs.
 
 Every process is started here and stopped here by PID (its process tree, then anything still
 running that names this test's private folder), even when a test fails.
@@ -36,7 +36,6 @@ pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
 ENTRYPOINT = ROOT / "docker" / "entrypoint"
-START_SWEEP = ROOT / "docker" / "start-sweep"
 WORKER_IP = "127.0.0.2"  # the second node's address: all of 127.0.0.0/8 is this machine
 # Ray notices a dead node after about period × threshold.
 FAST_HEALTH_CHECKS = {
@@ -203,22 +202,12 @@ class Cluster:
         return make_url(self.db_url).password
 
     def start_sweep(self, name: str, trials: int, settings: dict, follow: bool) -> Proc:
-        env = {
-            **self.base_env,
-            "RNNTUNE_API_URL": self.api_url,
-            "RNNTUNE_API_TOKEN": self.api_token,
-            "RNNTUNE_STUDY": name,
-            "RNNTUNE_SPACE": "tiny",
-            "RNNTUNE_TRIALS": str(trials),
-            "RNNTUNE_PARALLEL": "2",
-            "RNNTUNE_SAMPLER": "random",
-            "RNNTUNE_SCHEDULER": "none",
-            "RNNTUNE_SEED": "7",
-            "RNNTUNE_SET": " ".join(f"{k}={v}" for k, v in settings.items()),
-            "RNNTUNE_FOLLOW": "1" if follow else "0",
-            "RNNTUNE_API_WAIT_S": "30",
-        }
-        return self.procs.start(f"start-sweep-{name}", [sys.executable, START_SWEEP], env)
+        """`rnntune remote create --start` (what the compose `sweep` service runs) against the API."""
+        env = {**self.base_env, "RNNTUNE_API_URL": self.api_url, "RNNTUNE_API_TOKEN": self.api_token}
+        cmd = [BIN / "rnntune", "remote", "--wait", "30", "create", name, "--space", "tiny", "--trials", str(trials),
+               "--parallel", "2", "--sampler", "random", "--scheduler", "none", "--seed", "7", "--start"]
+        cmd += [arg for k, v in settings.items() for arg in ("--set", f"{k}={v}")]
+        return self.procs.start(f"remote-{name}", cmd + (["--follow"] if follow else []), env)
 
     def study(self, name: str):
         import optuna
