@@ -3,19 +3,20 @@
 * BASE: Debian bookworm made by `debootstrap` from this machine's Debian mirror and imported with
   `docker import` (python3 and venv included, so docker/Dockerfile needs no apt).
 * POSTGRES: PostgreSQL 15 on BASE (tests/images/postgres), behaving as the official image.
-* PROJECT: docker/Dockerfile built FROM BASE, pip reading this machine's own package sources
-  (its `pip config`: find-links folders and file:// indexes) through a loopback HTTP server, the
-  build on the host network so it reaches it.
+* PROJECT: docker/Dockerfile built FROM BASE, its pip reading a wheelhouse that this machine's
+  own pip downloaded (with its indexes, wheel folders, proxy and certificates), served as an index
+  on 127.0.0.1 to a build on the host network.
 
 BASE and POSTGRES are kept between runs (reused when `docker image inspect` finds them, rebuilt when
-missing); PROJECT is rebuilt every time, Docker's layer cache keeping torch and the dependencies
-unless pyproject.toml changed.
+missing), as is the wheelhouse (per pyproject.toml); PROJECT is rebuilt every time, Docker's layer
+cache keeping torch and the dependencies unless pyproject.toml changed.
 """
 
 from __future__ import annotations
 
 import contextlib
 import functools
+import hashlib
 import http.server
 import os
 import re
@@ -24,14 +25,17 @@ import subprocess
 import sys
 import tempfile
 import threading
+import tomllib
 from collections.abc import Iterator
 from pathlib import Path
+from urllib.parse import quote
 
 ROOT = Path(__file__).resolve().parent.parent
 BASE = "rnntune-test/bookworm:1"
 POSTGRES = "rnntune-test/postgres:15"
 PROJECT = "rnntune-test/rnntune:latest"
 DEBIAN_PACKAGES = "python3,python3-venv,ca-certificates"
+WHEEL_CACHE = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "rnntune-compose-wheels"
 DOCKER_ENV = {**os.environ, "DOCKER_BUILDKIT": "0"}  # the classic builder: no frontend image to pull
 
 
@@ -88,55 +92,51 @@ def build_base(log: Path) -> None:
         tar.wait()
 
 
-def local_pip_sources() -> tuple[list[Path], list[Path]]:
-    """(find-links folders, file:// index folders) of this machine's pip configuration."""
-    out = subprocess.run([sys.executable, "-m", "pip", "config", "list"], capture_output=True, text=True).stdout
-    links: list[Path] = []
-    indexes: list[Path] = []
-    for line in out.splitlines():
-        key, _, value = line.partition("=")
-        for item in value.strip().strip("'\"").split():
-            path = Path(item.removeprefix("file://"))
-            if not path.is_dir():
-                continue
-            if key.endswith(".find-links") and path not in links:
-                links.append(path)
-            elif key.endswith("index-url") and item.startswith("file://") and path not in indexes:
-                indexes.append(path)
-    return links, indexes
+def wheelhouse(log: Path) -> Path:
+    """Every wheel the image installs, fetched by this machine's own pip (its indexes, proxy and
+    certificates, which a container does not have), cached per pyproject.toml between runs."""
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    needs = ["pip", *project["build-system"]["requires"], *project["project"]["dependencies"]]
+    key = hashlib.sha256("\n".join(needs).encode()).hexdigest()[:16]
+    folder = WHEEL_CACHE / key
+    if not (folder / ".complete").exists():
+        folder.mkdir(parents=True, exist_ok=True)
+        run([sys.executable, "-m", "pip", "download", "--only-binary", ":all:", "--dest", str(folder), *needs], log)
+        (folder / ".complete").touch()
+    return folder
 
 
 @contextlib.contextmanager
-def pip_mirror() -> Iterator[dict[str, str]]:
-    """Serve the local pip sources on 127.0.0.1; yields the build args that point pip at them."""
-    links, indexes = local_pip_sources()
-    if not links and not indexes:
-        yield {}
-        return
+def pip_index(log: Path) -> Iterator[str]:
+    """A PEP 503 index of the wheelhouse served on 127.0.0.1; yields its URL."""
+    wheels = wheelhouse(log)
     with tempfile.TemporaryDirectory(prefix="rnntune-pip-") as tmp:
-        served = {}
-        for i, path in enumerate(links):
-            (Path(tmp) / f"links{i}").symlink_to(path)
-            served[path] = f"links{i}"
-        for i, path in enumerate(indexes):
-            # The index's parent: its pages link to the files relatively (../../files/...).
-            (Path(tmp) / f"index{i}").symlink_to(path.parent)
-            served[path] = f"index{i}/{path.name}"
-        handler = functools.partial(QuietHandler, directory=tmp)
-        server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        for wheel in wheels.glob("*.whl"):
+            project = re.sub(r"[-_.]+", "-", wheel.name.split("-")[0]).lower()
+            (Path(tmp) / project).mkdir(exist_ok=True)
+            (Path(tmp) / project / wheel.name).symlink_to(wheel)
+        for folder in Path(tmp).iterdir():
+            links = "".join(f'<a href="{quote(w.name)}">{w.name}</a>\n' for w in sorted(folder.glob("*.whl")))
+            (folder / "index.html").write_text(f"<!DOCTYPE html><html><body>\n{links}</body></html>\n")
+        server = serve(tmp, preferred_port=20000 + int(wheels.name, 16) % 20000)
         thread = threading.Thread(target=server.serve_forever, daemon=True)
         thread.start()
-        base = f"http://127.0.0.1:{server.server_address[1]}"
         try:
-            urls = [f"{base}/{served[p]}/" for p in indexes]
-            args = {"PIP_FIND_LINKS": " ".join(f"{base}/{served[p]}/" for p in links)}
-            if urls:
-                # Torch from the find-links wheel, its dependencies from the local index.
-                args |= {"PIP_INDEX_URL": urls[0], "TORCH_INDEX_URL": urls[0], "PIP_EXTRA_INDEX_URL": " ".join(urls[1:])}
-            yield args
+            yield f"http://127.0.0.1:{server.server_address[1]}/"
         finally:
             server.shutdown()
             server.server_close()
+
+
+def serve(folder: str, preferred_port: int) -> http.server.ThreadingHTTPServer:
+    """An HTTP server of `folder` on 127.0.0.1: on `preferred_port` when it is free, so that the
+    index URL, a build arg, stays the same between runs and Docker's layer cache holds; else on any
+    free port (the build then misses its cache once)."""
+    handler = functools.partial(QuietHandler, directory=folder)
+    try:
+        return http.server.ThreadingHTTPServer(("127.0.0.1", preferred_port), handler)
+    except OSError:
+        return http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
 
 
 class QuietHandler(http.server.SimpleHTTPRequestHandler):
@@ -150,8 +150,9 @@ def build_postgres(log: Path) -> None:
 
 
 def build_project(log: Path) -> None:
-    with pip_mirror() as pip_args:
-        args = [arg for key, value in {"BASE_IMAGE": BASE, **pip_args}.items() for arg in ("--build-arg", f"{key}={value}")]
+    with pip_index(log) as index:
+        build_args = {"BASE_IMAGE": BASE, "TORCH_INDEX_URL": index, "PIP_INDEX_URL": index}
+        args = [arg for key, value in build_args.items() for arg in ("--build-arg", f"{key}={value}")]
         run(["docker", "build", "--network", "host", *args, "-f", str(ROOT / "docker" / "Dockerfile"),
              "-t", PROJECT, str(ROOT)], log)
 
