@@ -16,7 +16,7 @@ ARGS = [
 ]  # fmt: skip
 ARTIFACTS = Path(__file__).resolve().parents[3] / "test-artifacts"
 
-pytestmark = pytest.mark.skipif(not os.path.exists(CHROMIUM), reason=f"{CHROMIUM} is not installed")
+pytestmark = [pytest.mark.slow, pytest.mark.skipif(not os.path.exists(CHROMIUM), reason=f"{CHROMIUM} is not installed")]
 
 
 @pytest.fixture(scope="module")
