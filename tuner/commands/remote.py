@@ -257,10 +257,18 @@ def do_stop(remote: Remote, args: argparse.Namespace) -> int:
 
 
 def do_watch(remote: Remote, args: argparse.Namespace) -> int:
-    """Print the study's status line whenever it changes, until its sweep ends."""
+    """Print the study's status line whenever it changes, until its sweep ends. An API that stops
+    answering for a while (a restarting container) is waited for, up to --wait or 60 s."""
     last = None
     while True:
-        study = remote.send("GET", f"/studies/{quote(args.name)}")
+        try:
+            study = remote.send("GET", f"/studies/{quote(args.name)}")
+        except RemoteError as err:
+            if not err.unreachable:
+                raise
+            print(f"{err}; waiting for it", flush=True)
+            remote.wait_until_up(max(args.wait, 60.0))
+            continue
         counts = " ".join(f"{k.lower()} {v}" for k, v in (study.get("counts") or {}).items() if v)
         line = f"{args.name} {study.get('status')}: {counts or 'no trials yet'}  best {study.get('best_value')}"
         if line != last:
