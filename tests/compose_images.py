@@ -70,8 +70,11 @@ def image_exists(name: str) -> bool:
 
 def debian_mirror() -> str:
     """This machine's Debian mirror (apt's sources), else deb.debian.org."""
-    texts = [p.read_text(errors="replace") for p in [Path("/etc/apt/sources.list"),
-             *sorted(Path("/etc/apt/sources.list.d").glob("*"))] if p.is_file()]
+    texts = [
+        p.read_text(errors="replace")
+        for p in [Path("/etc/apt/sources.list"), *sorted(Path("/etc/apt/sources.list.d").glob("*"))]
+        if p.is_file()
+    ]
     for text in texts:
         for uri in re.findall(r"^(?:URIs:\s*|deb\s+(?:\[[^]]*\]\s+)?)(\S+)", text, re.M):
             if uri.rstrip("/").endswith("/debian"):
@@ -85,8 +88,17 @@ def build_base(log: Path) -> None:
         raise DockerUnavailable("debootstrap is not installed (scripts/install-system-deps installs it)")
     with tempfile.TemporaryDirectory(prefix="rnntune-rootfs-") as tmp:
         rootfs = Path(tmp) / "root"
-        run([debootstrap, "--variant=minbase", f"--include={DEBIAN_PACKAGES}", "bookworm", str(rootfs),
-             debian_mirror()], log)
+        run(
+            [
+                debootstrap,
+                "--variant=minbase",
+                f"--include={DEBIAN_PACKAGES}",
+                "bookworm",
+                str(rootfs),
+                debian_mirror(),
+            ],
+            log,
+        )
         tar = subprocess.Popen(["tar", "-C", str(rootfs), "-c", "."], stdout=subprocess.PIPE)
         run(["docker", "import", "--change", 'CMD ["/bin/bash"]', "-", BASE], log, stdin=tar.stdout)
         tar.wait()
@@ -101,7 +113,20 @@ def wheelhouse(log: Path) -> Path:
     folder = WHEEL_CACHE / key
     if not (folder / ".complete").exists():
         folder.mkdir(parents=True, exist_ok=True)
-        run([sys.executable, "-m", "pip", "download", "--only-binary", ":all:", "--dest", str(folder), *needs], log)
+        run(
+            [
+                sys.executable,
+                "-m",
+                "pip",
+                "download",
+                "--only-binary",
+                ":all:",
+                "--dest",
+                str(folder),
+                *needs,
+            ],
+            log,
+        )
         (folder / ".complete").touch()
     return folder
 
@@ -140,21 +165,46 @@ def serve(folder: str, preferred_port: int) -> http.server.ThreadingHTTPServer:
 
 
 class QuietHandler(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, format: str, *args) -> None:  # noqa: A002 - the base class's signature
+    def log_message(self, format: str, *args) -> None:
         pass
 
 
 def build_postgres(log: Path) -> None:
-    run(["docker", "build", "--network", "host", "--build-arg", f"BASE_IMAGE={BASE}", "-t", POSTGRES,
-         str(ROOT / "tests" / "images" / "postgres")], log)
+    run(
+        [
+            "docker",
+            "build",
+            "--network",
+            "host",
+            "--build-arg",
+            f"BASE_IMAGE={BASE}",
+            "-t",
+            POSTGRES,
+            str(ROOT / "tests" / "images" / "postgres"),
+        ],
+        log,
+    )
 
 
 def build_project(log: Path) -> None:
     with pip_index(log) as index:
         build_args = {"BASE_IMAGE": BASE, "TORCH_INDEX_URL": index, "PIP_INDEX_URL": index}
         args = [arg for key, value in build_args.items() for arg in ("--build-arg", f"{key}={value}")]
-        run(["docker", "build", "--network", "host", *args, "-f", str(ROOT / "docker" / "Dockerfile"),
-             "-t", PROJECT, str(ROOT)], log)
+        run(
+            [
+                "docker",
+                "build",
+                "--network",
+                "host",
+                *args,
+                "-f",
+                str(ROOT / "docker" / "Dockerfile"),
+                "-t",
+                PROJECT,
+                str(ROOT),
+            ],
+            log,
+        )
 
 
 def build_all(log: Path) -> dict[str, str]:
@@ -168,5 +218,7 @@ def build_all(log: Path) -> dict[str, str]:
     return {"base": BASE, "postgres": POSTGRES, "project": PROJECT}
 
 
-if __name__ == "__main__":  # build (or refresh) the images ahead of a test run: python -m tests.compose_images
+if (
+    __name__ == "__main__"
+):  # build (or refresh) the images ahead of a test run: python -m tests.compose_images
     print(build_all(Path(tempfile.gettempdir()) / "rnntune-compose-images.log"))

@@ -71,8 +71,13 @@ def render(env: dict[str, str], tmp_path: Path) -> dict:
         pytest.skip("docker-compose is not installed (scripts/install-system-deps installs it)")
     env_file = tmp_path / "compose.env"
     env_file.write_text("".join(f"{k}={v}\n" for k, v in env.items()))
-    out = subprocess.run([binary, "--env-file", str(env_file), "-f", str(COMPOSE), "config"],
-                         capture_output=True, text=True, env=compose_env(), cwd=ROOT)
+    out = subprocess.run(
+        [binary, "--env-file", str(env_file), "-f", str(COMPOSE), "config"],
+        capture_output=True,
+        text=True,
+        env=compose_env(),
+        cwd=ROOT,
+    )
     if out.returncode != 0:
         raise ValueError(out.stderr.strip())
     return yaml.safe_load(out.stdout)
@@ -113,7 +118,9 @@ def size_bytes(text: str) -> float:
 
 
 # --- the compose file ------------------------------------------------------------------------------
-def test_compose_file_is_valid_and_needs_its_secrets(tmp_path: Path, dotenv: dict[str, str], config: dict) -> None:
+def test_compose_file_is_valid_and_needs_its_secrets(
+    tmp_path: Path, dotenv: dict[str, str], config: dict
+) -> None:
     assert set(config["services"]) == SERVICES
     env = {**dotenv, "POSTGRES_PASSWORD": ""}
     with pytest.raises(ValueError, match="POSTGRES_PASSWORD"):
@@ -123,7 +130,9 @@ def test_compose_file_is_valid_and_needs_its_secrets(tmp_path: Path, dotenv: dic
 def test_postgres_keeps_its_data_in_a_volume_and_reports_health(config: dict) -> None:
     pg = config["services"]["postgres"]
     mounts = [v if isinstance(v, str) else f"{v['source']}:{v['target']}" for v in pg["volumes"]]
-    assert any(m.split(":")[0] in config.get("volumes", {}) and ":/var/lib/postgresql/data" in m for m in mounts), mounts
+    assert any(
+        m.split(":")[0] in config.get("volumes", {}) and ":/var/lib/postgresql/data" in m for m in mounts
+    ), mounts
     assert "pg_isready" in " ".join(pg["healthcheck"]["test"])
     assert "ports" not in pg, "the database must stay on the private compose network"
 
@@ -131,10 +140,14 @@ def test_postgres_keeps_its_data_in_a_volume_and_reports_health(config: dict) ->
 def test_ray_services_topology(config: dict) -> None:
     services = config["services"]
     worker = services["ray-worker"]
-    assert "container_name" not in worker and "ports" not in worker, "ray-worker must scale (--scale ray-worker=N)"
+    assert "container_name" not in worker and "ports" not in worker, (
+        "ray-worker must scale (--scale ray-worker=N)"
+    )
     assert worker["command"] == ["worker"] and services["ray-head"]["command"] == ["head"]
     assert depends(worker) == {"ray-head": "service_healthy"}
-    assert environment(worker)["RAY_ADDRESS"] == environment(services["api"])["RAY_ADDRESS"] == "ray-head:6379"
+    assert (
+        environment(worker)["RAY_ADDRESS"] == environment(services["api"])["RAY_ADDRESS"] == "ray-head:6379"
+    )
     assert "healthcheck" in services["ray-head"]
     for name in ("ray-head", "ray-worker"):
         assert "ports" not in services[name], f"{name}: Ray ports must not be published"
@@ -146,8 +159,14 @@ def test_api_waits_for_a_healthy_database_and_head(config: dict) -> None:
     assert "healthcheck" in api
     ports = api["ports"]
     assert len(ports) == 1
-    published = ports[0] if isinstance(ports[0], str) else f"{ports[0].get('host_ip')}:{ports[0]['published']}:{ports[0]['target']}"
-    assert published.startswith("127.0.0.1:"), f"the API is published on {published}; default must be localhost only"
+    published = (
+        ports[0]
+        if isinstance(ports[0], str)
+        else f"{ports[0].get('host_ip')}:{ports[0]['published']}:{ports[0]['target']}"
+    )
+    assert published.startswith("127.0.0.1:"), (
+        f"the API is published on {published}; default must be localhost only"
+    )
 
 
 def test_sweep_is_one_shot_and_starts_through_the_api(config: dict) -> None:
@@ -189,15 +208,20 @@ def test_no_secret_is_written_in_the_compose_file() -> None:
         for key, value in environment(service).items():
             if any(word in key for word in ("PASSWORD", "TOKEN", "SECRET")) and key != "RAY_AUTH_MODE":
                 m = VAR.fullmatch(value)
-                assert m and m.group(1) == key, f"{name}.{key} must be exactly ${{{key}...}} from .env, not {value!r}"
-                assert m.group(2) in (None, ":?", ":-") and (m.group(2) == ":?" or not m.group(3)), \
+                assert m and m.group(1) == key, (
+                    f"{name}.{key} must be exactly ${{{key}...}} from .env, not {value!r}"
+                )
+                assert m.group(2) in (None, ":?", ":-") and (m.group(2) == ":?" or not m.group(3)), (
                     f"{name}.{key} has a default value: {value!r}"
+                )
 
 
 def test_each_service_gets_only_the_secrets_it_needs(dotenv: dict[str, str], config: dict) -> None:
     env = dotenv
     holders = {
-        secret: {n for n, s in config["services"].items() if env[secret] and env[secret] in environment(s).values()}
+        secret: {
+            n for n, s in config["services"].items() if env[secret] and env[secret] in environment(s).values()
+        }
         for secret in ("POSTGRES_PASSWORD", "RAY_AUTH_TOKEN", "RNNTUNE_API_TOKEN")
     }
     assert holders["POSTGRES_PASSWORD"] == {"postgres", "api"}
@@ -217,9 +241,13 @@ def test_env_example_documents_every_setting_and_holds_no_secret() -> None:
             above = i - 1
             while above >= 0 and lines[above] and not lines[above].startswith("#"):
                 above -= 1  # settings may share the comment above their group
-            assert above >= 0 and lines[above].startswith("#"), f"{key} has no comment above it in .env.example"
+            assert above >= 0 and lines[above].startswith("#"), (
+                f"{key} has no comment above it in .env.example"
+            )
             documented[key] = value
-    assert used - set(documented) == set(), f"used in docker-compose.yml, missing from .env.example: {used - set(documented)}"
+    assert used - set(documented) == set(), (
+        f"used in docker-compose.yml, missing from .env.example: {used - set(documented)}"
+    )
     assert set(documented) - used == set(), f"in .env.example but unused: {set(documented) - used}"
     for secret in SECRETS:
         assert documented[secret] == "", f".env.example must not carry a value for {secret}"
@@ -227,8 +255,11 @@ def test_env_example_documents_every_setting_and_holds_no_secret() -> None:
 
 def test_make_env_fills_fresh_secrets_and_never_overwrites(tmp_path: Path) -> None:
     first, second = env_from_make_env(tmp_path / "a"), env_from_make_env(tmp_path / "b")
-    example = {l.partition("=")[0]: l.partition("=")[2] for l in ENV_EXAMPLE.read_text().splitlines()
-               if l and not l.startswith("#")}
+    example = {
+        line.partition("=")[0]: line.partition("=")[2]
+        for line in ENV_EXAMPLE.read_text().splitlines()
+        if line and not line.startswith("#")
+    }
     for key, value in example.items():
         if key in ("POSTGRES_PASSWORD", "RAY_AUTH_TOKEN", "RNNTUNE_API_TOKEN"):
             assert re.fullmatch(r"[0-9a-f]{64}", first[key]) and first[key] != second[key]
@@ -243,7 +274,11 @@ def test_make_env_fills_fresh_secrets_and_never_overwrites(tmp_path: Path) -> No
 
 
 def test_dockerignore_keeps_secrets_and_local_state_out_of_the_image() -> None:
-    patterns = [l.strip() for l in (ROOT / ".dockerignore").read_text().splitlines() if l.strip() and not l.startswith("#")]
+    patterns = [
+        line.strip()
+        for line in (ROOT / ".dockerignore").read_text().splitlines()
+        if line.strip() and not line.startswith("#")
+    ]
     for needed in (".env", ".venv", ".git", "studies", "runs"):
         assert needed in patterns, f".dockerignore misses {needed}"
     assert "!.env.example" in patterns
@@ -267,7 +302,9 @@ def test_dockerfile_installs_the_pinned_cpu_torch_and_no_secrets() -> None:
     assert 'ENTRYPOINT ["/app/docker/entrypoint"]' in text
     for line in text.splitlines():
         if line.startswith(("ENV", "ARG")) or line.startswith(" "):
-            assert not re.search(r"PASSWORD|_TOKEN\b|SECRET", line), f"secret-looking setting in the image: {line}"
+            assert not re.search(r"PASSWORD|_TOKEN\b|SECRET", line), (
+                f"secret-looking setting in the image: {line}"
+            )
 
 
 def test_scripts_are_executable_and_parse() -> None:
@@ -292,15 +329,18 @@ def test_scripts_are_executable_and_parse() -> None:
 def test_entrypoint_refuses_a_ray_node_without_an_auth_decision(env: dict, message: str) -> None:
     base = {"PATH": os.environ.get("PATH", ""), "RAY_ADDRESS": "ray-head:6379"}
     for role in ("head", "worker", "api"):
-        out = subprocess.run([str(ENTRYPOINT), role], capture_output=True, text=True, env={**base, **env}, timeout=30)
+        out = subprocess.run(
+            [str(ENTRYPOINT), role], capture_output=True, text=True, env={**base, **env}, timeout=30
+        )
         assert out.returncode == 64 and message in out.stderr, (role, out.returncode, out.stderr)
 
 
 def test_entrypoint_runs_other_commands_and_explains_roles() -> None:
     out = subprocess.run([str(ENTRYPOINT), "help"], capture_output=True, text=True, timeout=30)
     assert out.returncode == 0 and all(role in out.stdout for role in ("head", "worker", "api", "help"))
-    out = subprocess.run([str(ENTRYPOINT), sys.executable, "-c", "print('ran')"], capture_output=True, text=True,
-                         timeout=30)
+    out = subprocess.run(
+        [str(ENTRYPOINT), sys.executable, "-c", "print('ran')"], capture_output=True, text=True, timeout=30
+    )
     assert out.stdout.strip() == "ran"
 
 
@@ -314,39 +354,83 @@ class Compose:
         self.log = folder / "compose.log"
 
     def __call__(self, *args: str, timeout: float = 600, check: bool = True) -> str:
-        cmd = ["docker-compose", "-p", self.project, "-f", str(COMPOSE), "--project-directory", str(self.folder),
-               "--env-file", str(self.folder / ".env"), *args]
+        cmd = [
+            "docker-compose",
+            "-p",
+            self.project,
+            "-f",
+            str(COMPOSE),
+            "--project-directory",
+            str(self.folder),
+            "--env-file",
+            str(self.folder / ".env"),
+            *args,
+        ]
         out = subprocess.run(cmd, capture_output=True, text=True, env=compose_env(), timeout=timeout)
         with self.log.open("a") as log:
             log.write(f"$ {' '.join(args)}\n{out.stdout}{out.stderr}\n")
         if check and out.returncode != 0:
-            pytest.fail(f"docker-compose {' '.join(args)} failed ({out.returncode}):\n{out.stderr[-3000:]}\n"
-                        + self.logs())
+            pytest.fail(
+                f"docker-compose {' '.join(args)} failed ({out.returncode}):\n{out.stderr[-3000:]}\n"
+                + self.logs()
+            )
         return out.stdout
 
     def containers(self, service: str) -> list[str]:
         return self("ps", "-q", service).split()
 
     def sql(self, query: str) -> list[list[str]]:
-        out = self("exec", "-T", "postgres", "psql", "-U", "rnntune", "-d", "rnntune", "-At", "-F", "\t", "-c", query)
+        out = self(
+            "exec", "-T", "postgres", "psql", "-U", "rnntune", "-d", "rnntune", "-At", "-F", "\t", "-c", query
+        )
         return [line.split("\t") for line in out.splitlines() if line]
 
     def logs(self) -> str:
-        out = subprocess.run(["docker-compose", "-p", self.project, "-f", str(COMPOSE), "--project-directory",
-                              str(self.folder), "--env-file", str(self.folder / ".env"), "logs", "--no-color",
-                              "--tail", "60"], capture_output=True, text=True, env=compose_env(), timeout=120)
+        out = subprocess.run(
+            [
+                "docker-compose",
+                "-p",
+                self.project,
+                "-f",
+                str(COMPOSE),
+                "--project-directory",
+                str(self.folder),
+                "--env-file",
+                str(self.folder / ".env"),
+                "logs",
+                "--no-color",
+                "--tail",
+                "60",
+            ],
+            capture_output=True,
+            text=True,
+            env=compose_env(),
+            timeout=120,
+        )
         return out.stdout[-8000:]
 
 
 def ip_of(container: str) -> str:
-    return subprocess.run(["docker", "inspect", "-f", "{{range .NetworkSettings.Networks}}{{.IPAddress}}{{end}}",
-                           container], capture_output=True, text=True, check=True).stdout.strip()
+    return subprocess.run(
+        ["docker", "inspect", "-f", "{{range .NetworkSettings.Networks}}{{.IPAddress}}{{end}}", container],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
 
 
-def remote(api: str, *args: str, token: str | None = None, timeout: float = 900) -> subprocess.CompletedProcess:
+def remote(
+    api: str, *args: str, token: str | None = None, timeout: float = 900
+) -> subprocess.CompletedProcess:
     env = {**compose_env(), "RNNTUNE_API_TOKEN": token} if token else compose_env()
-    return subprocess.run([sys.executable, "-m", "tuner.cli", "remote", "--api", api, *args], capture_output=True,
-                          text=True, env={**env, "PYTHONPATH": str(ROOT)}, timeout=timeout, cwd=ROOT)
+    return subprocess.run(
+        [sys.executable, "-m", "tuner.cli", "remote", "--api", api, *args],
+        capture_output=True,
+        text=True,
+        env={**env, "PYTHONPATH": str(ROOT)},
+        timeout=timeout,
+        cwd=ROOT,
+    )
 
 
 @pytest.fixture
@@ -361,10 +445,18 @@ def compose_project(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[
         shutil.rmtree(folder, ignore_errors=True)
         pytest.skip(str(err))
     subprocess.run([str(MAKE_ENV), str(folder / ".env")], check=True, capture_output=True)
-    overrides = {"RNNTUNE_IMAGE": images["project"], "RNNTUNE_BASE_IMAGE": images["base"],
-                 "POSTGRES_IMAGE": images["postgres"], "RNNTUNE_API_PORT": str(free_port())}
-    lines = [f"{line.partition('=')[0]}={overrides[line.partition('=')[0]]}" if line.partition("=")[0] in overrides
-             else line for line in (folder / ".env").read_text().splitlines()]
+    overrides = {
+        "RNNTUNE_IMAGE": images["project"],
+        "RNNTUNE_BASE_IMAGE": images["base"],
+        "POSTGRES_IMAGE": images["postgres"],
+        "RNNTUNE_API_PORT": str(free_port()),
+    }
+    lines = [
+        f"{line.partition('=')[0]}={overrides[line.partition('=')[0]]}"
+        if line.partition("=")[0] in overrides
+        else line
+        for line in (folder / ".env").read_text().splitlines()
+    ]
     (folder / ".env").write_text("\n".join(lines) + "\n")
     compose = Compose(folder)
     try:
@@ -386,13 +478,18 @@ def test_compose_up_runs_the_sweep_on_postgres_and_scales_ray_workers(compose_pr
     (sweep,) = compose.containers("sweep")
     waited = subprocess.run(["docker", "wait", sweep], capture_output=True, text=True, timeout=1800)
     sweep_log = subprocess.run(["docker", "logs", sweep], capture_output=True, text=True).stdout
-    assert waited.stdout.strip() == "0", f"the sweep service exited {waited.stdout.strip()}:\n{sweep_log[-3000:]}\n" \
-        + compose.logs()
+    assert waited.stdout.strip() == "0", (
+        f"the sweep service exited {waited.stdout.strip()}:\n{sweep_log[-3000:]}\n" + compose.logs()
+    )
     assert f"{study} finished" in sweep_log
 
     # The trials are in PostgreSQL.
-    states = dict(compose.sql(f"SELECT t.state, count(*) FROM trials t JOIN studies s ON s.study_id = t.study_id "
-                              f"WHERE s.study_name = '{study}' GROUP BY t.state"))
+    states = dict(
+        compose.sql(
+            f"SELECT t.state, count(*) FROM trials t JOIN studies s ON s.study_id = t.study_id "
+            f"WHERE s.study_name = '{study}' GROUP BY t.state"
+        )
+    )
     assert int(states.get("COMPLETE", 0)) >= 1, states
     assert int(states.get("COMPLETE", 0)) + int(states.get("PRUNED", 0)) == trials, states
 
@@ -414,19 +511,44 @@ def test_compose_up_runs_the_sweep_on_postgres_and_scales_ray_workers(compose_pr
     compose("up", "-d", "--no-deps", "--scale", "ray-worker=2", "ray-worker")
     workers = compose.containers("ray-worker")
     assert len(workers) == 2
-    count_nodes = ("import ray; ray.init(address='auto', logging_level='ERROR'); "
-                   "print(sum(1 for n in ray.nodes() if n['Alive']))")
+    count_nodes = (
+        "import ray; ray.init(address='auto', logging_level='ERROR'); "
+        "print(sum(1 for n in ray.nodes() if n['Alive']))"
+    )
     for _ in range(60):  # head, API, two workers
         if compose("exec", "-T", "ray-head", "python", "-c", count_nodes, check=False).strip().endswith("4"):
             break
         time.sleep(2)
     else:
         pytest.fail("the second Ray worker never joined\n" + compose.logs())
-    cpus = sum(int(subprocess.run(["docker", "exec", w, "nproc"], capture_output=True, text=True).stdout) for w in workers)
-    got = remote(api, "create", "scaled", "--trials", str(cpus), "--parallel", str(cpus), "--scheduler", "none",
-                 "--set", "max_steps=30", "--set", "eval_every=10", "--start", "--follow", token=env["RNNTUNE_API_TOKEN"])
+    cpus = sum(
+        int(subprocess.run(["docker", "exec", w, "nproc"], capture_output=True, text=True).stdout)
+        for w in workers
+    )
+    got = remote(
+        api,
+        "create",
+        "scaled",
+        "--trials",
+        str(cpus),
+        "--parallel",
+        str(cpus),
+        "--scheduler",
+        "none",
+        "--set",
+        "max_steps=30",
+        "--set",
+        "eval_every=10",
+        "--start",
+        "--follow",
+        token=env["RNNTUNE_API_TOKEN"],
+    )
     assert got.returncode == 0, got.stdout[-2000:] + got.stderr[-2000:] + compose.logs()
-    nodes = {json.loads(row[0]) for row in compose.sql(
-        "SELECT a.value_json FROM trial_user_attributes a JOIN trials t ON t.trial_id = a.trial_id "
-        "JOIN studies s ON s.study_id = t.study_id WHERE s.study_name = 'scaled' AND a.key = 'node'")}
+    nodes = {
+        json.loads(row[0])
+        for row in compose.sql(
+            "SELECT a.value_json FROM trial_user_attributes a JOIN trials t ON t.trial_id = a.trial_id "
+            "JOIN studies s ON s.study_id = t.study_id WHERE s.study_name = 'scaled' AND a.key = 'node'"
+        )
+    }
     assert nodes == {ip_of(w) for w in workers}, f"trials ran on {nodes}"

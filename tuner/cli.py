@@ -8,7 +8,7 @@ import importlib.metadata
 import sys
 
 # Subcommand modules, in the order `rnntune --help` lists them.
-COMMANDS = ("up", "sweep", "train", "evaluate", "serve", "remote", "spaces")
+COMMANDS = ("up", "sweep", "finalize", "train", "evaluate", "serve", "remote", "spaces", "export")
 
 
 def version() -> str:

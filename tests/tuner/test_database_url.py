@@ -8,15 +8,27 @@ from sqlalchemy.engine import make_url
 from tuner.database_url import DatabaseUrlError, from_environment
 from tuner.study import StudyError, resolve_db_url
 
-POSTGRES = {"POSTGRES_HOST": "db", "POSTGRES_PASSWORD": "p@ss:w/rd %#?&=", "POSTGRES_USER": "tuner",
-            "POSTGRES_DB": "studies"}
+POSTGRES = {
+    "POSTGRES_HOST": "db",
+    "POSTGRES_PASSWORD": "p@ss:w/rd %#?&=",
+    "POSTGRES_USER": "tuner",
+    "POSTGRES_DB": "studies",
+}
 
 
 def test_postgres_parts_make_a_url_that_keeps_every_character_of_the_password() -> None:
     url = make_url(from_environment(POSTGRES))
-    assert (url.drivername, url.username, url.password, url.host, url.port, url.database) == \
-        ("postgresql+psycopg2", "tuner", POSTGRES["POSTGRES_PASSWORD"], "db", 5432, "studies")
-    url = make_url(from_environment({"POSTGRES_HOST": "db", "POSTGRES_PASSWORD": "x", "POSTGRES_PORT": "6543"}))
+    assert (url.drivername, url.username, url.password, url.host, url.port, url.database) == (
+        "postgresql+psycopg2",
+        "tuner",
+        POSTGRES["POSTGRES_PASSWORD"],
+        "db",
+        5432,
+        "studies",
+    )
+    url = make_url(
+        from_environment({"POSTGRES_HOST": "db", "POSTGRES_PASSWORD": "x", "POSTGRES_PORT": "6543"})
+    )
     assert (url.username, url.database, url.port) == ("rnntune", "rnntune", 6543)
 
 

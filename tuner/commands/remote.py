@@ -95,8 +95,9 @@ class Remote:
             with self.http.stream("GET", path, headers=self._headers(False)) as response:
                 if response.is_error:
                     response.read()
-                    raise RemoteError(f"GET {path}: HTTP {response.status_code}: {response.text}",
-                                      response.status_code)
+                    raise RemoteError(
+                        f"GET {path}: HTTP {response.status_code}: {response.text}", response.status_code
+                    )
                 expected = response.headers.get("X-Checkpoint-SHA256", "")
                 number = int(response.headers.get("X-Trial-Number", "-1"))
                 with partial.open("wb") as out:
@@ -108,8 +109,10 @@ class Remote:
             raise RemoteError(f"cannot reach the API at {self.api}: {err}", unreachable=True) from None
         if digest.hexdigest() != expected:
             partial.unlink(missing_ok=True)
-            raise RemoteError(f"checkpoint of {name!r}: SHA-256 {digest.hexdigest()} differs from the "
-                              f"API's X-Checkpoint-SHA256 {expected or '(missing)'}; nothing was saved")
+            raise RemoteError(
+                f"checkpoint of {name!r}: SHA-256 {digest.hexdigest()} differs from the "
+                f"API's X-Checkpoint-SHA256 {expected or '(missing)'}; nothing was saved"
+            )
         partial.replace(target)
         return number, expected
 
@@ -124,37 +127,85 @@ def env_or(variable: str, default: Any = None) -> Any:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("remote", help="drive a running rnntune API (create, start, stop, watch, best)",
-                       description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--api", default=env_or("RNNTUNE_API_URL", DEFAULT_API),
-                   help=f"the API's URL (default $RNNTUNE_API_URL, else {DEFAULT_API})")
-    p.add_argument("--token", default=env_or("RNNTUNE_API_TOKEN"),
-                   help="bearer token for changes (default $RNNTUNE_API_TOKEN); reads use "
-                        "$RNNTUNE_API_READ_TOKEN, else this one")
-    p.add_argument("--wait", type=float, default=0.0, metavar="SECONDS",
-                   help="keep trying to reach the API this long before giving up (default 0)")
+    p = sub.add_parser(
+        "remote",
+        help="drive a running rnntune API (create, start, stop, watch, best)",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument(
+        "--api",
+        default=env_or("RNNTUNE_API_URL", DEFAULT_API),
+        help=f"the API's URL (default $RNNTUNE_API_URL, else {DEFAULT_API})",
+    )
+    p.add_argument(
+        "--token",
+        default=env_or("RNNTUNE_API_TOKEN"),
+        help="bearer token for changes (default $RNNTUNE_API_TOKEN); reads use "
+        "$RNNTUNE_API_READ_TOKEN, else this one",
+    )
+    p.add_argument(
+        "--wait",
+        type=float,
+        default=0.0,
+        metavar="SECONDS",
+        help="keep trying to reach the API this long before giving up (default 0)",
+    )
     actions = p.add_subparsers(dest="action", metavar="ACTION", required=True)
 
     create = actions.add_parser("create", help="create a study (optionally start and follow its sweep)")
-    create.add_argument("name", nargs="?", default=env_or("RNNTUNE_STUDY"), help="study name (default $RNNTUNE_STUDY)")
-    create.add_argument("--space", default=env_or("RNNTUNE_SPACE", DEFAULT_SPACE),
-                        help=f"search space name (default $RNNTUNE_SPACE, else {DEFAULT_SPACE}); see `rnntune spaces`")
-    create.add_argument("--trials", type=int, default=env_or("RNNTUNE_TRIALS", DEFAULT_TRIALS),
-                        help=f"trials in all (default $RNNTUNE_TRIALS, else {DEFAULT_TRIALS})")
-    create.add_argument("--parallel", type=int, default=env_or("RNNTUNE_PARALLEL", DEFAULT_PARALLEL),
-                        help=f"trials in flight at once (default $RNNTUNE_PARALLEL, else {DEFAULT_PARALLEL})")
-    create.add_argument("--sampler", default=env_or("RNNTUNE_SAMPLER"),
-                        help="sampler (default $RNNTUNE_SAMPLER, else the API's)")
-    create.add_argument("--scheduler", default=env_or("RNNTUNE_SCHEDULER"),
-                        help="early stopping: asha, median or none (default $RNNTUNE_SCHEDULER, else the API's)")
-    create.add_argument("--seed", type=int, default=env_or("RNNTUNE_SEED"),
-                        help="sampler seed (default $RNNTUNE_SEED, else random)")
-    create.add_argument("--set", action="append", metavar="NAME=VALUE",
-                        help="trainer setting fixed for every trial; repeatable "
-                             "(default: $RNNTUNE_SET, space-separated NAME=VALUE items)")
-    create.add_argument("--range", action="append", metavar="NAME=LOW:HIGH[:SCALE]",
-                        help="range override; repeatable (default: $RNNTUNE_RANGES, space-separated)")
-    create.add_argument("--exist-ok", action="store_true", help="reuse a study of that name instead of failing")
+    create.add_argument(
+        "name", nargs="?", default=env_or("RNNTUNE_STUDY"), help="study name (default $RNNTUNE_STUDY)"
+    )
+    create.add_argument(
+        "--space",
+        default=env_or("RNNTUNE_SPACE", DEFAULT_SPACE),
+        help=f"search space name (default $RNNTUNE_SPACE, else {DEFAULT_SPACE}); see `rnntune spaces`",
+    )
+    create.add_argument(
+        "--trials",
+        type=int,
+        default=env_or("RNNTUNE_TRIALS", DEFAULT_TRIALS),
+        help=f"trials in all (default $RNNTUNE_TRIALS, else {DEFAULT_TRIALS})",
+    )
+    create.add_argument(
+        "--parallel",
+        type=int,
+        default=env_or("RNNTUNE_PARALLEL", DEFAULT_PARALLEL),
+        help=f"trials in flight at once (default $RNNTUNE_PARALLEL, else {DEFAULT_PARALLEL})",
+    )
+    create.add_argument(
+        "--sampler",
+        default=env_or("RNNTUNE_SAMPLER"),
+        help="sampler (default $RNNTUNE_SAMPLER, else the API's)",
+    )
+    create.add_argument(
+        "--scheduler",
+        default=env_or("RNNTUNE_SCHEDULER"),
+        help="early stopping: asha, median or none (default $RNNTUNE_SCHEDULER, else the API's)",
+    )
+    create.add_argument(
+        "--seed",
+        type=int,
+        default=env_or("RNNTUNE_SEED"),
+        help="sampler seed (default $RNNTUNE_SEED, else random)",
+    )
+    create.add_argument(
+        "--set",
+        action="append",
+        metavar="NAME=VALUE",
+        help="trainer setting fixed for every trial; repeatable "
+        "(default: $RNNTUNE_SET, space-separated NAME=VALUE items)",
+    )
+    create.add_argument(
+        "--range",
+        action="append",
+        metavar="NAME=LOW:HIGH[:SCALE]",
+        help="range override; repeatable (default: $RNNTUNE_RANGES, space-separated)",
+    )
+    create.add_argument(
+        "--exist-ok", action="store_true", help="reuse a study of that name instead of failing"
+    )
     add_follow_options(create, start=True)
 
     start = actions.add_parser("start", help="start (or resume) a study's sweep")
@@ -169,8 +220,12 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     best = actions.add_parser("best", help="print the best trial as JSON; optionally download its checkpoint")
     best.add_argument("name")
-    best.add_argument("--checkpoint", type=Path, metavar="FILE",
-                      help="save the best checkpoint here (its SHA-256 is checked against the API's)")
+    best.add_argument(
+        "--checkpoint",
+        type=Path,
+        metavar="FILE",
+        help="save the best checkpoint here (its SHA-256 is checked against the API's)",
+    )
     p.set_defaults(func=run)
 
 
@@ -186,8 +241,12 @@ def create_body(args: argparse.Namespace) -> dict[str, Any]:
 
     sets = args.set if args.set is not None else env_or("RNNTUNE_SET", "").split()
     ranges = args.range if args.range is not None else env_or("RNNTUNE_RANGES", "").split()
-    body: dict[str, Any] = {"name": args.name, "space": args.space, "n_trials": args.trials,
-                            "parallel": args.parallel}
+    body: dict[str, Any] = {
+        "name": args.name,
+        "space": args.space,
+        "n_trials": args.trials,
+        "parallel": args.parallel,
+    }
     for key in ("sampler", "scheduler", "seed"):
         if getattr(args, key) is not None:
             body[key] = getattr(args, key)
@@ -226,12 +285,16 @@ def do_create(remote: Remote, args: argparse.Namespace) -> int:
         if err.status != 404:
             raise
         study = remote.send("POST", "/studies", body)
-        print(f"created study {args.name}: space {study.get('space')}, {study.get('n_trials')} trials, "
-              f"{study.get('parallel')} in flight, sampler {study.get('sampler')}", flush=True)
+        print(
+            f"created study {args.name}: space {study.get('space')}, {study.get('n_trials')} trials, "
+            f"{study.get('parallel')} in flight, sampler {study.get('sampler')}",
+            flush=True,
+        )
     else:
         if not args.exist_ok:
-            raise RemoteError(f"study {args.name!r} exists (status {study.get('status')}); "
-                              "pass --exist-ok to reuse it", 409)
+            raise RemoteError(
+                f"study {args.name!r} exists (status {study.get('status')}); pass --exist-ok to reuse it", 409
+            )
         print(f"study {args.name} exists ({study.get('status')}); reusing it", flush=True)
     if args.start:
         return do_start(remote, args)
@@ -270,7 +333,9 @@ def do_watch(remote: Remote, args: argparse.Namespace) -> int:
             remote.wait_until_up(max(args.wait, 60.0))
             continue
         counts = " ".join(f"{k.lower()} {v}" for k, v in (study.get("counts") or {}).items() if v)
-        line = f"{args.name} {study.get('status')}: {counts or 'no trials yet'}  best {study.get('best_value')}"
+        line = (
+            f"{args.name} {study.get('status')}: {counts or 'no trials yet'}  best {study.get('best_value')}"
+        )
         if line != last:
             print(line, flush=True)
             last = line
@@ -284,7 +349,10 @@ def do_best(remote: Remote, args: argparse.Namespace) -> int:
     print(json.dumps(best, indent=2, sort_keys=True))
     if args.checkpoint is not None:
         number, digest = remote.download_best_checkpoint(args.name, args.checkpoint)
-        print(f"saved trial {number}'s checkpoint to {args.checkpoint} (SHA-256 {digest}, checked)", file=sys.stderr)
+        print(
+            f"saved trial {number}'s checkpoint to {args.checkpoint} (SHA-256 {digest}, checked)",
+            file=sys.stderr,
+        )
     return 0
 
 

@@ -36,9 +36,20 @@ def api(tmp_path_factory) -> dict:
 
 @pytest.fixture(autouse=True)
 def clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in ("RNNTUNE_API_URL", "RNNTUNE_API_TOKEN", "RNNTUNE_API_READ_TOKEN", "RNNTUNE_STUDY", "RNNTUNE_SPACE",
-                 "RNNTUNE_TRIALS", "RNNTUNE_PARALLEL", "RNNTUNE_SAMPLER", "RNNTUNE_SCHEDULER", "RNNTUNE_SEED",
-                 "RNNTUNE_SET", "RNNTUNE_RANGES"):
+    for name in (
+        "RNNTUNE_API_URL",
+        "RNNTUNE_API_TOKEN",
+        "RNNTUNE_API_READ_TOKEN",
+        "RNNTUNE_STUDY",
+        "RNNTUNE_SPACE",
+        "RNNTUNE_TRIALS",
+        "RNNTUNE_PARALLEL",
+        "RNNTUNE_SAMPLER",
+        "RNNTUNE_SCHEDULER",
+        "RNNTUNE_SEED",
+        "RNNTUNE_SET",
+        "RNNTUNE_RANGES",
+    ):
         monkeypatch.delenv(name, raising=False)
 
 
@@ -51,13 +62,41 @@ def study_attrs(api: dict, name: str) -> dict:
 
 
 def test_create_sends_the_options_typed_by_the_trainers_parser(api: dict, capsys) -> None:
-    code = remote(api, "create", "typed", "--space", "tiny", "--trials", "3", "--parallel", "1", "--sampler",
-                  "random", "--scheduler", "none", "--seed", "5", "--set", "max_steps=30", "--set", "device=cpu",
-                  "--set", "l2_penalty=1e-5", "--set", "max_eval_tokens=2000",
-                  "--range", "learning_rate=0.001:0.002:log")
+    code = remote(
+        api,
+        "create",
+        "typed",
+        "--space",
+        "tiny",
+        "--trials",
+        "3",
+        "--parallel",
+        "1",
+        "--sampler",
+        "random",
+        "--scheduler",
+        "none",
+        "--seed",
+        "5",
+        "--set",
+        "max_steps=30",
+        "--set",
+        "device=cpu",
+        "--set",
+        "l2_penalty=1e-5",
+        "--set",
+        "max_eval_tokens=2000",
+        "--range",
+        "learning_rate=0.001:0.002:log",
+    )
     assert code == 0, capsys.readouterr().err
     attrs = study_attrs(api, "typed")
-    assert (attrs["n_trials"], attrs["parallel"], attrs["sampler"], attrs["space"]) == (3, 1, "random", "tiny")
+    assert (attrs["n_trials"], attrs["parallel"], attrs["sampler"], attrs["space"]) == (
+        3,
+        1,
+        "random",
+        "tiny",
+    )
     assert "created study typed" in capsys.readouterr().out
     assert attrs["seed"] == 5 and attrs["scheduler"] == "none"
     assert attrs["overrides"]["ranges"] == {"learning_rate": "0.001:0.002:log"}
@@ -69,7 +108,11 @@ def test_create_sends_the_options_typed_by_the_trainers_parser(api: dict, capsys
 def test_create_defaults_come_from_the_environment_then_tuner_defaults(api: dict, monkeypatch) -> None:
     assert remote(api, "create", "plain") == 0
     attrs = study_attrs(api, "plain")
-    assert (attrs["space"], attrs["n_trials"], attrs["parallel"]) == (DEFAULT_SPACE, DEFAULT_TRIALS, DEFAULT_PARALLEL)
+    assert (attrs["space"], attrs["n_trials"], attrs["parallel"]) == (
+        DEFAULT_SPACE,
+        DEFAULT_TRIALS,
+        DEFAULT_PARALLEL,
+    )
     monkeypatch.setenv("RNNTUNE_STUDY", "from-env")
     monkeypatch.setenv("RNNTUNE_TRIALS", "5")
     monkeypatch.setenv("RNNTUNE_SAMPLER", "")  # empty .env entry: the default
