@@ -186,7 +186,16 @@ def build_postgres(log: Path) -> None:
     )
 
 
+def image_id(name: str) -> str | None:
+    out = subprocess.run(
+        ["docker", "image", "inspect", "-f", "{{.Id}}", name], capture_output=True, text=True, check=False
+    )
+    return out.stdout.strip() if out.returncode == 0 else None
+
+
 def build_project(log: Path) -> None:
+    """Rebuild PROJECT; the previous build's image, now untagged, is removed (its shared layers stay)."""
+    previous = image_id(PROJECT)
     with pip_index(log) as index:
         build_args = {"BASE_IMAGE": BASE, "TORCH_INDEX_URL": index, "PIP_INDEX_URL": index}
         args = [arg for key, value in build_args.items() for arg in ("--build-arg", f"{key}={value}")]
@@ -205,6 +214,8 @@ def build_project(log: Path) -> None:
             ],
             log,
         )
+    if previous and previous != image_id(PROJECT):
+        subprocess.run(["docker", "image", "rm", previous], capture_output=True, check=False)
 
 
 def build_all(log: Path) -> dict[str, str]:
