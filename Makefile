@@ -18,7 +18,8 @@ setup: $(STAMP)
 run: setup
 	$(VENV)/bin/rnntune up
 
-# System packages the end-to-end tests drive: PostgreSQL and headless Chromium (Debian).
+# System packages the end-to-end tests drive: PostgreSQL, headless Chromium, and the Docker engine,
+# docker-compose and debootstrap for `docker-compose up` (Debian); the Compose test starts dockerd.
 system-deps:
 	scripts/install-system-deps
 
@@ -32,7 +33,7 @@ lint: setup
 test: setup system-deps lint
 	RNNTUNE_REQUIRE_E2E=1 $(PY) -m pytest -m "" -q
 
-# The fast suite only (no Ray sweeps, PostgreSQL or Chromium).
+# The fast suite only (no Ray sweeps, PostgreSQL, Chromium or Docker engine).
 test-fast: setup
 	$(PY) -m pytest -m "not slow" -q
 

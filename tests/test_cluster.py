@@ -1,8 +1,8 @@
 """The docker-compose topology as processes on this machine: PostgreSQL, a Ray head and a second Ray
 node started through docker/entrypoint (token auth on, each node with its own temp dir and ports,
 the second node on 127.0.0.2 so the two are told apart), the API (`rnntune serve` against
-PostgreSQL and a shared storage folder), and sweeps started through the API by docker/start-sweep,
-the script the compose `sweep` service runs.
+PostgreSQL and a shared storage folder), and sweeps started through the API by `rnntune remote`,
+the client the compose `sweep` service runs.
 
 Every process is started here and stopped here by PID (its process tree, then anything still
 running that names this test's private folder), even when a test fails.
@@ -10,6 +10,7 @@ running that names this test's private folder), even when a test fails.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -36,7 +37,6 @@ pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
 ENTRYPOINT = ROOT / "docker" / "entrypoint"
-START_SWEEP = ROOT / "docker" / "start-sweep"
 WORKER_IP = "127.0.0.2"  # the second node's address: all of 127.0.0.0/8 is this machine
 # Ray notices a dead node after about period × threshold.
 FAST_HEALTH_CHECKS = {
@@ -45,8 +45,16 @@ FAST_HEALTH_CHECKS = {
     "RAY_health_check_timeout_ms": "1000",
     "RAY_health_check_failure_threshold": "3",
 }
-SECRET_ENV = ("RNNTUNE_DB_URL", "RNNTUNE_API_TOKEN", "RNNTUNE_API_READ_TOKEN", "RAY_AUTH_TOKEN", "RAY_AUTH_MODE",
-              "RAY_AUTH_TOKEN_PATH", "RAY_ADDRESS", "POSTGRES_PASSWORD")
+SECRET_ENV = (
+    "RNNTUNE_DB_URL",
+    "RNNTUNE_API_TOKEN",
+    "RNNTUNE_API_READ_TOKEN",
+    "RAY_AUTH_TOKEN",
+    "RAY_AUTH_MODE",
+    "RAY_AUTH_TOKEN_PATH",
+    "RAY_ADDRESS",
+    "POSTGRES_PASSWORD",
+)
 
 
 # --- processes, stopped by PID -----------------------------------------------------------------
@@ -82,10 +90,8 @@ def _cmdline(pid: int) -> str:
 
 def _kill(pids: list[int], sig: int) -> None:
     for pid in pids:
-        try:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
             os.kill(pid, sig)
-        except (ProcessLookupError, PermissionError):
-            pass
 
 
 @dataclass
@@ -112,8 +118,15 @@ class Processes:
         log = self.root / "logs" / f"{name}.log"
         log.parent.mkdir(parents=True, exist_ok=True)
         with log.open("ab") as out:
-            popen = subprocess.Popen([str(c) for c in cmd], stdout=out, stderr=subprocess.STDOUT, env=env,
-                                     cwd=cwd or self.root, stdin=subprocess.DEVNULL, start_new_session=True)
+            popen = subprocess.Popen(
+                [str(c) for c in cmd],
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                env=env,
+                cwd=cwd or self.root,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+            )
         proc = Proc(name, popen, log)
         self.items.append(proc)
         return proc
@@ -143,12 +156,18 @@ class Processes:
             self.stop(proc, signal.SIGINT if proc.name == "api" else signal.SIGTERM)
         # Ray re-parents some of its processes; anything left that names our private folder is ours.
         marker = str(self.root)
-        left = [int(p.name) for p in Path("/proc").iterdir() if p.name.isdigit() and marker in _cmdline(int(p.name))]
+        left = [
+            int(p.name)
+            for p in Path("/proc").iterdir()
+            if p.name.isdigit() and marker in _cmdline(int(p.name))
+        ]
         _kill([p for p in left if p != os.getpid()], signal.SIGKILL)
 
 
 # --- the cluster -------------------------------------------------------------------------------
-def http(method: str, url: str, token: str | None = None, body: dict | None = None) -> tuple[int, dict, bytes]:
+def http(
+    method: str, url: str, token: str | None = None, body: dict | None = None
+) -> tuple[int, dict, bytes]:
     headers = {"Authorization": f"Bearer {token}"} if token else {}
     data = None
     if body is not None:
@@ -161,22 +180,34 @@ def http(method: str, url: str, token: str | None = None, body: dict | None = No
         return err.code, dict(err.headers), err.read()
 
 
-def wait_for(what: str, predicate: Callable[[], bool], timeout: float, watch: list[Proc], step: float = 0.5) -> None:
+def wait_for(
+    what: str, predicate: Callable[[], bool], timeout: float, watch: list[Proc], step: float = 0.5
+) -> None:
     deadline = time.monotonic() + timeout
     while not predicate():
         for proc in watch:
             if proc.popen.poll() is not None:
-                pytest.fail(f"{proc.name} exited ({proc.popen.returncode}) while waiting for {what}\n{proc.tail()}")
+                pytest.fail(
+                    f"{proc.name} exited ({proc.popen.returncode}) while waiting for {what}\n{proc.tail()}"
+                )
         if time.monotonic() > deadline:
-            pytest.fail(f"timed out after {timeout:.0f} s waiting for {what}\n" + "\n".join(p.tail() for p in watch))
+            pytest.fail(
+                f"timed out after {timeout:.0f} s waiting for {what}\n" + "\n".join(p.tail() for p in watch)
+            )
         time.sleep(step)
 
 
 def node_ports() -> list[str]:
     """Explicit ports for every listening Ray process of a node, so two nodes never collide."""
     args = []
-    for flag in ("--node-manager-port", "--object-manager-port", "--metrics-export-port",
-                 "--runtime-env-agent-port", "--dashboard-agent-grpc-port", "--dashboard-agent-listen-port"):
+    for flag in (
+        "--node-manager-port",
+        "--object-manager-port",
+        "--metrics-export-port",
+        "--runtime-env-agent-port",
+        "--dashboard-agent-grpc-port",
+        "--dashboard-agent-listen-port",
+    ):
         args += [flag, str(free_port())]
     return args
 
@@ -203,22 +234,31 @@ class Cluster:
         return make_url(self.db_url).password
 
     def start_sweep(self, name: str, trials: int, settings: dict, follow: bool) -> Proc:
-        env = {
-            **self.base_env,
-            "RNNTUNE_API_URL": self.api_url,
-            "RNNTUNE_API_TOKEN": self.api_token,
-            "RNNTUNE_STUDY": name,
-            "RNNTUNE_SPACE": "tiny",
-            "RNNTUNE_TRIALS": str(trials),
-            "RNNTUNE_PARALLEL": "2",
-            "RNNTUNE_SAMPLER": "random",
-            "RNNTUNE_SCHEDULER": "none",
-            "RNNTUNE_SEED": "7",
-            "RNNTUNE_SET": " ".join(f"{k}={v}" for k, v in settings.items()),
-            "RNNTUNE_FOLLOW": "1" if follow else "0",
-            "RNNTUNE_API_WAIT_S": "30",
-        }
-        return self.procs.start(f"start-sweep-{name}", [sys.executable, START_SWEEP], env)
+        """`rnntune remote create --start` (what the compose `sweep` service runs) against the API."""
+        env = {**self.base_env, "RNNTUNE_API_URL": self.api_url, "RNNTUNE_API_TOKEN": self.api_token}
+        cmd = [
+            BIN / "rnntune",
+            "remote",
+            "--wait",
+            "30",
+            "create",
+            name,
+            "--space",
+            "tiny",
+            "--trials",
+            str(trials),
+            "--parallel",
+            "2",
+            "--sampler",
+            "random",
+            "--scheduler",
+            "none",
+            "--seed",
+            "7",
+            "--start",
+        ]
+        cmd += [arg for k, v in settings.items() for arg in ("--set", f"{k}={v}")]
+        return self.procs.start(f"remote-{name}", cmd + (["--follow"] if follow else []), env)
 
     def study(self, name: str):
         import optuna
@@ -242,24 +282,38 @@ def cluster(postgres_url: str) -> Iterator[Cluster]:
     storage.mkdir()
     ray_token, api_token = secrets.token_hex(32), secrets.token_hex(16)
     base_env = {k: v for k, v in os.environ.items() if k not in SECRET_ENV}
-    base_env.update(PATH=f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}", PYTHONUNBUFFERED="1",
-                    RAY_USAGE_STATS_ENABLED="0")
+    base_env.update(
+        PATH=f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}",
+        PYTHONUNBUFFERED="1",
+        RAY_USAGE_STATS_ENABLED="0",
+    )
     ray_env = {**base_env, **FAST_HEALTH_CHECKS, "RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": ray_token}
     gcs_port = free_port()
     gcs = f"127.0.0.1:{gcs_port}"
     try:
-        head = procs.start("ray-head", [ENTRYPOINT, "head", "--temp-dir", root / "ray-head", *node_ports()],
-                           {**ray_env, "RAY_HEAD_PORT": str(gcs_port), "RAY_HEAD_NUM_CPUS": "1"})
+        head = procs.start(
+            "ray-head",
+            [ENTRYPOINT, "head", "--temp-dir", root / "ray-head", *node_ports()],
+            {**ray_env, "RAY_HEAD_PORT": str(gcs_port), "RAY_HEAD_NUM_CPUS": "1"},
+        )
         wait_for("the Ray head", lambda: "Ray runtime started" in head.log.read_text(), 120, [head])
-        worker = procs.start("ray-worker", [ENTRYPOINT, "worker", "--temp-dir", root / "ray-worker", *node_ports()],
-                             {**ray_env, "RAY_ADDRESS": gcs, "RAY_NODE_IP_ADDRESS": WORKER_IP,
-                              "RAY_WORKER_NUM_CPUS": "1"})
-        wait_for("the Ray worker node", lambda: "Ray runtime started" in worker.log.read_text(), 120, [head, worker])
+        worker = procs.start(
+            "ray-worker",
+            [ENTRYPOINT, "worker", "--temp-dir", root / "ray-worker", *node_ports()],
+            {**ray_env, "RAY_ADDRESS": gcs, "RAY_NODE_IP_ADDRESS": WORKER_IP, "RAY_WORKER_NUM_CPUS": "1"},
+        )
+        wait_for(
+            "the Ray worker node",
+            lambda: "Ray runtime started" in worker.log.read_text(),
+            120,
+            [head, worker],
+        )
         api_port = free_port()
-        api = procs.start("api", [BIN / "rnntune", "serve", "--host", "127.0.0.1", "--port", str(api_port),
-                                  "--storage", storage],
-                          {**ray_env, "RAY_ADDRESS": gcs, "RNNTUNE_DB_URL": postgres_url,
-                           "RNNTUNE_API_TOKEN": api_token})
+        api = procs.start(
+            "api",
+            [BIN / "rnntune", "serve", "--host", "127.0.0.1", "--port", str(api_port), "--storage", storage],
+            {**ray_env, "RAY_ADDRESS": gcs, "RNNTUNE_DB_URL": postgres_url, "RNNTUNE_API_TOKEN": api_token},
+        )
         api_url = f"http://127.0.0.1:{api_port}"
 
         def api_up() -> bool:
@@ -269,8 +323,20 @@ def cluster(postgres_url: str) -> Iterator[Cluster]:
                 return False
 
         wait_for("the API", api_up, 60, [head, worker, api])
-        yield Cluster(root, storage, postgres_url, api_url, api_token, ray_token, gcs, procs, head, worker, api,
-                      base_env)
+        yield Cluster(
+            root,
+            storage,
+            postgres_url,
+            api_url,
+            api_token,
+            ray_token,
+            gcs,
+            procs,
+            head,
+            worker,
+            api,
+            base_env,
+        )
     finally:
         procs.stop_all()
         if not os.environ.get("RNNTUNE_TEST_KEEP"):  # set it to look at the logs afterwards
@@ -298,11 +364,14 @@ def secrets_in_files(root: Path, secrets_: dict[str, str]) -> list[str]:
 
 def ray_job_entrypoints(cluster: Cluster) -> list[str]:
     """The command lines Ray's GCS recorded for the drivers that connected (its job table)."""
-    code = ("import json, ray; ray.init(address=%r, logging_level='ERROR', log_to_driver=False); "
-            "print('JOBS ' + json.dumps([j.get('Entrypoint', '') for j in ray._private.state.jobs()]))" % cluster.gcs)
+    code = (
+        f"import json, ray; ray.init(address={cluster.gcs!r}, logging_level='ERROR', log_to_driver=False); "
+        "print('JOBS ' + json.dumps([j.get('Entrypoint', '') for j in ray._private.state.jobs()]))"
+    )
     env = {**cluster.base_env, "RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": cluster.ray_token}
-    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120,
-                         cwd=cluster.root)
+    out = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120, cwd=cluster.root
+    )
     lines = [line for line in out.stdout.splitlines() if line.startswith("JOBS ")]
     assert lines, out.stdout + out.stderr
     return json.loads(lines[-1][5:])
@@ -312,12 +381,17 @@ def check_token_auth(cluster: Cluster) -> None:
     """Ray refuses a driver without the cluster's token; the compose healthcheck of the head works with it."""
     env = {**cluster.base_env, "RAY_AUTH_MODE": "disabled", "HOME": str(cluster.root / "nohome")}
     code = f"import ray; ray.init(address={cluster.gcs!r}, logging_level='ERROR'); print('CONNECTED')"
-    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=180,
-                         cwd=cluster.root)
+    out = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=180, cwd=cluster.root
+    )
     assert "CONNECTED" not in out.stdout and out.returncode != 0, out.stdout + out.stderr[-2000:]
-    health = subprocess.run([BIN / "ray", "health-check", "--address", cluster.gcs], capture_output=True, text=True,
-                            timeout=60, env={**cluster.base_env, "RAY_AUTH_MODE": "token",
-                                             "RAY_AUTH_TOKEN": cluster.ray_token})
+    health = subprocess.run(
+        [BIN / "ray", "health-check", "--address", cluster.gcs],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**cluster.base_env, "RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": cluster.ray_token},
+    )
     assert health.returncode == 0, health.stdout + health.stderr
 
 
@@ -366,12 +440,21 @@ def test_sweep_through_the_api_runs_on_both_nodes_with_everything_in_postgres(cl
     check_token_auth(cluster)
 
     # No password or token in plain text in logs, Ray's files and experiment state, or Ray's job table.
-    leaks = secrets_in_files(cluster.root, {"database password": cluster.db_password,
-                                            "Ray token": cluster.ray_token, "API token": cluster.api_token})
+    leaks = secrets_in_files(
+        cluster.root,
+        {
+            "database password": cluster.db_password,
+            "Ray token": cluster.ray_token,
+            "API token": cluster.api_token,
+        },
+    )
     entrypoints = ray_job_entrypoints(cluster)
     assert entrypoints, "Ray recorded no driver"
-    leaks += [f"database password in a Ray job's recorded command line: {e.replace(cluster.db_password, '***')}"
-              for e in entrypoints if cluster.db_password in e]
+    leaks += [
+        f"database password in a Ray job's recorded command line: {e.replace(cluster.db_password, '***')}"
+        for e in entrypoints
+        if cluster.db_password in e
+    ]
     assert not leaks, "\n".join(leaks)
 
 
@@ -389,17 +472,31 @@ def test_worker_node_killed_mid_trial_is_retried_on_the_other_node(cluster: Clus
 
     def running_on_worker() -> bool:
         for t in cluster.study(name).trials:
-            if t.state == TrialState.RUNNING and t.user_attrs.get("node") == WORKER_IP and t.intermediate_values:
+            if (
+                t.state == TrialState.RUNNING
+                and t.user_attrs.get("node") == WORKER_IP
+                and t.intermediate_values
+            ):
                 victim.append(t)
                 return True
         return False
 
-    wait_for("a trial reporting from the worker node", running_on_worker, 300, [cluster.head, cluster.worker, cluster.api])
+    wait_for(
+        "a trial reporting from the worker node",
+        running_on_worker,
+        300,
+        [cluster.head, cluster.worker, cluster.api],
+    )
     killed = victim[0]
     cluster.procs.kill_tree(cluster.worker)
 
-    wait_for("the sweep to finish", lambda: cluster.study_json(name)["status"] in ("finished", "failed", "stopped"),
-             600, [cluster.head, cluster.api], step=2.0)
+    wait_for(
+        "the sweep to finish",
+        lambda: cluster.study_json(name)["status"] in ("finished", "failed", "stopped"),
+        600,
+        [cluster.head, cluster.api],
+        step=2.0,
+    )
     study = cluster.study(name)
     assert study.user_attrs["status"] == "finished", [(t.number, t.state, t.user_attrs) for t in study.trials]
     trials = {t.number: t for t in study.trials}
@@ -416,5 +513,7 @@ def test_worker_node_killed_mid_trial_is_retried_on_the_other_node(cluster: Clus
     assert states.get(TrialState.COMPLETE, 0) + states.get(TrialState.PRUNED, 0) == 3, states
     for t in study.trials:
         if t.state == TrialState.FAIL:
-            assert any(r.user_attrs.get("retry_of") == t.number and r.state == TrialState.COMPLETE
-                       for r in study.trials), f"FAIL trial {t.number} was never retried"
+            assert any(
+                r.user_attrs.get("retry_of") == t.number and r.state == TrialState.COMPLETE
+                for r in study.trials
+            ), f"FAIL trial {t.number} was never retried"

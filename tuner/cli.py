@@ -4,10 +4,19 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import importlib.metadata
 import sys
 
 # Subcommand modules, in the order `rnntune --help` lists them.
-COMMANDS = ("up", "sweep", "finalize", "train", "evaluate", "serve", "spaces", "export")
+COMMANDS = ("up", "sweep", "finalize", "train", "evaluate", "serve", "remote", "spaces", "export")
+
+
+def version() -> str:
+    """The installed distribution's version (pyproject.toml's `version`)."""
+    try:
+        return importlib.metadata.version("rnntune")
+    except importlib.metadata.PackageNotFoundError:  # run from a source tree that was never installed
+        return "unknown (not installed)"
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -15,6 +24,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="rnntune",
         description="Tune recurrent language models: sweeps on Ray Tune, studies in SQL, a web view.",
     )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name in COMMANDS:
         importlib.import_module(f"tuner.commands.{name}").register(sub)

@@ -27,9 +27,10 @@ from optuna.trial import FrozenTrial, TrialState
 from sqlalchemy import event
 from sqlalchemy.engine import make_url
 
+from tuner.database_url import DB_ENV as DB_ENV  # re-exported: the sweep command and launcher use it
+from tuner.database_url import DatabaseUrlError, from_environment
 from tuner.space import NAME_PATTERN, SearchSpace, resolve_space
 
-DB_ENV = "RNNTUNE_DB_URL"
 DEFAULT_DB_PATH = Path("studies") / "rnntune.db"
 DEFAULT_STORAGE_ROOT = Path("studies")
 STATUSES = ("created", "running", "stopping", "stopped", "finished", "failed")
@@ -52,8 +53,12 @@ class StudyNotFoundError(StudyError):
 
 
 def resolve_db_url(url: str | None = None) -> str:
-    """The study database URL: the given one, else $RNNTUNE_DB_URL, else ./studies/rnntune.db (SQLite)."""
-    url = url or os.environ.get(DB_ENV)
+    """The study database URL: the given one, else $RNNTUNE_DB_URL or POSTGRES_* (see
+    `tuner.database_url`), else ./studies/rnntune.db (SQLite)."""
+    try:
+        url = url or from_environment(os.environ)
+    except DatabaseUrlError as err:
+        raise StudyError(str(err)) from None
     if not url:
         DEFAULT_DB_PATH.parent.mkdir(parents=True, exist_ok=True)
         return f"sqlite:///{DEFAULT_DB_PATH.resolve()}"

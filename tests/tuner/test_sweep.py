@@ -15,6 +15,7 @@ from tuner.orchestration import run_sweep
 from tuner.study import create_study, load_study
 
 
+@pytest.mark.slow
 def test_created_study_runs_then_extends(tmp_path, ray_cluster):
     db = f"sqlite:///{tmp_path / 'db.sqlite'}"
     create_study("short", storage_url=db, space="tiny", n_trials=3, parallel=2, scheduler="asha",
@@ -40,6 +41,7 @@ def test_created_study_runs_then_extends(tmp_path, ray_cluster):
     check_trials(study)
 
 
+@pytest.mark.slow
 def test_raising_trials_fail_with_reason_and_sweep_completes(tmp_path, ray_cluster):
     db = f"sqlite:///{tmp_path / 'db.sqlite'}"
     empty = tmp_path / "no-ptb-here"
@@ -79,6 +81,7 @@ def test_missing_data_dir_is_refused_before_ray_starts(tmp_path):
     assert study.user_attrs["status"] == "created" and study.trials == []
 
 
+@pytest.mark.slow
 def test_embedded_ray_runs_with_token_auth(ray_cluster):
     """Ray >= 2.59 turns token auth on for clusters ray.init() starts; ours gets an ephemeral token."""
     import ray
