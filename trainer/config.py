@@ -52,7 +52,10 @@ class TrainConfig(BaseModel):
     cell_output_dropout: float = _dropout("on each cell's output in the residual architecture (§4.2)")
     state_dropout: float = _dropout("variational: one mask on h_prev per sequence and layer")
     output_dropout: float = _dropout("before the softmax, a fresh mask per time step")
-    mogrifier_rounds: int = Field(5, ge=0, le=12, description="mogrifier_lstm only; 0 = LSTM")
+    mogrifier_rounds: int = Field(
+        5, ge=0, le=12,
+        description="rounds r of mogrifier_lstm (0 = LSTM) and of rlstm (> 0: the Mogrifier RLSTM, 0 = RLSTM)",
+    )
     mogrifier_rank: int = Field(
         40, ge=-1000, le=10000, description="rank k of Q^i, R^i; k <= 0 means full rank"
     )
