@@ -21,7 +21,7 @@ from .averaging import Decision, TwoTailedAverage, swap_in
 from .checkpoint import FORMAT_VERSION, read_checkpoint, save_atomic
 from .config import ConfigError, TrainConfig, make_config
 from .data import batchify, load_corpus
-from .dyneval import dynamic_evaluate, mean_squared_gradients
+from .dyneval import run_dynamic_evaluation
 from .evaluate import evaluate, headline, select_temperature
 from .model import build_model, detach_state
 from .optim import make_optimizer
@@ -319,9 +319,10 @@ class Trainer:
                 temperature, _ = select_temperature(self.model, self.valid_data, self.cfg.bptt)
                 test_loss = evaluate(self.model, self.test_data, self.cfg.bptt, (temperature,))[0]
                 if self.cfg.dyneval:
-                    ms = mean_squared_gradients(self.model, self.train_data, self.cfg)
-                    dyn_val = dynamic_evaluate(self.model, self.valid_data, ms, self.cfg)
-                    dyn_test = dynamic_evaluate(self.model, self.test_data, ms, self.cfg)
+                    c = self.corpus
+                    splits = {"valid": c.valid.to(self.device), "test": c.test.to(self.device)}
+                    dyn = run_dynamic_evaluation(self.model, c.train.to(self.device), splits, self.cfg)
+                    dyn_val, dyn_test = dyn["valid"], dyn["test"]
             finally:
                 swap_in(self.params, saved)
         result = TrainResult(

@@ -9,7 +9,7 @@ import sys
 from trainer import DataError, load_checkpoint, make_config
 from trainer.config import parse_set
 from trainer.data import batchify, load_corpus
-from trainer.dyneval import dynamic_evaluate, mean_squared_gradients
+from trainer.dyneval import run_dynamic_evaluation
 from trainer.evaluate import evaluate, headline, select_temperature
 
 
@@ -20,7 +20,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--data-dir", help="dataset folder, if it moved since training")
     p.add_argument("--temperature", type=float, help="softmax temperature (default: chosen on validation)")
     p.add_argument("--dyneval", action="store_true",
-                   help="dynamic evaluation with the checkpoint's max_time_steps and dyneval_* settings")
+                   help="dynamic evaluation (batch 1, gradient statistics at batch 1024, RMS decay; "
+                        "the checkpoint's max_time_steps and dyneval_* settings)")
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="NAME=VALUE",
                    help="override an evaluation setting, e.g. --set dyneval_learning_rate=1e-4")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
@@ -41,8 +42,10 @@ def run(args: argparse.Namespace) -> int:
     valid = batchify(corpus.valid, cfg.eval_batch_size)
     data = valid if args.split == "valid" else batchify(corpus.test, cfg.eval_batch_size)
     if args.dyneval:
-        ms = mean_squared_gradients(model, batchify(corpus.train, cfg.eval_batch_size), cfg)
-        loss, temperature = dynamic_evaluate(model, data, ms, cfg), 1.0
+        # The trainer's own dynamic evaluation (trainer/dyneval.py): batch 1, statistics at 1024.
+        split_ids = corpus.valid if args.split == "valid" else corpus.test
+        loss = run_dynamic_evaluation(model, corpus.train, {args.split: split_ids}, cfg)[args.split]
+        temperature = 1.0
     else:
         temperature = args.temperature
         if temperature is None:
