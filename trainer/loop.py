@@ -25,6 +25,7 @@ from .dyneval import run_dynamic_evaluation
 from .evaluate import evaluate, headline, select_temperature
 from .model import build_model, detach_state
 from .optim import make_optimizer
+from . import reverse_copy
 from .objective import multi_sample_log_likelihood, repeat_for_samples, training_loss
 
 # On divergence the run restores its best checkpoint and multiplies the learning rate by this
@@ -50,12 +51,13 @@ class TrainResult:
     best_step: int | None
     run_dir: str
     best_checkpoint: str | None
-    test_loss: float | None
-    temperature: float | None
     stopped: str
     steps: int
+    test_loss: float | None = None
+    temperature: float | None = None
     dyneval_val_loss: float | None = None
     dyneval_test_loss: float | None = None
+    test_accuracy: float | None = None
 
 
 def resolve_device(name: str) -> torch.device:
@@ -79,10 +81,16 @@ class Trainer:
         self.names = [n for n, _ in self.model.named_parameters()]
         self.params = [p for _, p in self.model.named_parameters()]
         self.optimizer = make_optimizer(cfg, self.params)
-        self.train_data = batchify(self.corpus.train, cfg.batch_size).to(self.device)
-        self.valid_data = batchify(self.corpus.valid, cfg.eval_batch_size).to(self.device)
-        self.test_data = batchify(self.corpus.test, cfg.eval_batch_size).to(self.device)
+        self.copy_task = cfg.dataset == "reverse_copy"  # examples [N, L], not token streams
+        if self.copy_task:
+            self.train_data = self.corpus.train
+            self.valid_data, self.test_data = self.corpus.valid.to(self.device), self.corpus.test.to(self.device)
+        else:
+            self.train_data = batchify(self.corpus.train, cfg.batch_size).to(self.device)
+            self.valid_data = batchify(self.corpus.valid, cfg.eval_batch_size).to(self.device)
+            self.test_data = batchify(self.corpus.test, cfg.eval_batch_size).to(self.device)
         self.averaging = TwoTailedAverage(cfg.eval_every)
+        self.accuracies: dict[float, float | None] = {}  # this evaluation's accuracy by its loss
         self.run_dir = Path(cfg.run_dir)
         self.step = 0
         self.position = 0
@@ -197,14 +205,21 @@ class Trainer:
         if self.progress:
             print(f"step {self.step}: {reason}; restored the best checkpoint, lr -> {self.lr:.3g}")
 
+    def _forward(self) -> tuple[Tensor, list]:
+        """ln p of the next training batch's targets [T, B] (thesis §4.3), and the state to carry."""
+        if self.copy_task:  # the reversed half of fresh examples (Mogrifier paper §4.3)
+            source = reverse_copy.train_batch(self.cfg, self.step).to(self.device)
+            return reverse_copy.log_likelihood(self.model, source), self.state
+        x, y = self._next_window()
+        d = self.cfg.dropout_samples
+        logits, state = self.model(repeat_for_samples(x, d), self.state)
+        return multi_sample_log_likelihood(logits, y, d), state
+
     def train_step(self) -> float:
         """One optimizer step on the next window; returns the training loss in nats per token."""
         cfg = self.cfg
-        x, y = self._next_window()
         self.model.train()
-        d = cfg.dropout_samples
-        logits, state = self.model(repeat_for_samples(x, d), self.state)
-        ll = multi_sample_log_likelihood(logits, y, d)
+        ll, state = self._forward()
         loss = training_loss(ll, self.params, cfg.l2_penalty)
         per_token = -ll.mean().item()
         self.optimizer.zero_grad(set_to_none=True)
@@ -220,12 +235,21 @@ class Trainer:
         self.state = detach_state(state)
         self.averaging.add_weights(self.params)
         self.step += 1
-        self.tokens += y.numel()
+        self.tokens += ll.numel()
         return per_token
+
+    def _validate(self) -> tuple[float, float | None]:
+        """Validation loss (nats/token) of the current weights, and reverse copy's sequence accuracy."""
+        cfg = self.cfg
+        if self.copy_task:
+            return reverse_copy.evaluate_examples(self.model, self.valid_data, cfg.eval_batch_size, cfg.max_eval_tokens)
+        return evaluate(self.model, self.valid_data, cfg.bptt, max_tokens=cfg.max_eval_tokens)[0], None
 
     def _loss_of(self, weights: list[Tensor] | None) -> float:
         def run() -> float:
-            return evaluate(self.model, self.valid_data, self.cfg.bptt, max_tokens=self.cfg.max_eval_tokens)[0]
+            loss, accuracy = self._validate()
+            self.accuracies[loss] = accuracy
+            return loss
 
         if weights is None:
             return run()
@@ -236,6 +260,7 @@ class Trainer:
             swap_in(self.params, saved)
 
     def evaluate_2ta(self) -> Decision:
+        self.accuracies.clear()
         return self.averaging.evaluate_and_adapt(self._loss_of)
 
     def run(self, report: Report | None = None) -> TrainResult:
@@ -303,26 +328,38 @@ class Trainer:
             "best_val_loss": self.best_val_loss,
             "restores": self.restores,
         }
+        if self.copy_task:  # sequence accuracy of the weights 2TA chose (Mogrifier paper §4.3)
+            metrics["accuracy"] = self.accuracies.get(decision.loss)
         if (self.run_dir / "best.pt").is_file():
             metrics["best_checkpoint"] = str((self.run_dir / "best.pt").resolve())
         with open(self.run_dir / "metrics.jsonl", "a") as f:
             f.write(json.dumps(metrics) + "\n")
         return metrics
 
+    def _test_figures(self) -> dict[str, float | None]:
+        """What the current (best) weights score: test loss at the validation-chosen temperature
+        and dynamic evaluation, or reverse copy's test loss and sequence accuracy."""
+        cfg = self.cfg
+        if self.copy_task:
+            loss, accuracy = reverse_copy.evaluate_examples(self.model, self.test_data, cfg.eval_batch_size)
+            return {"test_loss": loss, "test_accuracy": accuracy}
+        temperature, _ = select_temperature(self.model, self.valid_data, cfg.bptt)
+        out = {"temperature": temperature, "test_loss": evaluate(self.model, self.test_data, cfg.bptt, (temperature,))[0]}
+        if cfg.dyneval:
+            c = self.corpus
+            splits = {"valid": c.valid.to(self.device), "test": c.test.to(self.device)}
+            dyn = run_dynamic_evaluation(self.model, c.train.to(self.device), splits, cfg)
+            out["dyneval_val_loss"], out["dyneval_test_loss"] = dyn["valid"], dyn["test"]
+        return out
+
     def _finish(self, stopped: str) -> TrainResult:
         best = self.run_dir / "best.pt"
-        test_loss = temperature = dyn_val = dyn_test = None
+        figures: dict[str, float | None] = {}
         if best.is_file() and stopped != "callback":
             ckpt = read_checkpoint(best, self.device)
             saved = swap_in(self.params, [ckpt["model"][n].to(self.device) for n in self.names])
             try:
-                temperature, _ = select_temperature(self.model, self.valid_data, self.cfg.bptt)
-                test_loss = evaluate(self.model, self.test_data, self.cfg.bptt, (temperature,))[0]
-                if self.cfg.dyneval:
-                    c = self.corpus
-                    splits = {"valid": c.valid.to(self.device), "test": c.test.to(self.device)}
-                    dyn = run_dynamic_evaluation(self.model, c.train.to(self.device), splits, self.cfg)
-                    dyn_val, dyn_test = dyn["valid"], dyn["test"]
+                figures = self._test_figures()
             finally:
                 swap_in(self.params, saved)
         result = TrainResult(
@@ -330,12 +367,9 @@ class Trainer:
             best_step=self.best_step,
             run_dir=str(self.run_dir.resolve()),
             best_checkpoint=str(best.resolve()) if best.is_file() else None,
-            test_loss=test_loss,
-            temperature=temperature,
             stopped=stopped,
             steps=self.step,
-            dyneval_val_loss=dyn_val,
-            dyneval_test_loss=dyn_test,
+            **figures,
         )
         (self.run_dir / "result.json").write_text(json.dumps(asdict(result), indent=2) + "\n")
         return result
