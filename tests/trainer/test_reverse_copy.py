@@ -67,3 +67,12 @@ def test_tiny_model_learns_short_sequences_and_reports_accuracy(tmp_path):
             preds.append(token[0])
     greedy = (torch.stack(preds) == source.t().flip(0)).all(0).float().mean().item()
     assert evaluate_examples(model, source, 100)[1] == pytest.approx(greedy)
+
+
+def test_evaluate_command_reports_sequence_accuracy(tmp_path, capsys):
+    from tuner.cli import main
+
+    result = train(cfg(tmp_path, max_steps=5, eval_every=5))
+    assert main(["evaluate", result.best_checkpoint, "--split", "test", "--json"]) == 0
+    got = json.loads(capsys.readouterr().out)
+    assert got["loss"] == pytest.approx(result.test_loss) and got["accuracy"] == result.test_accuracy

@@ -11,6 +11,7 @@ from trainer.config import parse_set
 from trainer.data import batchify, load_corpus
 from trainer.dyneval import run_dynamic_evaluation
 from trainer.evaluate import evaluate, headline, select_temperature
+from trainer.reverse_copy import evaluate_examples
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -39,6 +40,8 @@ def run(args: argparse.Namespace) -> int:
     except (FileNotFoundError, ValueError, DataError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
+    if cfg.dataset == "reverse_copy":
+        return _reverse_copy(args, model, corpus, cfg)
     valid = batchify(corpus.valid, cfg.eval_batch_size)
     data = valid if args.split == "valid" else batchify(corpus.test, cfg.eval_batch_size)
     if args.dyneval:
@@ -56,4 +59,18 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps({"split": args.split, "loss": loss, name: value, "temperature": temperature}))
     else:
         print(f"{args.split}: {loss:.4f} nats/token, {name} {value:.3f} (temperature {temperature})")
+    return 0
+
+
+def _reverse_copy(args: argparse.Namespace, model, corpus, cfg) -> int:
+    """Reverse copy (Mogrifier paper §4.3): loss on the reversed half and sequence accuracy."""
+    if args.dyneval:
+        print("error: --dyneval does not apply to dataset reverse_copy", file=sys.stderr)
+        return 2
+    source = corpus.valid if args.split == "valid" else corpus.test
+    loss, accuracy = evaluate_examples(model, source, cfg.eval_batch_size)
+    if args.json:
+        print(json.dumps({"split": args.split, "loss": loss, "accuracy": accuracy}))
+    else:
+        print(f"{args.split}: {loss:.4f} nats/token, sequence accuracy {accuracy:.4f}")
     return 0
