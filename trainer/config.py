@@ -102,6 +102,10 @@ class TrainConfig(BaseModel):
         None, gt=0, description="cap on validation tokens per evaluation (None: the whole split)"
     )
     dyneval: bool = Field(False, description="also report dynamic evaluation at the end (§4.5)")
+    mc_dropout_samples: int = Field(
+        0, ge=0, le=100000,
+        description="> 0: also report Monte Carlo dropout evaluation over this many masks (Mogrifier §3.3: 200)",
+    )
     reverse_copy_length: int = Field(
         50, ge=1, le=100000, description="reverse copy: tokens per sequence (Mogrifier paper §4.3: 50-200)"
     )
@@ -133,7 +137,7 @@ class TrainConfig(BaseModel):
         return self
 
     @model_validator(mode="after")
-    def _check_reverse_copy(self) -> "TrainConfig":
+    def _check_reverse_copy(self) -> TrainConfig:
         """Reverse copy trains without dropout (Mogrifier paper §4.3) and has no text to adapt to."""
         if self.dataset == "reverse_copy":
             dropouts = ("input_dropout", "inter_layer_dropout", "cell_output_dropout", "state_dropout", "output_dropout")

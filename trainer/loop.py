@@ -17,16 +17,16 @@ from typing import Any
 import torch
 from torch import Tensor
 
+from . import reverse_copy
 from .averaging import Decision, TwoTailedAverage, swap_in
 from .checkpoint import FORMAT_VERSION, read_checkpoint, save_atomic
 from .config import ConfigError, TrainConfig, make_config
 from .data import batchify, load_corpus
-from .dyneval import run_dynamic_evaluation
-from .evaluate import evaluate, headline, select_temperature
+from .evaluate import evaluate, headline
+from .figures import test_figures
 from .model import build_model, detach_state
-from .optim import make_optimizer
-from . import reverse_copy
 from .objective import multi_sample_log_likelihood, repeat_for_samples, training_loss
+from .optim import make_optimizer
 
 # On divergence the run restores its best checkpoint and multiplies the learning rate by this
 # (thesis §4.4); after MAX_RESTORES restores it fails with TrainingDiverged.
@@ -58,6 +58,8 @@ class TrainResult:
     dyneval_val_loss: float | None = None
     dyneval_test_loss: float | None = None
     test_accuracy: float | None = None
+    mc_test_loss: float | None = None
+    mc_temperature: float | None = None
 
 
 def resolve_device(name: str) -> torch.device:
@@ -336,22 +338,6 @@ class Trainer:
             f.write(json.dumps(metrics) + "\n")
         return metrics
 
-    def _test_figures(self) -> dict[str, float | None]:
-        """What the current (best) weights score: test loss at the validation-chosen temperature
-        and dynamic evaluation, or reverse copy's test loss and sequence accuracy."""
-        cfg = self.cfg
-        if self.copy_task:
-            loss, accuracy = reverse_copy.evaluate_examples(self.model, self.test_data, cfg.eval_batch_size)
-            return {"test_loss": loss, "test_accuracy": accuracy}
-        temperature, _ = select_temperature(self.model, self.valid_data, cfg.bptt)
-        out = {"temperature": temperature, "test_loss": evaluate(self.model, self.test_data, cfg.bptt, (temperature,))[0]}
-        if cfg.dyneval:
-            c = self.corpus
-            splits = {"valid": c.valid.to(self.device), "test": c.test.to(self.device)}
-            dyn = run_dynamic_evaluation(self.model, c.train.to(self.device), splits, cfg)
-            out["dyneval_val_loss"], out["dyneval_test_loss"] = dyn["valid"], dyn["test"]
-        return out
-
     def _finish(self, stopped: str) -> TrainResult:
         best = self.run_dir / "best.pt"
         figures: dict[str, float | None] = {}
@@ -359,7 +345,7 @@ class Trainer:
             ckpt = read_checkpoint(best, self.device)
             saved = swap_in(self.params, [ckpt["model"][n].to(self.device) for n in self.names])
             try:
-                figures = self._test_figures()
+                figures = test_figures(self.model, self.cfg, self.corpus, self.valid_data, self.test_data)
             finally:
                 swap_in(self.params, saved)
         result = TrainResult(

@@ -126,7 +126,7 @@ def test_evaluate_command_matches_the_trainers_number(trained, capsys):
 
     from tuner.cli import main
 
-    cfg, result = trained
+    _, result = trained
     for split, want in (("test", result.dyneval_test_loss), ("valid", result.dyneval_val_loss)):
         assert main(["evaluate", result.best_checkpoint, "--split", split, "--dyneval", "--json"]) == 0
         got = json.loads(capsys.readouterr().out)

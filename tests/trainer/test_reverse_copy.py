@@ -10,7 +10,12 @@ import torch
 from trainer import ConfigError, load_checkpoint, make_config, train
 from trainer.data import load_corpus
 from trainer.model import ReverseCopyModel, build_model
-from trainer.reverse_copy import evaluate_examples, log_likelihood, logits_and_targets, train_batch
+from trainer.reverse_copy import (
+    evaluate_examples,
+    log_likelihood,
+    logits_and_targets,
+    train_batch,
+)
 
 
 def cfg(tmp_path, **kw):

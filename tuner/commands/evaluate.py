@@ -6,11 +6,13 @@ import argparse
 import json
 import sys
 
+import torch
+
 from trainer import DataError, load_checkpoint, make_config
 from trainer.config import parse_set
 from trainer.data import batchify, load_corpus
 from trainer.dyneval import run_dynamic_evaluation
-from trainer.evaluate import evaluate, headline, select_temperature
+from trainer.evaluate import evaluate, headline, mc_evaluate, select_temperature
 from trainer.reverse_copy import evaluate_examples
 
 
@@ -23,6 +25,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--dyneval", action="store_true",
                    help="dynamic evaluation (batch 1, gradient statistics at batch 1024, RMS decay; "
                         "the checkpoint's max_time_steps and dyneval_* settings)")
+    p.add_argument("--mc-samples", type=int, metavar="N",
+                   help="Monte Carlo dropout: average predictions over N sampled dropout masks "
+                        "(Mogrifier paper §3.3 uses 200; default: the checkpoint's mc_dropout_samples, 0 = off)")
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="NAME=VALUE",
                    help="override an evaluation setting, e.g. --set dyneval_learning_rate=1e-4")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
@@ -35,6 +40,8 @@ def run(args: argparse.Namespace) -> int:
         updates = parse_set(args.overrides)
         if args.data_dir:
             updates["data_dir"] = args.data_dir
+        if args.mc_samples is not None:
+            updates["mc_dropout_samples"] = args.mc_samples
         cfg = make_config({**cfg.to_dict(), **updates})
         corpus = load_corpus(cfg)
     except (FileNotFoundError, ValueError, DataError) as err:
@@ -50,15 +57,22 @@ def run(args: argparse.Namespace) -> int:
         loss = run_dynamic_evaluation(model, corpus.train, {args.split: split_ids}, cfg)[args.split]
         temperature = 1.0
     else:
+        samples = cfg.mc_dropout_samples
+        torch.manual_seed(cfg.seed)  # Monte Carlo masks: the same figure on every call
         temperature = args.temperature
         if temperature is None:
-            temperature, _ = select_temperature(model, valid, cfg.bptt)
-        loss = evaluate(model, data, cfg.bptt, (temperature,))[0]
+            temperature, _ = select_temperature(model, valid, cfg.bptt, samples)
+        if samples > 0:
+            loss = mc_evaluate(model, data, cfg.bptt, samples, (temperature,))[0]
+        else:
+            loss = evaluate(model, data, cfg.bptt, (temperature,))[0]
     name, value = headline(loss, cfg.word_level)
+    mc = cfg.mc_dropout_samples if not args.dyneval else 0
     if args.json:
-        print(json.dumps({"split": args.split, "loss": loss, name: value, "temperature": temperature}))
+        print(json.dumps({"split": args.split, "loss": loss, name: value, "temperature": temperature, "mc_samples": mc}))
     else:
-        print(f"{args.split}: {loss:.4f} nats/token, {name} {value:.3f} (temperature {temperature})")
+        how = f", Monte Carlo dropout over {mc} masks" if mc else ""
+        print(f"{args.split}: {loss:.4f} nats/token, {name} {value:.3f} (temperature {temperature}{how})")
     return 0
 
 
