@@ -1,7 +1,8 @@
 """Exception handlers: every error answers JSON `{"detail": ...}` with the right 4xx/5xx code.
 
 Unknown study or trial → 404, invalid request → 422 (naming each field and what it allows),
-conflicting action → 409, study database busy or unreachable → 503. Nothing the client sends is
+conflicting action → 409, too many distinct analyses of one study version → 429, study database
+busy or unreachable → 503. Nothing the client sends is
 meant to reach the catch-all 500; the tests drive the OpenAPI schema to check that.
 """
 
@@ -17,7 +18,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from tuner.api.checkpoint import CheckpointUnavailable
 from tuner.api.launcher import LaunchFailed, SweepAlreadyRunning
-from tuner.api.store import StudyNotFound
+from tuner.api.reads import StudyNotFound, TooManyComputations
 
 log = logging.getLogger("rnntune.api")
 
@@ -49,6 +50,7 @@ PLAIN_ERRORS = (
     (CheckpointUnavailable, 404),
     (SweepAlreadyRunning, 409),
     (Conflict, 409),
+    (TooManyComputations, 429),
 )
 
 

@@ -16,9 +16,9 @@ import signal
 import subprocess
 import sys
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 import tuner
 from tuner.study import DB_ENV

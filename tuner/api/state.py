@@ -5,8 +5,8 @@ from __future__ import annotations
 import logging
 
 from tuner.api.launcher import SweepLauncher
+from tuner.api.reads import StudyStore
 from tuner.api.settings import ApiSettings
-from tuner.api.store import StudyStore
 
 log = logging.getLogger("rnntune.api")
 

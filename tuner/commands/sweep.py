@@ -16,7 +16,8 @@ import sys
 
 from tuner.defaults import DEFAULT_PARALLEL, DEFAULT_SPACE, DEFAULT_TRIALS
 from tuner.search import DEFAULT_SAMPLER, SAMPLERS
-from tuner.space import SpaceError, load_space, parse_assignments, parse_set_values
+from trainer.config import ConfigError, parse_assignment, parse_set
+from tuner.space import SpaceError, load_space
 from tuner.study import DB_ENV, SCHEDULERS, StudyError, create_study, redact_url, resolve_db_url
 
 # Options that define a study; they cannot change when resuming it.
@@ -73,8 +74,8 @@ def run(args: argparse.Namespace) -> int:
             space = load_space(args.space or DEFAULT_SPACE)
             overrides = None
             if args.range or args.set:
-                overrides = {"ranges": parse_assignments(args.range or [], "--range"),
-                             "set": parse_set_values(args.set or [])}
+                overrides = {"ranges": dict(parse_assignment(r, "--range") for r in args.range or []),
+                             "set": parse_set(args.set or [])}
             # Refuse a missing dataset folder before a study is created under the name.
             resolve_data_dir(space.with_overrides(fixed=(overrides or {}).get("set")))
             study = create_study(
@@ -102,7 +103,7 @@ def run(args: argparse.Namespace) -> int:
             max_retries=args.max_retries,
             verbose=args.verbose,
         )
-    except (SpaceError, StudyError) as err:
+    except (ConfigError, SpaceError, StudyError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
     except RayStartError as err:

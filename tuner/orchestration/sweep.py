@@ -24,7 +24,7 @@ from optuna.trial import FrozenTrial
 from ray.tune.stopper import Stopper
 
 from tuner.search import make_sampler
-from tuner.space import SearchSpace, space_from_dict
+from tuner.space import SearchSpace
 from tuner.study import (
     HEARTBEAT_S,
     StudyError,
@@ -167,7 +167,7 @@ def run_sweep(
     if storage_path is not None:
         study.set_user_attr("storage_path", str(Path(storage_path).expanduser().resolve()))
     root = Path(study.user_attrs["storage_path"])
-    space = resolve_data_dir(space_from_dict(attrs["space_def"]))
+    space = resolve_data_dir(SearchSpace.from_dict(attrs["space_def"]))
     sampler = make_sampler(attrs["sampler"], seed=attrs.get("seed"))
     study = load_study(name, storage_url, sampler=sampler)
     zombies = fail_zombies(study, ZOMBIE_REASON)

@@ -6,7 +6,7 @@ import math
 from typing import Any
 
 from tuner.api.launcher import SweepHandle
-from tuner.api.records import StudyRow, TrialRecord
+from tuner.api.reads import StudyRow, TrialRecord
 
 FINISHED_STATES = ("COMPLETE", "PRUNED", "FAIL")
 
