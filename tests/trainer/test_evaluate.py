@@ -8,8 +8,8 @@ import pytest
 import torch
 
 from trainer.config import make_config
-from trainer.evaluate import mc_evaluate, select_temperature
 from trainer.evaluate import evaluate as deterministic
+from trainer.evaluate import mc_evaluate, select_temperature
 from trainer.model import LanguageModel
 from trainer.objective import repeat_for_samples
 
