@@ -18,7 +18,9 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError,
 Cell = Literal["lstm", "mogrifier_lstm", "rlstm", "mlstm", "tmlstm", "mgru", "tmgru"]
 Architecture = Literal["residual", "skip"]
 Dataset = Literal["builtin", "ptb", "ptb_char", "wikitext2", "enwik8", "text8", "reverse_copy"]
-Optimizer = Literal["radam", "adam_beta1_0"]
+Optimizer = Literal["radam", "adam"]
+# The spelling older configs and checkpoints use for Adam with beta1 = 0; read as optimizer: adam.
+LEGACY_ADAM_BETA1_0 = "adam_beta1_0"
 
 # Word-level datasets report perplexity and tie input/output embeddings (thesis §4.2);
 # the others are character-level and report bits per character.
@@ -61,7 +63,10 @@ class TrainConfig(BaseModel):
     cell_output_dropout: float = _dropout("on each cell's output in the residual architecture (§4.2)")
     state_dropout: float = _dropout("variational: one mask on h_prev per sequence and layer")
     output_dropout: float = _dropout("before the softmax, a fresh mask per time step")
-    mogrifier_rounds: int = tunable(5, ge=0, le=12, description="mogrifier_lstm only; 0 = LSTM")
+    mogrifier_rounds: int = tunable(
+        5, ge=0, le=12,
+        description="rounds r of mogrifier_lstm (0 = LSTM) and of rlstm (> 0: the Mogrifier RLSTM, 0 = RLSTM)",
+    )
     mogrifier_rank: int = tunable(
         40, ge=-1000, le=10000, description="rank k of Q^i, R^i; k <= 0 means full rank"
     )
@@ -92,7 +97,11 @@ class TrainConfig(BaseModel):
     dropout_samples: int = Field(
         1, ge=1, le=64, description="D: predictions averaged over D dropout samples (§4.3)"
     )
-    optimizer: Optimizer = "radam"
+    optimizer: Optimizer = Field("radam", description="radam (thesis §4.4) or adam")
+    adam_beta1: float = Field(
+        0.0, ge=0.0, lt=1.0,
+        description="β1 of RAdam/Adam; 0 as the baseline's Adam (Mogrifier paper §3.3), kept by thesis §4.6",
+    )
     grad_clip: float = Field(10.0, gt=0.0, description="clip the gradient to this global norm")
 
     # --- run control ---
@@ -104,9 +113,29 @@ class TrainConfig(BaseModel):
         None, gt=0, description="cap on validation tokens per evaluation (None: the whole split)"
     )
     dyneval: bool = Field(False, description="also report dynamic evaluation at the end (§4.5)")
+    mc_dropout_samples: int = Field(
+        0, ge=0, le=100000,
+        description="> 0: also report Monte Carlo dropout evaluation over this many masks (Mogrifier §3.3: 200)",
+    )
+    reverse_copy_length: int = Field(
+        50, ge=1, le=100000, description="reverse copy: tokens per sequence (Mogrifier paper §4.3: 50-200)"
+    )
+    reverse_copy_vocab: int = Field(
+        1000, ge=2, le=1_000_000, description="reverse copy: symbols drawn uniformly (paper: 1000)"
+    )
     seed: int = Field(0, ge=0)
     device: str = Field("auto", description="auto, cpu, cuda or cuda:N")
     run_dir: Path = Field(Path("runs/train"), description="where config, metrics and checkpoints go")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _legacy_optimizer(cls, values: Any) -> Any:
+        """`optimizer: adam_beta1_0` (older configs and checkpoints) is Adam with adam_beta1 = 0."""
+        if isinstance(values, dict) and values.get("optimizer") == LEGACY_ADAM_BETA1_0:
+            if values.get("adam_beta1", 0.0) != 0.0:
+                raise ValueError(f"optimizer: {LEGACY_ADAM_BETA1_0} means adam_beta1 = 0, not {values['adam_beta1']}")
+            values = {**values, "optimizer": "adam", "adam_beta1": 0.0}
+        return values
 
     @model_validator(mode="after")
     def _check_combinations(self) -> "TrainConfig":
@@ -116,6 +145,20 @@ class TrainConfig(BaseModel):
             raise ValueError(f"device must be auto, cpu, cuda or cuda:N, not {self.device!r}")
         if self.dataset not in ("builtin", "reverse_copy") and self.data_dir is None:
             raise ValueError(f"dataset {self.dataset!r} needs data_dir (the folder with its files)")
+        return self
+
+    @model_validator(mode="after")
+    def _check_reverse_copy(self) -> TrainConfig:
+        """Reverse copy trains without dropout (Mogrifier paper §4.3) and has no text to adapt to."""
+        if self.dataset == "reverse_copy":
+            dropouts = ("input_dropout", "inter_layer_dropout", "cell_output_dropout", "state_dropout", "output_dropout")
+            for name in dropouts:
+                if getattr(self, name) != 0.0:
+                    raise ValueError(f"{name} must be 0 for dataset reverse_copy (no dropout, Mogrifier paper §4.3)")
+            if self.dropout_samples != 1:
+                raise ValueError("dropout_samples must be 1 for dataset reverse_copy (no dropout)")
+            if self.dyneval:
+                raise ValueError("dyneval does not apply to dataset reverse_copy")
         return self
 
     @property

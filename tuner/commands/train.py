@@ -39,6 +39,13 @@ def run(args: argparse.Namespace) -> int:
     print(f"best validation loss {result.best_val_loss:.4f} nats/token ({name} {value:.3f}) at step {result.best_step}")
     if result.test_loss is not None:
         name, value = headline(result.test_loss, cfg.word_level)
-        print(f"test loss {result.test_loss:.4f} nats/token ({name} {value:.3f}) at temperature {result.temperature}")
+        if result.test_accuracy is not None:  # reverse copy (Mogrifier paper §4.3)
+            print(f"test loss {result.test_loss:.4f} nats/token, sequence accuracy {result.test_accuracy:.4f}")
+        else:
+            print(f"test loss {result.test_loss:.4f} nats/token ({name} {value:.3f}) at temperature {result.temperature}")
+    for label, loss in (("Monte Carlo dropout", result.mc_test_loss), ("dynamic evaluation", result.dyneval_test_loss)):
+        if loss is not None:
+            name, value = headline(loss, cfg.word_level)
+            print(f"test loss with {label} {loss:.4f} nats/token ({name} {value:.3f})")
     print(f"best checkpoint: {result.best_checkpoint}")
     return 0

@@ -13,7 +13,7 @@ import yaml
 from tuner.space import BUILTIN_SPACES_DIR, SpaceError, list_spaces, load_space
 from tuner.space.schema import SCHEMA_FILE, json_schema, json_schema_text
 
-SHIPPED = ["mogrifier_lstm", "mogrifier_lstm_enwik8", "lstm", "rlstm", "dyneval", "tiny"]
+SHIPPED = ["mogrifier_lstm", "mogrifier_lstm_enwik8", "lstm", "rlstm", "dyneval", "tiny", "reverse_copy"]
 
 TABLE_2_4 = {
     "learning_rate": (0.001, 0.004, "log"),
@@ -64,7 +64,7 @@ def test_paper_ranges_are_exact():
     assert ranges("lstm") == lstm
     assert ranges("mogrifier_lstm_enwik8") == TABLE_2_5
     assert ranges("dyneval") == TABLE_2_6
-    rlstm = {k: v for k, v in TABLE_2_4.items() if not k.startswith("mogrifier") and k != "inter_layer_dropout"}
+    rlstm = {k: v for k, v in TABLE_2_4.items() if k != "inter_layer_dropout"}  # the Mogrifier RLSTM
     rlstm["cell_output_dropout"] = (0.0, 0.95, "linear")
     rlstm["t_max"] = (math.exp(2), math.exp(5), "log")
     assert ranges("rlstm") == rlstm
@@ -140,3 +140,13 @@ def test_user_space_dir_by_name(tmp_path, monkeypatch):
     assert "mine" in list_spaces()
     space = load_space("mine")
     assert space.param("learning_rate").high == 0.002 and space.path == str(tmp_path / "mine.yaml")
+
+
+def test_reverse_copy_space_follows_the_mogrifier_paper():
+    """Mogrifier paper §4.3: 10M weights, vocabulary 1000, no dropout; lr, l2, embedding size, r, k tuned."""
+    space = load_space("reverse_copy")
+    fixed = space.fixed
+    assert (fixed["dataset"], fixed["num_params"], fixed["reverse_copy_vocab"]) == ("reverse_copy", 10_000_000, 1000)
+    names = set(space.params)
+    assert names == {"cell", "learning_rate", "l2_penalty", "input_embedding_ratio", "mogrifier_rounds", "mogrifier_rank"}
+    assert not any("dropout" in n for n in names | set(fixed))
