@@ -124,7 +124,7 @@ def create_study(
     and `set` ({setting: value}) applied on top of it. `name` None generates one. Raises
     StudyExistsError if the name is taken, SpaceError for a bad space, StudyError for bad settings.
     """
-    from tuner.search import DEFAULT_SAMPLER, SAMPLERS
+    from tuner.samplers import DEFAULT_SAMPLER, SAMPLERS
 
     if isinstance(space, str):
         space = load_space(space)

@@ -6,7 +6,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from tuner.search import DEFAULT_SAMPLER, SAMPLERS
+from tuner.samplers import DEFAULT_SAMPLER, SAMPLERS
 from tuner.study import SCHEDULERS
 
 STUDY_NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$"

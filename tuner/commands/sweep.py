@@ -15,7 +15,7 @@ import os
 import sys
 
 from tuner.defaults import DEFAULT_PARALLEL, DEFAULT_SPACE, DEFAULT_TRIALS
-from tuner.search import DEFAULT_SAMPLER, SAMPLERS
+from tuner.samplers import DEFAULT_SAMPLER, SAMPLERS
 from tuner.space import SpaceError, load_space, parse_assignments, parse_set_values
 from tuner.study import DB_ENV, SCHEDULERS, StudyError, create_study, redact_url, resolve_db_url
 

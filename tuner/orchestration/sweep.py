@@ -23,7 +23,7 @@ import optuna
 from optuna.trial import FrozenTrial
 from ray.tune.stopper import Stopper
 
-from tuner.search import make_sampler
+from tuner.samplers import make_sampler
 from tuner.space import SearchSpace, space_from_dict
 from tuner.study import (
     HEARTBEAT_S,

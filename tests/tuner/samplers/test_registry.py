@@ -1,4 +1,4 @@
-"""Samplers from `tuner.search.make_sampler` drive real Optuna ask/tell loops."""
+"""Samplers from `tuner.samplers.make_sampler` drive real Optuna ask/tell loops."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from optuna.trial import TrialState
 import numpy as np
 
 from tuner.samplers import HalfRankGPSampler
-from tuner.search import DEFAULT_SAMPLER, SAMPLERS, make_sampler, sampler_options
+from tuner.samplers import DEFAULT_SAMPLER, SAMPLERS, make_sampler, sampler_options
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)
 
