@@ -169,19 +169,22 @@ def run_one(job: dict[str, Any]) -> dict[str, Any]:
     scheduler.set_search_properties("val_loss", "min")
     rng = np.random.default_rng(1000 + job["seed"])
     every, max_steps = int(sur.fixed["eval_every"]), int(sur.fixed["max_steps"])
-    limit = max(BUDGETS) * max_steps
+    budgets = job["budgets"]
+    limit = max(budgets) * max_steps
     used = 0  # training steps spent by all trials so far
     events: list[tuple[int, int]] = []  # (time of next evaluation, worker)
     live: dict[int, dict[str, Any]] = {}
     finished: list[tuple[int, float, float]] = []  # (steps used when it finished, observed, true)
     started: list[int] = []
     ask_s: list[float] = []
+    ask_cpu: list[float] = []
 
     def start(worker: int, now: int) -> None:
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         trial = study.ask()
         params = sur.space.suggest(trial)
         ask_s.append(time.perf_counter() - t0)
+        ask_cpu.append(time.process_time() - c0)
         curve = sur.curve(params) + rng.standard_normal() * sur.sigma
         ray_trial = _RayTrial(str(trial.number))
         scheduler.on_trial_add(None, ray_trial)
@@ -216,8 +219,9 @@ def run_one(job: dict[str, Any]) -> dict[str, Any]:
         if used < limit:
             start(worker, now)
     out = {"method": job["method"], "seed": job["seed"], "policy": job["policy"], "best_true": {},
-           "started": {}, "ask_s": float(np.mean(ask_s)), "n_trials": len(study.trials)}
-    for b in BUDGETS:
+           "started": {}, "ask_s": float(np.mean(ask_s)),
+           "ask_cpu_s": float(np.mean(ask_cpu)), "n_trials": len(study.trials)}
+    for b in budgets:
         done = [f for f in finished if f[0] <= b * max_steps]
         out["best_true"][str(b)] = min(done, key=lambda f: f[1])[2] if done else None
         out["started"][str(b)] = sum(1 for s in started if s < b * max_steps)
@@ -234,7 +238,7 @@ def _load(path: str) -> dict[str, Any]:
     return _CACHE[path]
 
 
-def report(rows: list[dict[str, Any]], sur: Surrogate) -> None:
+def report(rows: list[dict[str, Any]], sur: Surrogate, budgets: tuple[int, ...]) -> None:
     f_min, f_ref = sur.reference()
     print(f"surrogate: {len(sur.curves)} configurations ({sur.n_diverged} with a non-finite value), "
           f"seed noise from {sur.n_repeated} repeated ones: sigma {np.round(sur.sigma, 4).tolist()} "
@@ -244,17 +248,19 @@ def report(rows: list[dict[str, Any]], sur: Surrogate) -> None:
         groups[(r["method"], json.dumps(r["policy"], sort_keys=True))].append(r)
     print(f"\n# median normalised regret of the best COMPLETE trial (noise-free final), "
           f"[trials started], {WORKERS} in flight")
-    head = "".join(f"{f'{b} full trials':>22}" for b in BUDGETS)
-    print(f"{'method':38} {'policy':28} seeds{head}   s/suggest")
+    head = "".join(f"{f'{b} full trials':>22}" for b in budgets)
+    print(f"{'method':38} {'policy':14} seeds{head}   s/suggest (CPU s)")
     for (method, pol), rs in sorted(groups.items()):
         cells = []
-        for b in BUDGETS:
+        for b in budgets:
             regrets = [(r["best_true"][str(b)] - f_min) / (f_ref - f_min)
                        if r["best_true"][str(b)] is not None else 1.0 for r in rs]
             started = statistics.median(r["started"][str(b)] for r in rs)
             cells.append(f"{statistics.median(regrets):>14.4f} [{started:>4.0f}]")
-        print(f"{method:38} {pol:28} {len(rs):>5}{''.join(c.rjust(22) for c in cells)}"
-              f"   {statistics.mean(r['ask_s'] for r in rs):.3f}")
+        p = json.loads(pol)
+        policy = f"{p['grace_steps'] or 'default'}:{p['reduction_factor']}"
+        print(f"{method:38} {policy:14} {len(rs):>5}{''.join(c.rjust(22) for c in cells)}"
+              f"   {statistics.mean(r['ask_s'] for r in rs):.3f} ({statistics.mean(r['ask_cpu_s'] for r in rs):.3f})")
 
 
 def suggest_timing(n: int, data: str, policy: EarlyStopping) -> None:
@@ -289,17 +295,19 @@ def suggest_timing(n: int, data: str, policy: EarlyStopping) -> None:
     pending = [study.ask() for _ in range(3)]
     for t in pending:
         sur.space.suggest(t)
-    times = []
+    times, cpu = [], []
     for _ in range(5):
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         trial = study.ask()
         sur.space.suggest(trial)
         times.append(time.perf_counter() - t0)
+        cpu.append(time.process_time() - c0)
     states = defaultdict(int)
     for t in study.trials:
         states[t.state.name] += 1
     print(f"{DEFAULT_SAMPLER}: {n} finished trials {dict(states)}: "
-          f"{statistics.median(times):.3f} s per suggestion (median of 5, max {max(times):.3f})")
+          f"{statistics.median(times):.3f} s per suggestion (median of 5, max {max(times):.3f}; "
+          f"CPU time of the process {statistics.median(cpu):.3f} s), 3 to 7 trials in flight")
 
 
 def main() -> None:
@@ -310,6 +318,8 @@ def main() -> None:
     ap.add_argument("--methods", nargs="*", help="subset of the methods (default: all)")
     ap.add_argument("--policy", action="append", default=None, metavar="GRACE:FACTOR",
                     help="early-stopping policy to run (repeatable; default: the built-in one)")
+    ap.add_argument("--budgets", default=",".join(map(str, BUDGETS)),
+                    help="budgets in full trials' worth of steps (default 24,48,96)")
     ap.add_argument("--results", type=Path, help="JSON-lines file of finished runs (resumable)")
     ap.add_argument("--report-only", action="store_true")
     ap.add_argument("--suggest-timing", type=int, metavar="N", help="only time suggestions at N trials")
@@ -323,6 +333,7 @@ def main() -> None:
     if args.policy:
         policies = [EarlyStopping(grace_steps=int(g), reduction_factor=int(f)).model_dump()
                     for g, f in (p.split(":") for p in args.policy)]
+    budgets = tuple(int(b) for b in args.budgets.split(","))
     sur = Surrogate(_load(args.data))
     names = args.methods or list(methods())
     rows = []
@@ -330,7 +341,7 @@ def main() -> None:
         rows = [json.loads(line) for line in args.results.read_text().splitlines() if line.strip()]
     if not args.report_only:
         done = {(r["method"], r["seed"], json.dumps(r["policy"], sort_keys=True)) for r in rows}
-        jobs = [{"method": m, "seed": s, "policy": p, "data": args.data}
+        jobs = [{"method": m, "seed": s, "policy": p, "data": args.data, "budgets": budgets}
                 for s in range(args.seeds) for p in policies for m in names
                 if (m, s, json.dumps(p, sort_keys=True)) not in done]
         if importlib.util.find_spec("hpbandster") is None and importlib.util.find_spec("smac") is None:
@@ -347,7 +358,7 @@ def main() -> None:
                       f"{time.perf_counter() - t0:.0f} s", flush=True)
         if sink:
             sink.close()
-    report(rows, sur)
+    report([r for r in rows if all(str(b) in r["best_true"] for b in budgets)], sur, budgets)
 
 
 if __name__ == "__main__":

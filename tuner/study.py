@@ -26,6 +26,8 @@ from optuna.trial import FrozenTrial, TrialState
 from sqlalchemy import event
 from sqlalchemy.engine import make_url
 
+from tuner.early_stopping import ATTR as EARLY_STOPPING_ATTR
+from tuner.early_stopping import EarlyStopping, EarlyStoppingError
 from tuner.space import SearchSpace, load_space
 
 DB_ENV = "RNNTUNE_DB_URL"
@@ -117,12 +119,14 @@ def create_study(
     storage_path: str | os.PathLike | None = None,
     overrides: Mapping[str, Any] | None = None,
     seed: int | None = None,
+    early_stopping: Mapping[str, Any] | None = None,
 ) -> optuna.Study:
     """Create a new sweep's study (status `created`, no trials yet); `rnntune sweep --resume NAME` runs it.
 
     `space` is a SearchSpace or a space name/path; `overrides` may hold `ranges` ({name: "low:high"})
     and `set` ({setting: value}) applied on top of it. `name` None generates one. Raises
     StudyExistsError if the name is taken, SpaceError for a bad space, StudyError for bad settings.
+    `early_stopping` ({grace_steps, reduction_factor}) is stored resolved on the task's eval grid.
     """
     from tuner.samplers import DEFAULT_SAMPLER, SAMPLERS
 
@@ -142,6 +146,7 @@ def create_study(
         raise StudyError(f"n_trials must be a positive integer, not {n_trials!r}")
     if not isinstance(parallel, int) or parallel < 1:
         raise StudyError(f"parallel must be a positive integer, not {parallel!r}")
+    policy = _early_stopping(early_stopping, space)
     name = name or generate_study_name(space.name)
     if not name.strip() or len(name) > 512:
         raise StudyError("study name must be 1-512 characters")
@@ -163,6 +168,7 @@ def create_study(
         "n_trials": n_trials,
         "parallel": parallel,
         "scheduler": scheduler,
+        EARLY_STOPPING_ATTR: policy,
         "status": "created",
         "created_at": _now(),
         "storage_path": str(root.expanduser().resolve()),
@@ -171,6 +177,17 @@ def create_study(
     for key, value in attrs.items():
         study.set_user_attr(key, value)
     return study
+
+
+def _early_stopping(raw: Mapping[str, Any] | None, space: SearchSpace) -> dict[str, Any]:
+    """The early-stopping policy resolved on the space's eval grid; StudyError names a bad field."""
+    from trainer import TrainConfig
+
+    steps = {k: int(space.fixed.get(k, TrainConfig.model_fields[k].default)) for k in ("max_steps", "eval_every")}
+    try:
+        return EarlyStopping.parse(raw).resolved(steps["max_steps"], steps["eval_every"]).model_dump()
+    except EarlyStoppingError as err:
+        raise StudyError(f"early stopping: {err}") from None
 
 
 def load_study(name: str, storage_url: str, sampler: optuna.samplers.BaseSampler | None = None) -> optuna.Study:

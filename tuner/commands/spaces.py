@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from trainer import TrainConfig
+from tuner.early_stopping import EarlyStopping
 from tuner.space import SearchSpace, SpaceError, list_spaces, load_space, parse_assignments, parse_set_values, space_dirs
 
 
@@ -44,6 +46,8 @@ def render_space(space: SearchSpace) -> str:
         out.append(f"file: {space.path}")
     out += ["", table(rows, ["parameter", "scale", "range", "only when"]), ""]
     out.append(table([[k, repr(v) if isinstance(v, str) else str(v)] for k, v in space.fixed.items()], ["fixed setting", "value"]))
+    steps = [int(space.fixed.get(k, TrainConfig.model_fields[k].default)) for k in ("max_steps", "eval_every")]
+    out += ["", f"default early stopping (change with --grace-steps/--reduction-factor): {EarlyStopping().describe(*steps)}"]
     return "\n".join(out)
 
 

@@ -67,13 +67,14 @@ def test_default_sampler_learns_from_pruned_trials() -> None:
     assert DEFAULT_SAMPLER in MULTI_FIDELITY
 
 
-@pytest.mark.parametrize("name", MULTI_FIDELITY)
-@pytest.mark.parametrize("pruner", [
-    optuna.pruners.SuccessiveHalvingPruner(min_resource=1, reduction_factor=3),
-    optuna.pruners.HyperbandPruner(min_resource=1, max_resource=27, reduction_factor=3),
-])
-def test_plain_optuna_study_with_pruner(name: str, pruner: optuna.pruners.BasePruner) -> None:
-    study = optuna.create_study(sampler=make_sampler(name, seed=0, n_startup_trials=8), pruner=pruner)
+PRUNERS = {
+    "successive_halving": lambda: optuna.pruners.SuccessiveHalvingPruner(min_resource=1, reduction_factor=3),
+    "hyperband": lambda: optuna.pruners.HyperbandPruner(min_resource=1, max_resource=27, reduction_factor=3),
+}
+
+
+def run_with_pruner(sampler: optuna.samplers.BaseSampler, pruner: str) -> optuna.Study:
+    study = optuna.create_study(sampler=sampler, pruner=PRUNERS[pruner]())
 
     def objective(trial: optuna.Trial) -> float:
         x, y = trial.suggest_float("x", 0, 10), trial.suggest_float("y", 0, 10)
@@ -84,14 +85,30 @@ def test_plain_optuna_study_with_pruner(name: str, pruner: optuna.pruners.BasePr
         return loss(x, y, 27)
 
     study.optimize(objective, n_trials=24)
+    return study
+
+
+def points_of(study: optuna.Study) -> np.ndarray:
+    return np.array([[t.params["x"], t.params["y"]] for t in study.trials])
+
+
+@pytest.mark.parametrize("name", MULTI_FIDELITY)
+@pytest.mark.parametrize("pruner", PRUNERS)
+def test_plain_optuna_study_with_pruner(name: str, pruner: str) -> None:
+    study = run_with_pruner(make_sampler(name, seed=0, n_startup_trials=8), pruner)
     states = [t.state for t in study.trials]
     assert TrialState.PRUNED in states and TrialState.COMPLETE in states
-    points = np.array([[t.params["x"], t.params["y"]] for t in study.trials])
-    first, last = points[:8], points[-8:]
-    # The first 8 are random (startup); the last 8 come from the model, fitted mostly on PRUNED
-    # trials, and sit nearer the optimum.
-    assert np.median(np.linalg.norm(last - OPTIMUM, axis=1)) < np.median(
-        np.linalg.norm(first - OPTIMUM, axis=1))
+    random = points_of(run_with_pruner(optuna.samplers.RandomSampler(seed=0), pruner))
+    points = points_of(study)
+    # The model takes over after 8 observations, PRUNED ones included: the same 8 random startup
+    # points, then different ones, although fewer than 8 trials are COMPLETE by then.
+    assert np.allclose(points[:8], random[:8])
+    assert not np.allclose(points[8:], random[8:])
+    if name == DEFAULT_SAMPLER:
+        # ... and the default's model-made points sit nearer the optimum than the random ones.
+        first, last = points[:8], points[-8:]
+        assert np.median(np.linalg.norm(last - OPTIMUM, axis=1)) < np.median(
+            np.linalg.norm(first - OPTIMUM, axis=1))
 
 
 @pytest.mark.parametrize("name", MULTI_FIDELITY)
