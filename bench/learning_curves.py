@@ -122,7 +122,15 @@ def main() -> None:
 
     # Finished runs are appended to a journal as they end, so an interrupted recording resumes.
     journal = args.out.with_suffix(".partial.jsonl")
-    runs = [json.loads(line) for line in journal.read_text().splitlines()] if journal.exists() else []
+    runs = []
+    if args.out.exists():  # a recording finished early (`--finish`) is continued, not redone
+        with gzip.open(args.out, "rt") as f:
+            previous = json.load(f)
+        if previous["settings"] != fixed:
+            raise SystemExit(f"{args.out} was recorded with other settings; pass --out for a new file")
+        runs = previous["runs"]
+    if journal.exists():
+        runs += [json.loads(line) for line in journal.read_text().splitlines()]
     done = {(r["config"], r["seed"]) for r in runs}
     todo = [] if args.finish else [job for job in jobs if (job["config"], job["seed"]) not in done]
     t0 = time.perf_counter()
@@ -143,14 +151,15 @@ def main() -> None:
         "sobol_seed": args.seed,
         "commit": git_commit(),
         "workers": args.workers,
-        "wall_s": round(time.perf_counter() - t0, 1),  # of this (possibly resumed) call
+        "run_wall_s": round(sum(r["wall_s"] for r in runs), 1),  # summed over runs, all calls
         "planned_runs": len(jobs),
         "runs": runs,
     }
     with gzip.open(args.out, "wt") as f:
         json.dump(data, f, separators=(",", ":"))
     journal.unlink()
-    print(f"{len(runs)} curves in {data['wall_s']} s -> {args.out} ({args.out.stat().st_size // 1024} kB)")
+    print(f"{len(runs)} of {len(jobs)} planned curves ({time.perf_counter() - t0:.0f} s in this call) -> "
+          f"{args.out} ({args.out.stat().st_size // 1024} kB)")
 
 
 if __name__ == "__main__":
