@@ -263,8 +263,8 @@ def report(rows: list[dict[str, Any]], sur: Surrogate, budgets: tuple[int, ...])
               f"   {statistics.mean(r['ask_s'] for r in rs):.3f} ({statistics.mean(r['ask_cpu_s'] for r in rs):.3f})")
 
 
-def suggest_timing(n: int, data: str, policy: EarlyStopping) -> None:
-    """Seconds per suggestion of the default sampler in a study of `n` finished trials (pruned at
+def suggest_timing(n: int, data: str, policy: EarlyStopping, name: str) -> None:
+    """Seconds per suggestion of sampler `name` in a study of `n` finished trials (pruned at
     the policy's rungs as ASHA would) with 3 more in flight."""
     optuna.logging.set_verbosity(optuna.logging.ERROR)
     warnings.simplefilter("ignore")
@@ -290,8 +290,7 @@ def suggest_timing(n: int, data: str, policy: EarlyStopping) -> None:
             study.tell(trial, state=optuna.trial.TrialState.PRUNED)
         else:
             study.tell(trial, float(curve.min()))
-    sampler = make_sampler(DEFAULT_SAMPLER, seed=0)
-    study.sampler = sampler
+    study.sampler = make_sampler(name, seed=0)
     pending = [study.ask() for _ in range(3)]
     for t in pending:
         sur.space.suggest(t)
@@ -305,7 +304,7 @@ def suggest_timing(n: int, data: str, policy: EarlyStopping) -> None:
     states = defaultdict(int)
     for t in study.trials:
         states[t.state.name] += 1
-    print(f"{DEFAULT_SAMPLER}: {n} finished trials {dict(states)}: "
+    print(f"{name}: {n} finished trials {dict(states)}: "
           f"{statistics.median(times):.3f} s per suggestion (median of 5, max {max(times):.3f}; "
           f"CPU time of the process {statistics.median(cpu):.3f} s), 3 to 7 trials in flight")
 
@@ -323,11 +322,12 @@ def main() -> None:
     ap.add_argument("--results", type=Path, help="JSON-lines file of finished runs (resumable)")
     ap.add_argument("--report-only", action="store_true")
     ap.add_argument("--suggest-timing", type=int, metavar="N", help="only time suggestions at N trials")
+    ap.add_argument("--sampler", default=DEFAULT_SAMPLER, help="the sampler --suggest-timing times")
     args = ap.parse_args()
 
     default_policy = EarlyStopping()
     if args.suggest_timing:
-        suggest_timing(args.suggest_timing, args.data, default_policy)
+        suggest_timing(args.suggest_timing, args.data, default_policy, args.sampler)
         return
     policies = [default_policy.model_dump()]
     if args.policy:
