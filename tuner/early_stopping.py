@@ -49,15 +49,13 @@ class EarlyStopping(BaseModel):
 
     def resolved(self, max_steps: int, eval_every: int) -> EarlyStopping:
         """The policy with its grace period made explicit, on the grid of `eval_every` steps."""
-        grace = self.grace_steps
-        if grace is None:
-            grace = _round_up(max_steps * DEFAULT_GRACE_FRACTION, eval_every)
-        else:
-            grace = _round_up(grace, eval_every)
-        if grace > max_steps:
+        if self.grace_steps is not None and self.grace_steps > max_steps:
             raise EarlyStoppingError(
                 f"grace_steps must be between 1 and max_steps ({max_steps}), not {self.grace_steps}"
             )
+        wanted = self.grace_steps if self.grace_steps is not None else max_steps * DEFAULT_GRACE_FRACTION
+        # On a coarse grid (eval_every near max_steps) the first comparison can be the last step.
+        grace = min(_round_up(wanted, eval_every), max_steps)
         return self.model_copy(update={"grace_steps": grace})
 
     def rungs(self, max_steps: int, eval_every: int) -> list[int]:

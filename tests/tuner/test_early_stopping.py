@@ -118,3 +118,9 @@ def test_rest_body_round_trips_and_names_bad_fields(tmp_path) -> None:
         far = httpx.post(f"{url}/studies", json={**body, "name": "es3", "grace_steps": 900})
         assert far.status_code == 422
         assert "grace_steps must be between 1 and max_steps (200)" in far.json()["detail"]
+
+
+def test_coarse_eval_grid_clamps_the_grace_period() -> None:
+    """eval_every above max_steps (an inline space's default grid): no rung, no error."""
+    assert EarlyStopping().resolved(30, 100).grace_steps == 30
+    assert EarlyStopping(grace_steps=20).rungs(30, 100) == []
