@@ -9,6 +9,11 @@ asked at once do not collapse onto one point:
 * ``gp_warped``: the same GP fitted to half-rank-warped objective values
   (`tuner.samplers.half_rank_gp`: outliers among the worse half cannot dominate the fit); pending
   trials are handled by the same q-logEI.
+* ``gp_rungs``: the warped GP fitted on COMPLETE and PRUNED trials, each pruned trial ranked below
+  the survivors of the rung where it stopped (`tuner.samplers.rung_rank_gp`); q-logEI over the
+  RUNNING ones.
+* ``gp_bohb``: the warped GP fitted on the largest budget (rung of the study's early-stopping
+  policy, or the full run) with enough observations, BOHB's rule (`tuner.samplers.bohb_gp`).
 * ``tpe``: multivariate TPE with ``group=True`` (joint model per group of parameters that occur
   together, so conditional parameters such as ``mogrifier_rounds`` are modelled) and the constant
   liar (RUNNING trials count as the worst value seen, which pushes new points away from them).
@@ -89,7 +94,7 @@ _FACTORIES: dict[str, tuple[Callable[..., BaseSampler], type[BaseSampler]]] = {
 }
 
 SAMPLERS: tuple[str, ...] = tuple(_FACTORIES)
-DEFAULT_SAMPLER = "gp_rungs"  # best under ASHA on real learning curves (docs/samplers.md)
+DEFAULT_SAMPLER = "gp_bohb"  # best under ASHA on real learning curves at 24 and 48 (docs/samplers.md)
 
 
 def sampler_options(name: str) -> tuple[str, ...]:

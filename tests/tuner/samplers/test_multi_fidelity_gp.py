@@ -104,8 +104,10 @@ def test_plain_optuna_study_with_pruner(name: str, pruner: str) -> None:
     # points, then different ones, although fewer than 8 trials are COMPLETE by then.
     assert np.allclose(points[:8], random[:8])
     assert not np.allclose(points[8:], random[8:])
-    if name == DEFAULT_SAMPLER:
-        # ... and the default's model-made points sit nearer the optimum than the random ones.
+    if pruner == "successive_halving" or name == "gp_rungs":
+        # ... and the model-made points sit nearer the optimum than the random ones. (Not asserted
+        # for gp_bohb under Hyperband: each bracket shows the sampler only its own few trials, too
+        # few at any one budget in 24 trials; docs/samplers.md.)
         first, last = points[:8], points[-8:]
         assert np.median(np.linalg.norm(last - OPTIMUM, axis=1)) < np.median(
             np.linalg.norm(first - OPTIMUM, axis=1))
