@@ -52,9 +52,9 @@ import optuna
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-from tuner.early_stopping import ATTR, EarlyStopping  # noqa: E402
-from tuner.samplers import DEFAULT_SAMPLER, make_sampler  # noqa: E402
-from tuner.space import SearchSpace, space_from_dict  # noqa: E402
+from tuner.early_stopping import ATTR, EarlyStopping
+from tuner.samplers import DEFAULT_SAMPLER, make_sampler
+from tuner.space import SearchSpace, space_from_dict
 
 DATA = ROOT / "bench" / "data" / "tiny_curves.json.gz"
 BUDGETS = (24, 48, 96)

@@ -60,7 +60,7 @@ class EarlyStopping(BaseModel):
 
     def rungs(self, max_steps: int, eval_every: int) -> list[int]:
         """The steps where trials are compared: grace·η^k below max_steps, on the eval grid."""
-        grace = int(self.resolved(max_steps, eval_every).grace_steps or 1)
+        grace = self.resolved(max_steps, eval_every).grace_steps or 1
         out, step = [], float(grace)
         while step < max_steps:
             out.append(_round_up(step, eval_every))

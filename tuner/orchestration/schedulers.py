@@ -10,7 +10,12 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from ray.tune.schedulers import ASHAScheduler, FIFOScheduler, MedianStoppingRule, TrialScheduler
+from ray.tune.schedulers import (
+    ASHAScheduler,
+    FIFOScheduler,
+    MedianStoppingRule,
+    TrialScheduler,
+)
 
 from trainer import TrainConfig
 from tuner.early_stopping import EarlyStopping

@@ -7,17 +7,22 @@
 from tuner.samplers.bohb_gp import BOHBRuleGPSampler
 from tuner.samplers.half_rank_gp import HalfRankGPSampler
 from tuner.samplers.multi_fidelity_gp import MultiFidelityGPSampler
-from tuner.samplers.registry import DEFAULT_SAMPLER, SAMPLERS, make_sampler, sampler_options
+from tuner.samplers.registry import (
+    DEFAULT_SAMPLER,
+    SAMPLERS,
+    make_sampler,
+    sampler_options,
+)
 from tuner.samplers.rung_rank_gp import RungRankGPSampler
 from tuner.samplers.warped_gp import WarpedGPSampler
 
 __all__ = [
-    "BOHBRuleGPSampler",
     "DEFAULT_SAMPLER",
+    "SAMPLERS",
+    "BOHBRuleGPSampler",
     "HalfRankGPSampler",
     "MultiFidelityGPSampler",
     "RungRankGPSampler",
-    "SAMPLERS",
     "WarpedGPSampler",
     "make_sampler",
     "sampler_options",

@@ -10,7 +10,12 @@ from collections.abc import Callable
 import numpy as np
 import optuna
 import pytest
-from optuna.distributions import BaseDistribution, CategoricalDistribution, FloatDistribution, IntDistribution
+from optuna.distributions import (
+    BaseDistribution,
+    CategoricalDistribution,
+    FloatDistribution,
+    IntDistribution,
+)
 from optuna.trial import TrialState
 
 from tuner.samplers import make_sampler
