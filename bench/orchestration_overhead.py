@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 import optuna
 
-from tuner.search import DEFAULT_SAMPLER, SAMPLERS, make_sampler
+from tuner.samplers import DEFAULT_SAMPLER, SAMPLERS, make_sampler
 from tuner.space import SearchSpace, load_space
 from tuner.study import create_study, open_storage
 

@@ -42,7 +42,7 @@ import optuna
 from scipy.stats import rankdata
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from tuner.search import DEFAULT_SAMPLER, make_sampler  # noqa: E402
+from tuner.samplers import DEFAULT_SAMPLER, make_sampler  # noqa: E402
 
 # Thesis Table 2.4 (DESIGN.md): name, low, high, scale.
 SPACE = [

@@ -57,11 +57,11 @@ def source_config(study: optuna.Study, trial: FrozenTrial) -> dict[str, Any]:
     if saved is not None and saved.is_file():
         return dict(yaml.safe_load(saved.read_text()))
     from tuner.orchestration.sweep import resolve_data_dir
-    from tuner.space import space_from_dict
+    from tuner.space import SearchSpace
 
     if "space_def" not in study.user_attrs:
         raise StudyError(f"trial {trial.number}: no config.yaml in its run folder and no stored space to rebuild it")
-    space = resolve_data_dir(space_from_dict(study.user_attrs["space_def"]))
+    space = resolve_data_dir(SearchSpace.from_dict(study.user_attrs["space_def"]))
     return space.trial_config(trial.params, run_dir or "")
 
 

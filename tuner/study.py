@@ -29,6 +29,8 @@ from sqlalchemy.engine import make_url
 
 from tuner.database_url import DB_ENV as DB_ENV  # re-exported: the sweep command and launcher use it
 from tuner.database_url import DatabaseUrlError, from_environment
+from tuner.early_stopping import ATTR as EARLY_STOPPING_ATTR
+from tuner.early_stopping import EarlyStopping, EarlyStoppingError
 from tuner.space import NAME_PATTERN, SearchSpace, resolve_space
 
 DEFAULT_DB_PATH = Path("studies") / "rnntune.db"
@@ -123,6 +125,7 @@ def create_study(
     storage_path: str | os.PathLike | None = None,
     overrides: Mapping[str, Any] | None = None,
     seed: int | None = None,
+    early_stopping: Mapping[str, Any] | None = None,
 ) -> optuna.Study:
     """Create a new sweep's study (status `created`, no trials yet); `rnntune sweep --resume NAME` runs it.
 
@@ -130,8 +133,9 @@ def create_study(
     `ranges` ({name: "low:high"}) and `set` ({setting: value}), applied on top of it by
     `tuner.space.resolve_space`, which validates the whole once. `name` None generates one. Raises
     StudyExistsError if the name is taken, SpaceError for a bad space, StudyError for bad settings.
+    `early_stopping` ({grace_steps, reduction_factor}) is stored resolved on the task's eval grid.
     """
-    from tuner.search import DEFAULT_SAMPLER, SAMPLERS
+    from tuner.samplers import DEFAULT_SAMPLER, SAMPLERS
 
     unknown = sorted(set(overrides or {}) - {"ranges", "set"})
     if unknown:
@@ -146,6 +150,7 @@ def create_study(
         raise StudyError(f"n_trials must be a positive integer, not {n_trials!r}")
     if not isinstance(parallel, int) or parallel < 1:
         raise StudyError(f"parallel must be a positive integer, not {parallel!r}")
+    policy = _early_stopping(early_stopping, space)
     name = name or generate_study_name(space.name)
     if not re.fullmatch(NAME_PATTERN, name):
         raise StudyError(
@@ -169,6 +174,7 @@ def create_study(
         "n_trials": n_trials,
         "parallel": parallel,
         "scheduler": scheduler,
+        EARLY_STOPPING_ATTR: policy,
         "status": "created",
         "created_at": _now(),
         "storage_path": str(root.expanduser().resolve()),
@@ -177,6 +183,17 @@ def create_study(
     for key, value in attrs.items():
         study.set_user_attr(key, value)
     return study
+
+
+def _early_stopping(raw: Mapping[str, Any] | None, space: SearchSpace) -> dict[str, Any]:
+    """The early-stopping policy resolved on the space's eval grid; StudyError names a bad field."""
+    from trainer import TrainConfig
+
+    steps = {k: int(space.fixed.get(k, TrainConfig.model_fields[k].default)) for k in ("max_steps", "eval_every")}
+    try:
+        return EarlyStopping.parse(raw).resolved(steps["max_steps"], steps["eval_every"]).model_dump()
+    except EarlyStoppingError as err:
+        raise StudyError(f"early stopping: {err}") from None
 
 
 def load_study(name: str, storage_url: str, sampler: optuna.samplers.BaseSampler | None = None) -> optuna.Study:

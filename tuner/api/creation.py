@@ -50,6 +50,7 @@ def create(state: ApiState, body: CreateStudy) -> None:
             storage_path=str(state.settings.storage_root / body.name),
             overrides=overrides if overrides["ranges"] or overrides["set"] else None,
             seed=body.seed,
+            early_stopping={"grace_steps": body.grace_steps, "reduction_factor": body.reduction_factor},
         )
     except StudyExistsError as err:
         raise Conflict(str(err)) from err

@@ -6,7 +6,9 @@ from __future__ import annotations
 import argparse
 import sys
 
+from trainer import TrainConfig
 from trainer.config import ConfigError, parse_assignment, parse_set
+from tuner.early_stopping import EarlyStopping
 from tuner.space import SearchSpace, SpaceError, list_spaces, load_space, space_dirs
 from tuner.space.schema import json_schema_text
 
@@ -48,6 +50,8 @@ def render_space(space: SearchSpace) -> str:
         out.append(f"file: {space.path}")
     out += ["", table(rows, ["parameter", "scale", "range", "only when"]), ""]
     out.append(table([[k, repr(v) if isinstance(v, str) else str(v)] for k, v in space.fixed.items()], ["fixed setting", "value"]))
+    steps = [int(space.fixed.get(k, TrainConfig.model_fields[k].default)) for k in ("max_steps", "eval_every")]
+    out += ["", f"default early stopping (change with --grace-steps/--reduction-factor): {EarlyStopping().describe(*steps)}"]
     return "\n".join(out)
 
 

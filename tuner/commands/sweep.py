@@ -15,13 +15,14 @@ import os
 import sys
 
 from tuner.defaults import DEFAULT_PARALLEL, DEFAULT_SPACE, DEFAULT_TRIALS
-from tuner.search import DEFAULT_SAMPLER, SAMPLERS
+from tuner.samplers import DEFAULT_SAMPLER, SAMPLERS
 from trainer.config import ConfigError, parse_assignment, parse_set
 from tuner.space import SpaceError, load_space
 from tuner.study import DB_ENV, SCHEDULERS, StudyError, create_study, redact_url, resolve_db_url
 
 # Options that define a study; they cannot change when resuming it.
-STUDY_OPTIONS = ("space", "parallel", "sampler", "scheduler", "name", "seed", "range", "set")
+STUDY_OPTIONS = ("space", "parallel", "sampler", "scheduler", "name", "seed", "range", "set",
+                 "grace_steps", "reduction_factor")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -36,6 +37,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--parallel", type=int, help=f"trials in flight at once (default {DEFAULT_PARALLEL})")
     p.add_argument("--sampler", choices=SAMPLERS, help=f"Optuna sampler (default {DEFAULT_SAMPLER})")
     p.add_argument("--scheduler", choices=SCHEDULERS, help="early stopping on the 2TA validation loss (default asha)")
+    p.add_argument("--grace-steps", type=int, metavar="N",
+                   help="ASHA/median: training steps before the first comparison (default a quarter of max_steps)")
+    p.add_argument("--reduction-factor", type=int, metavar="K",
+                   help="ASHA: a trial goes on past a rung only if in the best 1/K there (default 3)")
     p.add_argument("--db", help=f"SQLAlchemy URL of the study database (default ${DB_ENV} or sqlite:///studies/rnntune.db)")
     p.add_argument("--storage", help="folder for the trials' run folders and checkpoints (default ./studies/NAME)")
     p.add_argument("--name", help="study name (default: generated, e.g. tiny-20261122-0312-ab12)")
@@ -66,7 +71,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         url = resolve_db_url(args.db)
         if args.resume:
-            given = [f"--{o}" for o in STUDY_OPTIONS if getattr(args, o) is not None]
+            given = [f"--{o.replace('_', '-')}" for o in STUDY_OPTIONS if getattr(args, o) is not None]
             if given:
                 raise StudyError(f"{', '.join(given)}: not allowed with --resume; study {args.resume!r} keeps the settings it was created with")
             name = args.resume
@@ -89,6 +94,8 @@ def run(args: argparse.Namespace) -> int:
                 storage_path=args.storage,
                 overrides=overrides,
                 seed=args.seed,
+                early_stopping={k: v for k, v in (("grace_steps", args.grace_steps),
+                                                  ("reduction_factor", args.reduction_factor)) if v is not None},
             )
             name = study.study_name
         outcome = run_sweep(

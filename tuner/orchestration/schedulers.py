@@ -10,9 +10,15 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from ray.tune.schedulers import ASHAScheduler, FIFOScheduler, MedianStoppingRule, TrialScheduler
+from ray.tune.schedulers import (
+    ASHAScheduler,
+    FIFOScheduler,
+    MedianStoppingRule,
+    TrialScheduler,
+)
 
 from trainer import TrainConfig
+from tuner.early_stopping import EarlyStopping
 
 TIME_ATTR = "step"
 
@@ -21,31 +27,29 @@ def _setting(fixed: Mapping[str, Any], name: str) -> int:
     return int(fixed.get(name, TrainConfig.model_fields[name].default))
 
 
-def _round_up(value: float, multiple: int) -> int:
-    return max(multiple, int(math.ceil(value / multiple)) * multiple)
-
-
-def make_scheduler(name: str, fixed: Mapping[str, Any]) -> TrialScheduler:
+def make_scheduler(name: str, fixed: Mapping[str, Any], policy: EarlyStopping | None = None) -> TrialScheduler:
     """`asha`, `median` or `none`, with milestones on the evaluation grid of the task's settings.
 
-    ASHA's first rung is at about a quarter of `max_steps`, reduction factor 3. Median stopping
-    compares from a quarter of the run on and never pauses trials (pausing would restart a
+    ASHA's grace period and reduction factor come from the study's early-stopping `policy`
+    (`tuner.early_stopping`, the same settings the multi-fidelity sampler reads). Median stopping
+    compares from the policy's grace period on and never pauses trials (pausing would restart a
     trainer that keeps its own checkpoints).
     """
     max_steps, every = _setting(fixed, "max_steps"), _setting(fixed, "eval_every")
-    grace = _round_up(max_steps / 4, every)
+    policy = (policy or EarlyStopping()).resolved(max_steps, every)
+    grace = int(policy.grace_steps or every)
     if name == "asha":
         return ASHAScheduler(
             time_attr=TIME_ATTR,
             max_t=max_steps,
-            grace_period=min(grace, max_steps),
-            reduction_factor=3,
+            grace_period=grace,
+            reduction_factor=policy.reduction_factor,
             stop_last_trials=False,
         )
     if name == "median":
         return MedianStoppingRule(
             time_attr=TIME_ATTR,
-            grace_period=min(grace, max_steps),
+            grace_period=grace,
             min_samples_required=3,
             min_time_slice=math.inf,
             hard_stop=True,

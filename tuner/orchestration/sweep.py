@@ -23,7 +23,8 @@ import optuna
 from optuna.trial import FrozenTrial
 from ray.tune.stopper import Stopper
 
-from tuner.search import make_sampler
+from tuner.early_stopping import study_policy
+from tuner.samplers import make_sampler
 from tuner.space import SearchSpace
 from tuner.study import (
     HEARTBEAT_S,
@@ -119,6 +120,12 @@ def _trial_dirname(trial: Any) -> str:
     return f"trial-{trial.config['trial_number']}-{trial.trial_id}"
 
 
+def _grid(space: SearchSpace) -> tuple[int, int]:
+    from trainer import TrainConfig
+
+    return tuple(int(space.fixed.get(k, TrainConfig.model_fields[k].default)) for k in ("max_steps", "eval_every"))
+
+
 def resolve_data_dir(space: SearchSpace) -> SearchSpace:
     """The space with a relative data_dir made absolute (trials run in other folders) and checked."""
     data_dir = space.fixed.get("data_dir")
@@ -205,6 +212,7 @@ def run_sweep(
 
             ray.shutdown()
         raise
+    policy = study_policy(attrs)
     request = _StopRequest()
     searcher = StudySearcher(study, space, root, budget)
     progress = ProgressTable(study, searcher, target, parallel, out)
@@ -212,6 +220,7 @@ def run_sweep(
     progress.header(([warning] if warning else []) + [
         f"study {name}  space {space.name}  sampler {attrs['sampler']}  scheduler {attrs['scheduler']}  "
         f"parallel {parallel}",
+        f"early stopping: {policy.describe(*_grid(space)) if attrs['scheduler'] == 'asha' else attrs['scheduler']}",
         f"db {redact_url(storage_url)}  storage {root}",
         f"trials {target - budget}/{target} done"
         + (f"; {len(zombies)} left RUNNING by a dead sweep marked FAIL and retried: {zombies}" if zombies else ""),
@@ -223,7 +232,7 @@ def run_sweep(
             metric=METRIC,
             mode="min",
             search_alg=searcher,
-            scheduler=make_scheduler(attrs["scheduler"], space.fixed),
+            scheduler=make_scheduler(attrs["scheduler"], space.fixed, policy),
             num_samples=budget,
             max_concurrent_trials=parallel,
             reuse_actors=True,

@@ -15,7 +15,7 @@ import numpy as np
 from scipy.special import ndtri
 from scipy.stats import rankdata
 
-from tuner.samplers.base import WarpedGPSampler
+from tuner.samplers.warped_gp import WarpedGPSampler
 
 
 class HalfRankGPSampler(WarpedGPSampler):

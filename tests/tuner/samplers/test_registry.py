@@ -1,4 +1,4 @@
-"""Samplers from `tuner.search.make_sampler` drive real Optuna ask/tell loops."""
+"""Samplers from `tuner.samplers.make_sampler` drive real Optuna ask/tell loops."""
 
 from __future__ import annotations
 
@@ -8,10 +8,7 @@ import optuna
 import pytest
 from optuna.trial import TrialState
 
-import numpy as np
-
-from tuner.samplers import HalfRankGPSampler
-from tuner.search import DEFAULT_SAMPLER, SAMPLERS, make_sampler, sampler_options
+from tuner.samplers import DEFAULT_SAMPLER, SAMPLERS, make_sampler, sampler_options
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)
 
@@ -129,27 +126,3 @@ def test_options_reach_the_sampler() -> None:
     random = history(make_sampler("random", seed=5))
     assert history(make_sampler("gp", seed=5, n_startup_trials=100)) == random
     assert history(make_sampler("gp", seed=5, n_startup_trials=3)) != random
-
-
-def test_warped_gp_fits_the_warped_values() -> None:
-    # Fails if Optuna stops calling the hook WarpedGPSampler overrides (gp_warped would become gp).
-    def history(name: str) -> list[dict]:
-        study = optuna.create_study(sampler=make_sampler(name, seed=3, n_startup_trials=4))
-        for _ in range(7):
-            trial = study.ask()
-            lr, dropout, rounds = suggest_point(trial)
-            study.tell(trial, math.exp(10 * (lr + dropout)) + rounds)  # a few huge values
-        return [t.params for t in study.trials]
-
-    plain, warped = history("gp"), history("gp_warped")
-    assert plain[:4] == warped[:4]  # the same random startup trials
-    assert plain[4:] != warped[4:]
-
-
-def test_half_rank_warping_keeps_order_and_tames_outliers() -> None:
-    values = np.array([0.3, 0.1, 0.2, 0.25, 1e9, 0.5, 0.15, 40.0])
-    warped = HalfRankGPSampler.warp(values)
-    assert list(np.argsort(warped)) == list(np.argsort(values))
-    better = values <= np.median(values)
-    assert np.array_equal(warped[better], values[better])
-    assert warped.max() < 1.0  # the 1e9 outlier lands a few spreads above the median

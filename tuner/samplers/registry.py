@@ -9,6 +9,11 @@ asked at once do not collapse onto one point:
 * ``gp_warped``: the same GP fitted to half-rank-warped objective values
   (`tuner.samplers.half_rank_gp`: outliers among the worse half cannot dominate the fit); pending
   trials are handled by the same q-logEI.
+* ``gp_rungs``: the warped GP fitted on COMPLETE and PRUNED trials, each pruned trial ranked below
+  the survivors of the rung where it stopped (`tuner.samplers.rung_rank_gp`); q-logEI over the
+  RUNNING ones.
+* ``gp_bohb``: the warped GP fitted on the largest budget (rung of the study's early-stopping
+  policy, or the full run) with enough observations, BOHB's rule (`tuner.samplers.bohb_gp`).
 * ``tpe``: multivariate TPE with ``group=True`` (joint model per group of parameters that occur
   together, so conditional parameters such as ``mogrifier_rounds`` are modelled) and the constant
   liar (RUNNING trials count as the worst value seen, which pushes new points away from them).
@@ -31,7 +36,9 @@ from typing import Any
 import optuna
 from optuna.samplers import BaseSampler
 
-from tuner.samplers import HalfRankGPSampler
+from tuner.samplers.bohb_gp import BOHBRuleGPSampler
+from tuner.samplers.half_rank_gp import HalfRankGPSampler
+from tuner.samplers.rung_rank_gp import RungRankGPSampler
 
 
 def _gp(**kw: Any) -> BaseSampler:
@@ -40,6 +47,14 @@ def _gp(**kw: Any) -> BaseSampler:
 
 def _gp_warped(**kw: Any) -> BaseSampler:
     return HalfRankGPSampler(**{"warn_independent_sampling": False, **kw})
+
+
+def _gp_rungs(**kw: Any) -> BaseSampler:
+    return RungRankGPSampler(**{"warn_independent_sampling": False, **kw})
+
+
+def _gp_bohb(**kw: Any) -> BaseSampler:
+    return BOHBRuleGPSampler(**{"warn_independent_sampling": False, **kw})
 
 
 def _tpe(**kw: Any) -> BaseSampler:
@@ -71,13 +86,15 @@ def _experimental_ok() -> Iterator[None]:
 _FACTORIES: dict[str, tuple[Callable[..., BaseSampler], type[BaseSampler]]] = {
     "gp": (_gp, optuna.samplers.GPSampler),
     "gp_warped": (_gp_warped, HalfRankGPSampler),
+    "gp_rungs": (_gp_rungs, RungRankGPSampler),
+    "gp_bohb": (_gp_bohb, BOHBRuleGPSampler),
     "tpe": (_tpe, optuna.samplers.TPESampler),
     "random": (_random, optuna.samplers.RandomSampler),
     "qmc": (_qmc, optuna.samplers.QMCSampler),
 }
 
 SAMPLERS: tuple[str, ...] = tuple(_FACTORIES)
-DEFAULT_SAMPLER = "gp_warped"  # best mean rank at 60 and 100 trials, 4 in flight (docs/samplers.md)
+DEFAULT_SAMPLER = "gp_bohb"  # best under ASHA on real learning curves at 24 and 48 (docs/samplers.md)
 
 
 def sampler_options(name: str) -> tuple[str, ...]:

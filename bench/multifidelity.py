@@ -1,0 +1,365 @@
+"""Samplers under early stopping, replayed on real learning curves of the `tiny` space.
+
+The curves recorded by `bench/learning_curves.py` (2TA validation loss at every eval step, one per
+configuration, some configurations with extra trainer seeds) define a surrogate task:
+
+* the noise-free curve of a configuration is the inverse-distance-weighted mean of the curves of its
+  k nearest recorded configurations (each parameter scaled to [0, 1] on its own scale: log, linear or
+  integer);
+* a trial's observed curve adds seed noise: z·σ(step) with one z ~ N(0, 1) per trial (a trainer seed
+  shifts the whole curve), σ(step) the standard deviation between seeds measured on the repeated
+  configurations.
+
+Each run drives the real path: an Optuna study with rnntune's sampler (`make_sampler`) or a stock
+Optuna sampler, trials asked with the tiny space's own `SearchSpace.suggest`, intermediate values
+reported at every eval step, pruned trials told PRUNED and finished ones COMPLETE with their best
+value, exactly as `tuner.orchestration.searcher` does; early stopping is Ray Tune's ASHAScheduler
+itself, built by `tuner.orchestration.schedulers.make_scheduler` from the study's early-stopping
+policy and fed each result. 4 workers train asynchronously (one step per time unit each); the budget
+is counted in training steps of all trials. At each budget of B full trials' worth of steps the
+figure is the normalised regret of the best COMPLETE trial (by observed value) finished within it,
+measured on its noise-free final value: (f − f_min)/(f_ref − f_min), f_min the surrogate's best over
+its recorded configurations and 4000 random ones, f_ref their median.
+
+    nice -n 10 .venv/bin/python bench/multifidelity.py --jobs 2 --results runs/bench/mf.jsonl
+    .venv/bin/python bench/multifidelity.py --results runs/bench/mf.jsonl --report-only
+    .venv/bin/python bench/multifidelity.py --suggest-timing 500     # s per suggestion, 500 trials
+"""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("OMP_NUM_THREADS", "1")  # before torch loads: one thread per process
+
+import argparse
+import gzip
+import heapq
+import importlib.util
+import json
+import statistics
+import sys
+import time
+import warnings
+from collections import defaultdict
+from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import optuna
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+from tuner.early_stopping import ATTR, EarlyStopping
+from tuner.samplers import DEFAULT_SAMPLER, make_sampler
+from tuner.space import SearchSpace
+
+DATA = ROOT / "bench" / "data" / "tiny_curves.json.gz"
+BUDGETS = (24, 48, 96)
+WORKERS = 4
+K_NEAREST = 4
+
+
+def methods() -> dict[str, tuple[Callable[[int], Any], str]]:
+    """Compared methods: name -> (sampler factory taking a seed, scheduler name)."""
+    def ours(name: str) -> Callable[[int], Any]:
+        return lambda s: make_sampler(name, seed=s)
+
+    out = {
+        f"{DEFAULT_SAMPLER} + ASHA (default)": (ours(DEFAULT_SAMPLER), "asha"),
+        "random + ASHA": (lambda s: optuna.samplers.RandomSampler(seed=s), "asha"),
+        "Optuna TPE + ASHA": (lambda s: optuna.samplers.TPESampler(seed=s), "asha"),
+        "Optuna GPSampler + ASHA": (lambda s: optuna.samplers.GPSampler(seed=s), "asha"),
+        f"{DEFAULT_SAMPLER}, no early stopping": (ours(DEFAULT_SAMPLER), "none"),
+    }
+    for name in ("gp_rungs", "gp_bohb", "gp_warped"):
+        if name != DEFAULT_SAMPLER:
+            out[f"{name} + ASHA"] = (ours(name), "asha")
+    return out
+
+
+class Surrogate:
+    """Noise-free curves by k-nearest recorded configurations, plus the measured seed noise."""
+
+    def __init__(self, data: dict[str, Any]) -> None:
+        self.space: SearchSpace = SearchSpace.from_dict(data["space"])
+        self.fixed = data["settings"]
+        runs = data["runs"]
+        self.steps = sorted({int(s) for r in runs for s in r["curve"]})
+        base = [r for r in runs if r["seed"] == 0]
+        curves = np.array([[_num(r["curve"].get(str(s))) for s in self.steps] for r in base])
+        worst = np.nanmax(curves, axis=0)
+        self.n_diverged = int(np.isnan(curves).any(axis=1).sum())
+        self.curves = np.where(np.isnan(curves), worst, curves)
+        self.x = np.array([self.encode(r["params"]) for r in base])
+        by_config: dict[int, list[list[float]]] = defaultdict(list)
+        for r in runs:
+            by_config[r["config"]].append([_num(r["curve"].get(str(s))) for s in self.steps])
+        spreads = [np.nanvar(np.array(c), axis=0, ddof=1) for c in by_config.values() if len(c) > 1]
+        self.sigma = np.sqrt(np.nanmean(spreads, axis=0)) if spreads else np.zeros(len(self.steps))
+        self.n_repeated = len(spreads)
+
+    def encode(self, params: dict[str, Any]) -> np.ndarray:
+        out = []
+        for p in self.space.params:
+            v = float(params[p.name])
+            if p.scale == "log":
+                out.append((np.log(v) - np.log(p.low)) / (np.log(p.high) - np.log(p.low)))
+            else:
+                out.append((v - p.low) / (p.high - p.low))
+        return np.array(out)
+
+    def curve(self, params: dict[str, Any]) -> np.ndarray:
+        d = np.linalg.norm(self.x - self.encode(params), axis=1)
+        idx = np.argsort(d)[:K_NEAREST]
+        w = 1.0 / (d[idx] + 1e-3) ** 2
+        return (w[:, None] * self.curves[idx]).sum(axis=0) / w.sum()
+
+    def final(self, params: dict[str, Any]) -> float:
+        return float(self.curve(params).min())
+
+    def reference(self, seed: int = 12345) -> tuple[float, float]:
+        rng = np.random.default_rng(seed)
+        finals = [self.final(self._random_params(rng)) for _ in range(4000)]
+        recorded = [float(c.min()) for c in self.curves]
+        return min(finals + recorded), float(np.median(finals))
+
+    def _random_params(self, rng: np.random.Generator) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for p in self.space.params:
+            u = rng.random()
+            if p.scale == "log":
+                out[p.name] = float(np.exp(np.log(p.low) + u * (np.log(p.high) - np.log(p.low))))
+            elif p.scale == "int":
+                out[p.name] = int(rng.integers(int(p.low), int(p.high) + 1))
+            else:
+                out[p.name] = float(p.low + u * (p.high - p.low))
+        return out
+
+
+def _num(v: Any) -> float:
+    return float(v) if v is not None else np.nan
+
+
+class _RayTrial:
+    """What Ray's ASHAScheduler reads of a trial: its id."""
+
+    def __init__(self, trial_id: str) -> None:
+        self.trial_id = trial_id
+
+
+def run_one(job: dict[str, Any]) -> dict[str, Any]:
+    """One sweep replay of `job["method"]` with seed `job["seed"]`; best final at each budget."""
+    import torch
+
+    torch.set_num_threads(1)
+    from tuner.orchestration.schedulers import make_scheduler
+
+    optuna.logging.set_verbosity(optuna.logging.ERROR)
+    warnings.simplefilter("ignore")
+    sur = Surrogate(_load(job["data"]))
+    policy = EarlyStopping.parse(job["policy"])
+    factory, scheduler_name = methods()[job["method"]]
+    study = optuna.create_study(sampler=factory(job["seed"]), direction="minimize")
+    study.set_user_attr("task", dict(sur.fixed))  # what tuner.study.create_study stores
+    study.set_user_attr(ATTR, policy.model_dump())
+    scheduler = make_scheduler(scheduler_name, sur.fixed, policy)
+    scheduler.set_search_properties("val_loss", "min")
+    rng = np.random.default_rng(1000 + job["seed"])
+    every, max_steps = int(sur.fixed["eval_every"]), int(sur.fixed["max_steps"])
+    budgets = job["budgets"]
+    limit = max(budgets) * max_steps
+    used = 0  # training steps spent by all trials so far
+    events: list[tuple[int, int]] = []  # (time of next evaluation, worker)
+    live: dict[int, dict[str, Any]] = {}
+    finished: list[tuple[int, float, float]] = []  # (steps used when it finished, observed, true)
+    started: list[int] = []
+    ask_s: list[float] = []
+    ask_cpu: list[float] = []
+
+    def start(worker: int, now: int) -> None:
+        t0, c0 = time.perf_counter(), time.process_time()
+        trial = study.ask()
+        params = sur.space.suggest(trial)
+        ask_s.append(time.perf_counter() - t0)
+        ask_cpu.append(time.process_time() - c0)
+        curve = sur.curve(params) + rng.standard_normal() * sur.sigma
+        ray_trial = _RayTrial(str(trial.number))
+        scheduler.on_trial_add(None, ray_trial)
+        live[worker] = {"trial": trial, "ray": ray_trial, "curve": curve, "step": 0,
+                        "true": float(sur.curve(params).min()), "seen": []}
+        started.append(used)
+        heapq.heappush(events, (now + every, worker))
+
+    for w in range(WORKERS):
+        start(w, 0)
+    last_time = 0
+    while events:
+        now, worker = heapq.heappop(events)
+        used += (now - last_time) * len(live)
+        last_time = now
+        lt = live[worker]
+        lt["step"] += every
+        value = float(lt["curve"][sur.steps.index(lt["step"])])
+        lt["seen"].append(value)
+        lt["trial"].report(value, lt["step"])
+        result = {"step": lt["step"], "val_loss": value}
+        if lt["step"] >= max_steps:
+            scheduler.on_trial_complete(None, lt["ray"], result)
+            study.tell(lt["trial"], min(lt["seen"]))
+            finished.append((used, min(lt["seen"]), lt["true"]))
+        elif scheduler.on_trial_result(None, lt["ray"], result) == "STOP":
+            study.tell(lt["trial"], state=optuna.trial.TrialState.PRUNED)
+        else:
+            heapq.heappush(events, (now + every, worker))
+            continue
+        del live[worker]
+        if used < limit:
+            start(worker, now)
+    out = {"method": job["method"], "seed": job["seed"], "policy": job["policy"], "best_true": {},
+           "started": {}, "ask_s": float(np.mean(ask_s)),
+           "ask_cpu_s": float(np.mean(ask_cpu)), "n_trials": len(study.trials)}
+    for b in budgets:
+        done = [f for f in finished if f[0] <= b * max_steps]
+        out["best_true"][str(b)] = min(done, key=lambda f: f[1])[2] if done else None
+        out["started"][str(b)] = sum(1 for s in started if s < b * max_steps)
+    return out
+
+
+_CACHE: dict[str, Any] = {}
+
+
+def _load(path: str) -> dict[str, Any]:
+    if path not in _CACHE:
+        with gzip.open(path, "rt") as f:
+            _CACHE[path] = json.load(f)
+    return _CACHE[path]
+
+
+def report(rows: list[dict[str, Any]], sur: Surrogate, budgets: tuple[int, ...]) -> None:
+    f_min, f_ref = sur.reference()
+    print(f"surrogate: {len(sur.curves)} configurations ({sur.n_diverged} with a non-finite value), "
+          f"seed noise from {sur.n_repeated} repeated ones: sigma {np.round(sur.sigma, 4).tolist()} "
+          f"at steps {sur.steps}; f_min {f_min:.4f}, f_ref (median) {f_ref:.4f}")
+    groups: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
+    for r in rows:
+        groups[(r["method"], json.dumps(r["policy"], sort_keys=True))].append(r)
+    print(f"\n# median normalised regret of the best COMPLETE trial (noise-free final), "
+          f"[trials started], {WORKERS} in flight")
+    head = "".join(f"{f'{b} full trials':>22}" for b in budgets)
+    print(f"{'method':38} {'policy':14} seeds{head}   s/suggest (CPU s)")
+    for (method, pol), rs in sorted(groups.items()):
+        cells = []
+        for b in budgets:
+            regrets = [(r["best_true"][str(b)] - f_min) / (f_ref - f_min)
+                       if r["best_true"][str(b)] is not None else 1.0 for r in rs]
+            started = statistics.median(r["started"][str(b)] for r in rs)
+            cells.append(f"{statistics.median(regrets):>14.4f} [{started:>4.0f}]")
+        p = json.loads(pol)
+        policy = f"{p['grace_steps'] or 'default'}:{p['reduction_factor']}"
+        print(f"{method:38} {policy:14} {len(rs):>5}{''.join(c.rjust(22) for c in cells)}"
+              f"   {statistics.mean(r['ask_s'] for r in rs):.3f} ({statistics.mean(r['ask_cpu_s'] for r in rs):.3f})")
+
+
+def suggest_timing(n: int, data: str, policy: EarlyStopping, name: str) -> None:
+    """Seconds per suggestion of sampler `name` in a study of `n` finished trials (pruned at
+    the policy's rungs as ASHA would) with 3 more in flight."""
+    optuna.logging.set_verbosity(optuna.logging.ERROR)
+    warnings.simplefilter("ignore")
+    import torch
+
+    torch.set_num_threads(1)
+    sur = Surrogate(_load(data))
+    max_steps, every = int(sur.fixed["max_steps"]), int(sur.fixed["eval_every"])
+    rungs = policy.rungs(max_steps, every)
+    study = optuna.create_study(sampler=optuna.samplers.RandomSampler(seed=0))
+    study.set_user_attr("task", dict(sur.fixed))
+    study.set_user_attr(ATTR, policy.model_dump())
+    rng = np.random.default_rng(0)
+    for i in range(n):
+        trial = study.ask()
+        curve = sur.curve(sur.space.suggest(trial))
+        level = min(int(rng.geometric(1 - 1 / policy.reduction_factor)) - 1, len(rungs))
+        last = rungs[level] if level < len(rungs) else max_steps
+        for s in sur.steps:
+            if s <= last:
+                trial.report(float(curve[sur.steps.index(s)]), s)
+        if last < max_steps:
+            study.tell(trial, state=optuna.trial.TrialState.PRUNED)
+        else:
+            study.tell(trial, float(curve.min()))
+    study.sampler = make_sampler(name, seed=0)
+    pending = [study.ask() for _ in range(3)]
+    for t in pending:
+        sur.space.suggest(t)
+    times, cpu = [], []
+    for _ in range(5):
+        t0, c0 = time.perf_counter(), time.process_time()
+        trial = study.ask()
+        sur.space.suggest(trial)
+        times.append(time.perf_counter() - t0)
+        cpu.append(time.process_time() - c0)
+    states = defaultdict(int)
+    for t in study.trials:
+        states[t.state.name] += 1
+    print(f"{name}: {n} finished trials {dict(states)}: "
+          f"{statistics.median(times):.3f} s per suggestion (median of 5, max {max(times):.3f}; "
+          f"CPU time of the process {statistics.median(cpu):.3f} s), 3 to 7 trials in flight")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--data", default=str(DATA))
+    ap.add_argument("--seeds", type=int, default=10)
+    ap.add_argument("--jobs", type=int, default=1, help="processes (default 1)")
+    ap.add_argument("--methods", nargs="*", help="subset of the methods (default: all)")
+    ap.add_argument("--policy", action="append", default=None, metavar="GRACE:FACTOR",
+                    help="early-stopping policy to run (repeatable; default: the built-in one)")
+    ap.add_argument("--budgets", default=",".join(map(str, BUDGETS)),
+                    help="budgets in full trials' worth of steps (default 24,48,96)")
+    ap.add_argument("--results", type=Path, help="JSON-lines file of finished runs (resumable)")
+    ap.add_argument("--report-only", action="store_true")
+    ap.add_argument("--suggest-timing", type=int, metavar="N", help="only time suggestions at N trials")
+    ap.add_argument("--sampler", default=DEFAULT_SAMPLER, help="the sampler --suggest-timing times")
+    args = ap.parse_args()
+
+    default_policy = EarlyStopping()
+    if args.suggest_timing:
+        suggest_timing(args.suggest_timing, args.data, default_policy, args.sampler)
+        return
+    policies = [default_policy.model_dump()]
+    if args.policy:
+        policies = [EarlyStopping(grace_steps=int(g), reduction_factor=int(f)).model_dump()
+                    for g, f in (p.split(":") for p in args.policy)]
+    budgets = tuple(int(b) for b in args.budgets.split(","))
+    sur = Surrogate(_load(args.data))
+    names = args.methods or list(methods())
+    rows = []
+    if args.results and args.results.exists():
+        rows = [json.loads(line) for line in args.results.read_text().splitlines() if line.strip()]
+    if not args.report_only:
+        done = {(r["method"], r["seed"], json.dumps(r["policy"], sort_keys=True)) for r in rows}
+        jobs = [{"method": m, "seed": s, "policy": p, "data": args.data, "budgets": budgets}
+                for s in range(args.seeds) for p in policies for m in names
+                if (m, s, json.dumps(p, sort_keys=True)) not in done]
+        if importlib.util.find_spec("hpbandster") is None and importlib.util.find_spec("smac") is None:
+            print("BOHB skipped: neither hpbandster (Ray's TuneBOHB) nor smac is installed in this venv")
+        t0 = time.perf_counter()
+        sink = open(args.results, "a") if args.results else None
+        with ProcessPoolExecutor(max_workers=args.jobs) as pool:
+            for n, row in enumerate(pool.map(run_one, jobs), 1):
+                rows.append(row)
+                if sink:
+                    sink.write(json.dumps(row) + "\n")
+                    sink.flush()
+                print(f"{n}/{len(jobs)} runs ({row['method']}, seed {row['seed']}), "
+                      f"{time.perf_counter() - t0:.0f} s", flush=True)
+        if sink:
+            sink.close()
+    report([r for r in rows if all(str(b) in r["best_true"] for b in budgets)], sur, budgets)
+
+
+if __name__ == "__main__":
+    main()

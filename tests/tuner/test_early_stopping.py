@@ -1,0 +1,126 @@
+"""One early-stopping policy: stored with the study, read by the ASHA scheduler and the sampler,
+set from the CLI and the REST body, bad values named with their range."""
+
+from __future__ import annotations
+
+import httpx
+import numpy as np
+import optuna
+import pytest
+from optuna.distributions import FloatDistribution
+from optuna.trial import TrialState
+from ray.tune.schedulers import TrialScheduler
+
+from tests.tuner.api.fixtures import live_server, make_study
+from tuner.api import ApiSettings
+from tuner.cli import main
+from tuner.early_stopping import ATTR, EarlyStopping, EarlyStoppingError, study_policy
+from tuner.orchestration.schedulers import make_scheduler
+from tuner.samplers import make_sampler
+from tuner.study import StudyError, create_study
+
+TASK = {"max_steps": 200, "eval_every": 25}
+
+
+class _Trial:
+    def __init__(self, trial_id: str) -> None:
+        self.trial_id = trial_id
+
+
+def first_stop(policy: EarlyStopping) -> int:
+    """The step at which Ray's ASHA built from `policy` first stops a trial worse than 8 others."""
+    scheduler = make_scheduler("asha", TASK, policy)
+    scheduler.set_search_properties("val_loss", "min")
+    good = [_Trial(str(i)) for i in range(8)]
+    bad = _Trial("bad")
+    for t in good + [bad]:
+        scheduler.on_trial_add(None, t)
+    for step in range(25, 201, 25):
+        for i, t in enumerate(good):
+            scheduler.on_trial_result(None, t, {"step": step, "val_loss": 1.0 + 0.01 * i})
+        if scheduler.on_trial_result(None, bad, {"step": step, "val_loss": 9.0}) == TrialScheduler.STOP:
+            return step
+    return -1
+
+
+def test_rungs_on_the_eval_grid() -> None:
+    assert EarlyStopping().resolved(200, 25).grace_steps == 50
+    assert EarlyStopping().rungs(200, 25) == [50, 150]
+    assert EarlyStopping(grace_steps=60, reduction_factor=2).rungs(200, 25) == [75, 150]
+    assert EarlyStopping(grace_steps=25, reduction_factor=3).rungs(200, 25) == [25, 75]
+
+
+@pytest.mark.parametrize("policy", [EarlyStopping(), EarlyStopping(grace_steps=100, reduction_factor=2),
+                                    EarlyStopping(grace_steps=25, reduction_factor=4)])
+def test_scheduler_and_sampler_read_the_same_rungs(policy: EarlyStopping, tmp_path) -> None:
+    study = create_study("p", storage_url=f"sqlite:///{tmp_path / 'db.sqlite'}", space="tiny",
+                         n_trials=3, early_stopping=policy.model_dump())
+    stored = study_policy(study.user_attrs)
+    rungs = stored.rungs(TASK["max_steps"], TASK["eval_every"])
+    assert first_stop(stored) == rungs[0]
+    # gp_bohb models the values at these rungs: a trial with values only off the rungs is unused.
+    study.sampler = make_sampler("gp_bohb", seed=0, n_startup_trials=3)
+    space = {"x": FloatDistribution(0, 1)}
+    rng = np.random.default_rng(0)
+    for _ in range(4):
+        x = float(rng.random())
+        study.add_trial(optuna.create_trial(params={"x": x}, distributions=space, state=TrialState.PRUNED,
+                                            intermediate_values={rungs[0]: x, rungs[0] + 5: x}))
+    trials, _ = study.sampler.observations(study, space)
+    assert len(trials) == 4
+    study.set_user_attr(ATTR, EarlyStopping(grace_steps=rungs[0] + 25, reduction_factor=2).model_dump())
+    assert study.sampler.observations(study, space)[0] == []
+
+
+@pytest.mark.parametrize("raw, needle", [
+    ({"grace_steps": 0}, "grace_steps: Input should be greater than or equal to 1 (allowed: an integer >= 1"),
+    ({"reduction_factor": 1}, "reduction_factor: Input should be greater than or equal to 2 (allowed: an integer from 2 to 16)"),
+    ({"reduction_factor": 40}, "reduction_factor: Input should be less than or equal to 16"),
+    ({"grace": 5}, "grace: Extra inputs are not permitted (allowed: no such field; allowed: grace_steps, reduction_factor)"),
+])
+def test_bad_values_name_field_and_range(raw: dict, needle: str, tmp_path) -> None:
+    with pytest.raises(EarlyStoppingError) as err:
+        EarlyStopping.parse(raw)
+    assert needle in str(err.value)
+    with pytest.raises(StudyError, match="early stopping: "):
+        create_study("bad", storage_url=f"sqlite:///{tmp_path / 'db.sqlite'}", space="tiny", n_trials=3,
+                     early_stopping=raw)
+
+
+def test_grace_beyond_max_steps_is_refused(tmp_path) -> None:
+    with pytest.raises(StudyError, match=r"grace_steps must be between 1 and max_steps \(200\), not 500"):
+        create_study("bad", storage_url=f"sqlite:///{tmp_path / 'db.sqlite'}", space="tiny", n_trials=3,
+                     early_stopping={"grace_steps": 500})
+
+
+def test_cli_flags_are_checked_before_the_study_exists(tmp_path, capsys) -> None:
+    db = f"sqlite:///{tmp_path / 'db.sqlite'}"
+    assert main(["sweep", "--db", db, "--name", "x", "--grace-steps", "0"]) == 2
+    assert "grace_steps: Input should be greater than or equal to 1" in capsys.readouterr().err
+    assert main(["sweep", "--db", db, "--name", "x", "--reduction-factor", "1"]) == 2
+    assert "reduction_factor" in capsys.readouterr().err
+    assert main(["sweep", "--resume", "x", "--db", db, "--grace-steps", "50"]) == 2
+    assert "--grace-steps: not allowed with --resume" in capsys.readouterr().err
+
+
+def test_rest_body_round_trips_and_names_bad_fields(tmp_path) -> None:
+    db_url = f"sqlite:///{tmp_path / 's.db'}"
+    make_study(db_url, "fixed", tmp_path / "storage" / "fixed")
+    settings = ApiSettings(db_url=db_url, storage_root=tmp_path / "storage")
+    body = {"name": "es", "space": "tiny", "n_trials": 3, "grace_steps": 60, "reduction_factor": 2}
+    with live_server(settings) as url:
+        created = httpx.post(f"{url}/studies", json=body)
+        assert created.status_code == 201, created.text
+        assert created.json()["user_attrs"][ATTR] == {"grace_steps": 75, "reduction_factor": 2}
+        bad = httpx.post(f"{url}/studies", json={**body, "name": "es2", "reduction_factor": 1})
+        assert bad.status_code == 422
+        assert "reduction_factor" in bad.json()["detail"] and "2" in bad.json()["detail"]
+        far = httpx.post(f"{url}/studies", json={**body, "name": "es3", "grace_steps": 900})
+        assert far.status_code == 422
+        assert "grace_steps must be between 1 and max_steps (200)" in far.json()["detail"]
+
+
+def test_coarse_eval_grid_clamps_the_grace_period() -> None:
+    """eval_every above max_steps (an inline space's default grid): no rung, no error."""
+    assert EarlyStopping().resolved(30, 100).grace_steps == 30
+    assert EarlyStopping(grace_steps=20).rungs(30, 100) == []

@@ -1,0 +1,90 @@
+"""The sweep's early-stopping policy, in one place: ASHA's rungs on the task's evaluation grid.
+
+The scheduler (`tuner.orchestration.schedulers`) stops trials at these rungs and the multi-fidelity
+sampler (`tuner.samplers.rung_rank_gp`) reads the same rungs back from the study (user attr
+`early_stopping`), so what the search learns from pruned trials matches where they were pruned.
+ASHA (Li et al. 2020): at rung r = grace·η^k steps a trial continues only if it is in the best 1/η
+of the trials that reached r.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+ATTR = "early_stopping"
+# Chosen by bench/multifidelity.py on real tiny-space learning curves (docs/samplers.md).
+DEFAULT_GRACE_FRACTION = 0.25
+DEFAULT_REDUCTION_FACTOR = 3
+
+
+class EarlyStoppingError(ValueError):
+    """A bad policy value; the message names the field and its allowed range."""
+
+
+class EarlyStopping(BaseModel):
+    """ASHA's settings as a user sets them; `rungs` resolves them on a task's evaluation grid."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    grace_steps: int | None = Field(
+        None, ge=1,
+        description="steps before the first rung (rounded up to the eval grid); default a quarter of max_steps",
+    )
+    reduction_factor: int = Field(
+        DEFAULT_REDUCTION_FACTOR, ge=2, le=16,
+        description="η: a trial continues past a rung if it is in the best 1/η of the trials there",
+    )
+
+    @classmethod
+    def parse(cls, raw: Mapping[str, Any] | None) -> EarlyStopping:
+        """The policy from a stored or given dict; EarlyStoppingError names a bad field and its range."""
+        try:
+            return cls.model_validate(dict(raw or {}))
+        except ValidationError as err:
+            raise EarlyStoppingError("; ".join(_describe(e) for e in err.errors())) from None
+
+    def resolved(self, max_steps: int, eval_every: int) -> EarlyStopping:
+        """The policy with its grace period made explicit, on the grid of `eval_every` steps."""
+        if self.grace_steps is not None and self.grace_steps > max_steps:
+            raise EarlyStoppingError(
+                f"grace_steps must be between 1 and max_steps ({max_steps}), not {self.grace_steps}"
+            )
+        wanted = self.grace_steps if self.grace_steps is not None else max_steps * DEFAULT_GRACE_FRACTION
+        # On a coarse grid (eval_every near max_steps) the first comparison can be the last step.
+        grace = min(_round_up(wanted, eval_every), max_steps)
+        return self.model_copy(update={"grace_steps": grace})
+
+    def rungs(self, max_steps: int, eval_every: int) -> list[int]:
+        """The steps where trials are compared: grace·η^k below max_steps, on the eval grid."""
+        grace = self.resolved(max_steps, eval_every).grace_steps or 1
+        out, step = [], float(grace)
+        while step < max_steps:
+            out.append(_round_up(step, eval_every))
+            step *= self.reduction_factor
+        return sorted(set(out))
+
+    def describe(self, max_steps: int, eval_every: int) -> str:
+        rungs = ", ".join(str(r) for r in self.rungs(max_steps, eval_every)) or "none"
+        return (f"ASHA grace {self.resolved(max_steps, eval_every).grace_steps} steps, reduction factor "
+                f"{self.reduction_factor}, rungs at steps {rungs} of {max_steps} (eval every {eval_every})")
+
+
+def _round_up(value: float, multiple: int) -> int:
+    return max(multiple, int(math.ceil(value / multiple)) * multiple)
+
+
+def _describe(error: Mapping[str, Any]) -> str:
+    field = ".".join(str(p) for p in error.get("loc", ())) or "early_stopping"
+    ranges = {"grace_steps": "an integer >= 1 (at most max_steps)",
+              "reduction_factor": "an integer from 2 to 16"}
+    allowed = ranges.get(field, "no such field; allowed: grace_steps, reduction_factor")
+    return f"{field}: {error.get('msg')} (allowed: {allowed}), got {error.get('input')!r}"
+
+
+def study_policy(user_attrs: Mapping[str, Any]) -> EarlyStopping:
+    """The policy stored with a study (defaults for a study created before it was stored)."""
+    return EarlyStopping.parse(user_attrs.get(ATTR))
