@@ -15,8 +15,6 @@ from __future__ import annotations
 import datetime as dt
 import os
 import secrets
-import socket
-import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -29,13 +27,15 @@ from sqlalchemy.engine import make_url
 from tuner.space import SearchSpace, load_space
 
 DB_ENV = "RNNTUNE_DB_URL"
+# Set by the API for the sweeps it launches: which start of the study (tuner.lease) the driver serves.
+GENERATION_ENV = "RNNTUNE_SWEEP_GENERATION"
+# Secrets in the environment: the API never passes the tokens to a sweep, and the driver removes
+# all of them from its own environment before Ray starts (Ray's processes inherit it).
+SECRET_ENV = (DB_ENV, "RNNTUNE_API_TOKEN", "RNNTUNE_API_READ_TOKEN")
 DEFAULT_DB_PATH = Path("studies") / "rnntune.db"
 DEFAULT_STORAGE_ROOT = Path("studies")
 STATUSES = ("created", "running", "stopping", "stopped", "finished", "failed")
 SCHEDULERS = ("asha", "median", "none")
-# A running sweep refreshes its heartbeat this often; one silent for HEARTBEAT_STALE_S is dead.
-HEARTBEAT_S = 10.0
-HEARTBEAT_STALE_S = 60.0
 
 
 class StudyError(ValueError):
@@ -189,45 +189,6 @@ def set_status(study: optuna.Study, status: str) -> None:
     study.set_user_attr("status_at", _now())
 
 
-def heartbeat(study: optuna.Study) -> None:
-    """Record that this process is driving the study (checked before another process resumes it)."""
-    study.set_user_attr(
-        "driver", {"host": socket.gethostname(), "pid": os.getpid(), "heartbeat": time.time()}
-    )
-
-
-def check_not_driven(study: optuna.Study) -> None:
-    """Raise if another live sweep process drives this study.
-
-    On the same host the driver's pid is checked; from another host, a heartbeat fresher than
-    HEARTBEAT_STALE_S counts as alive.
-    """
-    attrs = study.user_attrs
-    driver = attrs.get("driver") or {}
-    if attrs.get("status") not in ("running", "stopping") or not driver:
-        return
-    if driver.get("host") == socket.gethostname():
-        pid = int(driver.get("pid", 0))
-        if pid == os.getpid() or not _pid_alive(pid):
-            return
-    age = time.time() - float(driver.get("heartbeat", 0))
-    if age < HEARTBEAT_STALE_S:
-        raise StudyError(
-            f"study {study.study_name!r} is being run by pid {driver.get('pid')} on {driver.get('host')} "
-            f"(heartbeat {age:.0f} s ago); stop that sweep first"
-        )
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def counts_towards_total(trial: FrozenTrial) -> bool:
     """Whether a trial uses up one of the study's `n_trials` (retried attempts do not)."""
     if trial.state in (TrialState.COMPLETE, TrialState.PRUNED):
@@ -250,7 +211,11 @@ def pending_retries(study: optuna.Study) -> list[FrozenTrial]:
 
 
 def fail_trial(study: optuna.Study, number: int, reason: str, *, needs_retry: bool) -> None:
-    """Mark a RUNNING trial FAIL with its reason (user attr `error`)."""
+    """Mark a RUNNING trial FAIL with its reason (user attr `error`).
+
+    For trials left RUNNING by a dead driver, known only by number: Optuna has no public way to set
+    an attr on such a trial, so this goes through the study's storage (the RDBStorage we opened).
+    """
     trial_id = study._storage.get_trial_id_from_study_id_trial_number(study._study_id, number)
     study._storage.set_trial_user_attr(trial_id, "error", reason)
     if needs_retry:

@@ -40,7 +40,7 @@ def test_created_study_runs_then_extends(tmp_path, ray_cluster):
     check_trials(study)
 
 
-def test_raising_trials_fail_with_reason_and_sweep_completes(tmp_path, ray_cluster):
+def test_sweep_whose_every_trial_fails_ends_failed_and_says_why(tmp_path, ray_cluster):
     db = f"sqlite:///{tmp_path / 'db.sqlite'}"
     empty = tmp_path / "no-ptb-here"
     empty.mkdir()
@@ -48,8 +48,10 @@ def test_raising_trials_fail_with_reason_and_sweep_completes(tmp_path, ray_clust
                  storage_path=tmp_path / "store",
                  overrides={"set": {**TINY_SETTINGS, "dataset": "ptb", "data_dir": str(empty)}})
     outcome = run_sweep("broken", db, num_cpus=2, out=io.StringIO())
-    assert (outcome.status, outcome.finished, outcome.best) == ("finished", 2, None)
+    assert (outcome.status, outcome.finished, outcome.best) == ("failed", 2, None)
+    assert outcome.error.startswith("every trial FAILed (2); first error: DataError: ")
     study = load_study("broken", db)
+    assert study.user_attrs["status"] == "failed"
     assert [t.state for t in study.trials] == [TrialState.FAIL, TrialState.FAIL]
     for t in study.trials:
         assert t.user_attrs["error"].startswith("DataError: ")

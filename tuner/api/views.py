@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from tuner.api.launcher import SweepHandle
+from tuner.api.sweeps import SweepHandle
 from tuner.api.records import StudyRow, TrialRecord
 
 FINISHED_STATES = ("COMPLETE", "PRUNED", "FAIL")

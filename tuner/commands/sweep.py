@@ -4,8 +4,13 @@ With no options it runs the embedded default: the `tiny` space on the built-in c
 2 at a time, SQLite in ./studies/rnntune.db, Ray started in-process. `--resume NAME` continues a
 study (after a crash or a stop, or one only created by the API) and `--trials M` extends it.
 
-Exit status: 0 when the study has all its trials, 130 when stopped by SIGINT/SIGTERM (resume it
-later), 1 when the sweep failed, 2 for a bad space, setting or study name.
+One process drives a study at a time (its driver lease in the study database); a stop request
+stored through the API, SIGINT or SIGTERM stop it cleanly. The database URL from $RNNTUNE_DB_URL is
+removed from the environment before Ray starts, as are the API tokens.
+
+Exit status: 0 when the study has all its trials, 130 when stopped (resume it later), 1 when the
+sweep failed (every trial FAILed, or Ray could not start), 2 for a bad space, setting or study
+name, a study another live sweep drives, or a --storage folder that belongs to another study.
 """
 
 from __future__ import annotations
@@ -13,11 +18,20 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from pathlib import Path
 
 from tuner.defaults import DEFAULT_PARALLEL, DEFAULT_SPACE, DEFAULT_TRIALS
 from tuner.search import DEFAULT_SAMPLER, SAMPLERS
 from tuner.space import SpaceError, load_space, parse_assignments, parse_set_values
-from tuner.study import DB_ENV, SCHEDULERS, StudyError, create_study, redact_url, resolve_db_url
+from tuner.study import (
+    DB_ENV,
+    GENERATION_ENV,
+    SCHEDULERS,
+    StudyError,
+    create_study,
+    redact_url,
+    resolve_db_url,
+)
 
 # Options that define a study; they cannot change when resuming it.
 STUDY_OPTIONS = ("space", "parallel", "sampler", "scheduler", "name", "seed", "range", "set")
@@ -57,13 +71,15 @@ def run(args: argparse.Namespace) -> int:
     import optuna
 
     from tuner.orchestration import run_sweep
-    from tuner.orchestration.sweep import resolve_data_dir
-    from tuner.orchestration.ray_runtime import RayStartError
+    from tuner.orchestration.ray_runtime import RayStartError, scrub_secrets
+    from tuner.orchestration.sweep import check_storage, resolve_data_dir
 
     optuna.logging.set_verbosity(optuna.logging.INFO if args.verbose else optuna.logging.WARNING)
 
+    generation = os.environ.pop(GENERATION_ENV, None)
     try:
         url = resolve_db_url(args.db)
+        scrub_secrets()  # the URL stays in this process's memory only
         if args.resume:
             given = [f"--{o}" for o in STUDY_OPTIONS if getattr(args, o) is not None]
             if given:
@@ -77,6 +93,8 @@ def run(args: argparse.Namespace) -> int:
                              "set": parse_set_values(args.set or [])}
             # Refuse a missing dataset folder before a study is created under the name.
             resolve_data_dir(space.with_overrides(fixed=(overrides or {}).get("set")))
+            if args.storage:  # refuse another study's folder before this study is created
+                check_storage(Path(args.storage).expanduser().resolve(), args.name)
             study = create_study(
                 args.name,
                 storage_url=url,
@@ -93,6 +111,7 @@ def run(args: argparse.Namespace) -> int:
         outcome = run_sweep(
             name,
             url,
+            generation=int(generation) if generation else None,
             n_trials=args.trials if args.resume else None,
             storage_path=args.storage if args.resume else None,
             ray_address=args.ray_address,
@@ -115,4 +134,6 @@ def run(args: argparse.Namespace) -> int:
     if outcome.status == "stopped":
         print(f"resume with: rnntune sweep --resume {outcome.study_name}" + (f" --db {redact_url(url)}" if args.db else ""))
         return 130
+    if outcome.error:
+        print(f"error: {outcome.error}", file=sys.stderr)
     return 0 if outcome.status == "finished" else 1

@@ -31,11 +31,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from fastapi import HTTPException
     from pydantic import ValidationError
 
-    from tuner.api import actions
-    from tuner.api.creation import create
+    from tuner.api import sweeps
     from tuner.api.models import CreateStudy
     from tuner.api.server import PortUnavailable, fail, make_server, serve, url_of
 
@@ -48,11 +46,9 @@ def run(args: argparse.Namespace) -> int:
             parallel=args.parallel,
         )
         state = app.state.rnntune
-        create(state, body)
-    except (PortUnavailable, StudyError, ValidationError) as err:
+        sweeps.create(state, body)
+    except (PortUnavailable, StudyError, ValidationError, sweeps.InvalidStudy, sweeps.SweepConflict) as err:
         return fail(str(err))
-    except HTTPException as err:
-        return fail(str(err.detail))
     server = make_server(app)
     url = url_of(sock)
 
@@ -61,7 +57,11 @@ def run(args: argparse.Namespace) -> int:
             threading.Event().wait(0.05)
         if server.should_exit:
             return
-        handle = actions.start(state, body.name)
+        try:
+            handle = sweeps.start(state, body.name)
+        except (sweeps.SweepConflict, sweeps.LaunchFailed) as err:
+            print(f"error: {err}", flush=True)
+            return
         print(
             f"study {body.name}: sweep started (pid {handle.process.pid}, log {handle.log})\n"
             f"open {url}/web/studies/{body.name}\n"
