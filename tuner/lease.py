@@ -72,14 +72,29 @@ class Lease:
 
     def state(self, now: float | None = None) -> str:
         """`live` (a driver holds it), `expired` (its driver stopped renewing: dead) or `stopped`
-        (released by a driver that ended, or never taken)."""
+        (released by a driver that ended, or never taken). A driver on this host whose pid is gone
+        has expired at once: nobody needs to wait out its lease."""
         if self.owner is None:
             return "stopped"
-        return "live" if self.expires_at >= (time.time() if now is None else now) else "expired"
+        if self.expires_at < (time.time() if now is None else now):
+            return "expired"
+        if self.host == socket.gethostname() and self.pid is not None and not _pid_alive(self.pid):
+            return "expired"
+        return "live"
 
     def describe(self) -> str:
         left = self.expires_at - time.time()
         return f"pid {self.pid} on {self.host} (lease {'expires in' if left >= 0 else 'expired'} {abs(left):.0f} s)"
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # alive, another user's
+        return True
+    return True
 
 
 def lease_engine(url: str) -> Engine:
@@ -129,12 +144,16 @@ def acquire(engine: Engine, name: str, owner: str) -> Lease | None:
     """Take the study's lease for `owner` (compare-and-set); None, and no change, if another
     driver holds it and it has not expired. Raises nothing for a held lease: the caller words it."""
     now = time.time()
+    free = sa.or_(leases.c.owner.is_(None), leases.c.owner == owner, leases.c.expires_at < now)
+    held = read(engine, name)
+    if held is not None and held.owner is not None and held.state(now) == "expired":
+        free = sa.or_(free, leases.c.owner == held.owner)  # its driver died on this host: take it from that owner only
     with engine.begin() as conn:
         _ensure_row(conn, name)
         taken = conn.execute(
             sa.update(leases)
             .where(leases.c.study_name == name)
-            .where(sa.or_(leases.c.owner.is_(None), leases.c.owner == owner, leases.c.expires_at < now))
+            .where(free)
             .values(owner=owner, host=socket.gethostname(), pid=os.getpid(), expires_at=now + LEASE_TTL_S)
         ).rowcount
     return read(engine, name) if taken == 1 else None
