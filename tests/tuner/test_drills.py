@@ -35,13 +35,17 @@ def _finished(client, name) -> dict[int, tuple]:
 
 
 def _recovered(client, name, before: dict[int, tuple], timeout_s: float = 600) -> dict:
-    """Start the sweep again through REST if it is not running, wait for the end, check the outcome."""
-    study = client.get(f"/studies/{name}").json()
-    if study["status"] not in ("running", "stopping", "finished"):
-        started = client.post(f"/studies/{name}/start")
-        assert started.status_code == 202, started.text
-    study, _ = wait_for(client, name, lambda s: s["status"] in ("finished", "failed", "stopped"), timeout_s,
-                        "the recovered sweep ending")
+    """Start the sweep again through REST whenever it is not running (at most 3 times), wait for the
+    end, and check the outcome."""
+    for _ in range(3):
+        study = client.get(f"/studies/{name}").json()
+        if study["status"] == "finished":
+            break
+        if study["status"] not in ("running", "stopping"):
+            started = client.post(f"/studies/{name}/start")
+            assert started.status_code == 202, started.text
+        study, _ = wait_for(client, name, lambda s: s["status"] not in ("running", "stopping"), timeout_s,
+                            "the recovered sweep ending")
     assert study["status"] == "finished", study
     assert study["counts"]["RUNNING"] == 0 and study["driver"]["state"] == "stopped"
     after = _finished(client, name)
@@ -203,3 +207,85 @@ def test_drill_postgres_killed_and_restarted_after_10_s(tmp_path, killable_postg
             assert time.monotonic() < deadline, "the API did not reconnect to the restarted database"
             time.sleep(1)
         _recovered(client, "pgdrill", before, timeout_s=900)
+
+
+@pytest.fixture
+def shared_ray_head(tmp_path, monkeypatch):
+    """One Ray head (2 CPUs) on free ports that every sweep joins through $RAY_ADDRESS: eight
+    embedded clusters would not fit on a small machine. Stopped through its own process group."""
+    import secrets
+    import sys
+    import tempfile
+
+    from tests.test_cluster import node_ports
+
+    root = Path(tempfile.mkdtemp(prefix="rnt-", dir="/tmp"))  # Ray's socket paths must stay short
+    port, token = free_port(), secrets.token_hex(32)
+    env = {"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": token, "RAY_USAGE_STATS_ENABLED": "0"}
+    log = root / "head.log"
+    head = subprocess.Popen(
+        [str(Path(sys.executable).parent / "ray"), "start", "--head", "--block", f"--port={port}", "--num-cpus=2",
+         "--include-dashboard=false", "--temp-dir", str(root / "ray"), "--ray-client-server-port", str(free_port()),
+         *node_ports()],
+        env={**os.environ, **env}, stdout=log.open("w"), stderr=subprocess.STDOUT, start_new_session=True,
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while "Ray runtime started" not in log.read_text():
+            assert head.poll() is None and time.monotonic() < deadline, log.read_text()
+            time.sleep(0.5)
+        for key, value in {**env, "RAY_ADDRESS": f"127.0.0.1:{port}"}.items():
+            monkeypatch.setenv(key, value)  # the API passes RAY_* on to the sweeps it launches
+        yield
+    finally:
+        for sig, wait_s in ((signal.SIGTERM, 30), (signal.SIGKILL, 10)):
+            try:
+                os.killpg(head.pid, sig)
+                head.wait(wait_s)
+                break
+            except (ProcessLookupError, subprocess.TimeoutExpired):
+                continue
+        subprocess.run(["rm", "-rf", str(root)], check=False)
+
+
+def test_drill_eight_sweeps_in_one_postgres_database_while_the_api_reads(tmp_path, postgres_url, shared_ray_head):
+    import threading
+
+    from tests.tuner.sweep_checks import check_trials
+    from tuner.study import finished_count, load_study
+
+    names = [f"many-{i}" for i in range(8)]
+    settings = ApiSettings(db_url=postgres_url, storage_root=tmp_path / "storage", api_token=TOKEN)
+    with live_server(settings) as url, httpx.Client(base_url=url, timeout=30, headers=AUTH) as client:
+        for name in names:
+            create(client, name, n_trials=2, parallel=1, max_steps=25)
+        for name in names:
+            assert client.post(f"/studies/{name}/start").status_code == 202
+        codes: list[int] = []
+        done = threading.Event()
+
+        def read_all_the_time() -> None:
+            with httpx.Client(base_url=url, timeout=30, headers=AUTH) as reader:
+                while not done.is_set():
+                    for path in ("/studies", *(f"/studies/{n}/trials" for n in names[:3])):
+                        codes.append(reader.get(path).status_code)
+
+        readers = [threading.Thread(target=read_all_the_time) for _ in range(2)]
+        for r in readers:
+            r.start()
+        try:
+            for name in names:
+                wait_for(client, name, lambda s: s["status"] in ("finished", "failed"), 900, f"{name} ending")
+        finally:
+            done.set()
+            for r in readers:
+                r.join(60)
+        assert codes and set(codes) == {200}, sorted(set(codes))
+        for name in names:
+            study = client.get(f"/studies/{name}").json()
+            assert study["status"] == "finished" and study["counts"]["RUNNING"] == 0, study
+            stored = load_study(name, postgres_url)
+            assert finished_count(stored) == 2 and len(stored.trials) == 2  # nothing lost, nothing doubled
+            check_trials(stored)
+            assert _finished(client, name) == {t.number: (t.state.name, t.value, t.params)
+                                               for t in stored.trials if t.state.name in ("COMPLETE", "PRUNED")}
