@@ -225,7 +225,7 @@ def shared_ray_head(tmp_path, monkeypatch):
     log = root / "head.log"
     head = subprocess.Popen(
         [str(Path(sys.executable).parent / "ray"), "start", "--head", "--block", f"--port={port}", "--num-cpus=2",
-         "--include-dashboard=false", "--temp-dir", str(root / "ray"), "--ray-client-server-port", str(free_port()),
+         "--include-dashboard=false", "--temp-dir", str(root / "ray"),
          *node_ports()],
         env={**os.environ, **env}, stdout=log.open("w"), stderr=subprocess.STDOUT, start_new_session=True,
     )
