@@ -259,7 +259,8 @@ def _drive(
     status, error = "failed", None
     try:
         if request.reason is None:  # a stop that came while Ray started needs no trial
-            tuner.fit()
+            with stop_on_signals(request):  # again: ray.init() replaced our SIGTERM handler with its own
+                tuner.fit()
         status = "finished" if finished_count(study) >= target else "stopped"
         if status == "finished" and (error := _all_failed(study)) is not None:
             status = "failed"
