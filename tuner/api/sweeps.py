@@ -145,7 +145,7 @@ class SweepLauncher:
         """In the background: SIGTERM the sweep if it is alive `timeout_s` after the stop request,
         SIGKILL it `KILL_AFTER_S` later."""
         handle.stop_requested = True
-        threading.Thread(target=_escalate, args=(handle, timeout_s), daemon=True).start()
+        threading.Thread(target=terminate_after, args=(handle, timeout_s), daemon=True).start()
 
     def shutdown(self, engine: Any, timeout_s: float = 60.0) -> None:
         """Stop every sweep this API launched and still runs: a stored stop, then escalation."""
@@ -154,10 +154,12 @@ class SweepLauncher:
             request_stop(engine, handle.name, "the API that launched the sweep shut down")
             handle.stop_requested = True
         for handle in handles:
-            _escalate(handle, timeout_s)
+            terminate_after(handle, timeout_s)
 
 
-def _escalate(handle: SweepHandle, timeout_s: float) -> None:
+def terminate_after(handle: SweepHandle, timeout_s: float) -> None:
+    """Wait up to `timeout_s` for the sweep to exit, then SIGTERM it, then SIGKILL it
+    `KILL_AFTER_S` later; returns once it has exited (or SIGKILL was sent and waited on)."""
     for sig, wait_s in ((None, timeout_s), (signal.SIGTERM, KILL_AFTER_S), (signal.SIGKILL, KILL_AFTER_S)):
         if sig is not None and handle.running:
             log.warning("sweep of %s ignored its stop request; sending %s", handle.name, sig.name)
