@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: setup run test test-fast system-deps bench clean
+.PHONY: setup run test test-fast lint system-deps bench clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -22,8 +22,14 @@ run: setup
 system-deps:
 	scripts/install-system-deps
 
-# Everything, end-to-end tests included (what CI runs).
-test: setup system-deps
+# Lint and format check (ruff) and type check (mypy on trainer/ and tuner/), configured in pyproject.toml.
+lint: setup
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/mypy
+
+# Everything, end-to-end tests included (what CI runs): lint, then every test.
+test: setup system-deps lint
 	RNNTUNE_REQUIRE_E2E=1 $(PY) -m pytest -m "" -q
 
 # The fast suite only (no Ray sweeps, PostgreSQL or Chromium).

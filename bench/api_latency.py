@@ -10,7 +10,7 @@
 3. Times the first (cold: the trial snapshot is built) request of each endpoint, then
    `--clients` concurrent clients each sending `--requests` requests per endpoint (warm):
    GET /studies, GET /studies/{name}/trials (random pages, sorted by objective, some filtered by
-   state), GET /studies/{name}/sensitivity; and the plot endpoint.
+   state), GET /studies/{name}/sensitivity; and the plot and importances endpoints.
 4. Times building the parallel-coordinates figure in-process for the same trials.
 
 Goal: p99 under 200 ms for the list and trials pages, under 1 s for sensitivity.
@@ -42,7 +42,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from tuner.api import plots, sensitivity  # noqa: E402
-from tuner.api.trialdb import TrialDB  # noqa: E402
+from tuner.api.reads import TrialDB  # noqa: E402
 
 NAME = "bench-10k"
 SPACE = {
@@ -218,17 +218,19 @@ def main() -> int:
         print(f"built {args.trials} trials in {time.perf_counter() - start:.1f} s (best {best:.4f}; "
               f"checked through Optuna's storage API)")
 
-        records = TrialDB(sqlalchemy.create_engine(db_url)).trials(1)
+        records = TrialDB(optuna.storages.RDBStorage(db_url)).trials(1)
         start = time.perf_counter()
-        records = TrialDB(sqlalchemy.create_engine(db_url)).trials(1)
+        records = TrialDB(optuna.storages.RDBStorage(db_url)).trials(1)
         load_s = time.perf_counter() - start
         completed = sorted((t for t in records if t.completed), key=lambda t: t.value)
+        pruned = [t for t in records if t.state == "PRUNED"]
         start = time.perf_counter()
-        near = {completed[0].number} | {t.number for t in sensitivity.neighbourhood(completed[0], completed, 0.15)}
-        plot = plots.parallel_coordinates(completed, near)
+        drawn = sensitivity.points(completed, pruned, "all")
+        near = {completed[0].number} | {t.number for t in sensitivity.neighbourhood(completed[0], drawn, 0.15)}
+        plot = plots.parallel_coordinates(drawn, near)
         plot_s = time.perf_counter() - start
         print(f"in-process: load {len(records)} trials {load_s * 1000:.0f} ms; parallel-coordinates figure "
-              f"({len(completed)} lines, {len(near)} red, {len(plot['figure']) / 1e6:.1f} MB JSON) built in "
+              f"({len(drawn)} lines, {len(near)} red, {len(plot['figure']) / 1e6:.1f} MB JSON) built in "
               f"{plot_s * 1000:.0f} ms")
 
         proc, url = _start_server(db_url, storage)
@@ -239,6 +241,8 @@ def main() -> int:
                 "sensitivity (cold: analysis + importances)": _timed_get(url, f"{base}/sensitivity"),
                 "parallel-coordinates (cold: figure built)": _timed_get(url, f"{base}/plots/parallel-coordinates"),
                 "parallel-coordinates (warm)": _timed_get(url, f"{base}/plots/parallel-coordinates"),
+                "importances (cold: bootstrap intervals)": _timed_get(url, f"{base}/importances"),
+                "importances (warm)": _timed_get(url, f"{base}/importances"),
             }
             for what, seconds in cold.items():
                 print(f"first request, {what}: {seconds * 1000:.0f} ms")

@@ -8,11 +8,12 @@ inside every checkpoint, so a checkpoint alone is enough to rebuild its model.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, model_validator
 
 Cell = Literal["lstm", "mogrifier_lstm", "rlstm", "mlstm", "tmlstm", "mgru", "tmgru"]
 Architecture = Literal["residual", "skip"]
@@ -25,8 +26,18 @@ WORD_LEVEL_DATASETS = frozenset({"ptb", "wikitext2"})
 
 
 
+# Marks a field that search spaces may tune (`tunable(...)` instead of `Field(...)`): the tuner derives
+# its hyperparameter names and types from these fields, so a new hyperparameter is one field here.
+TUNABLE = "tunable"
+
+
+def tunable(default: Any, **kwargs: Any) -> Any:
+    """A `Field` that search spaces may tune (the field's type gives the kind: float, int or Literal)."""
+    return Field(default, json_schema_extra={TUNABLE: True}, **kwargs)
+
+
 def _dropout(what: str):
-    return Field(0.0, ge=0.0, lt=1.0, description=what)
+    return tunable(0.0, ge=0.0, lt=1.0, description=what)
 
 
 class ConfigError(ValueError):
@@ -39,31 +50,31 @@ class TrainConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", validate_assignment=True)
 
     # --- tuned hyperparameters (DESIGN.md table; ranges: thesis Tables 2.4-2.6, §4.6) ---
-    learning_rate: float = Field(3e-3, gt=0.0, le=1.0, description="RAdam/Adam learning rate")
-    input_embedding_ratio: float = Field(
+    learning_rate: float = tunable(3e-3, gt=0.0, le=1.0, description="RAdam/Adam learning rate")
+    input_embedding_ratio: float = tunable(
         1.0, ge=0.0, le=8.0,
         description="embedding size = ratio x hidden size; >= 1: equal sizes, no output projection",
     )
-    l2_penalty: float = Field(1e-5, ge=0.0, lt=1.0, description="l2_penalty * sum ||w||^2 / 2")
+    l2_penalty: float = tunable(1e-5, ge=0.0, lt=1.0, description="l2_penalty * sum ||w||^2 / 2")
     input_dropout: float = _dropout("on input embeddings, a fresh mask per time step")
     inter_layer_dropout: float = _dropout("between layers of the skip architecture")
     cell_output_dropout: float = _dropout("on each cell's output in the residual architecture (§4.2)")
     state_dropout: float = _dropout("variational: one mask on h_prev per sequence and layer")
     output_dropout: float = _dropout("before the softmax, a fresh mask per time step")
-    mogrifier_rounds: int = Field(5, ge=0, le=12, description="mogrifier_lstm only; 0 = LSTM")
-    mogrifier_rank: int = Field(
+    mogrifier_rounds: int = tunable(5, ge=0, le=12, description="mogrifier_lstm only; 0 = LSTM")
+    mogrifier_rank: int = tunable(
         40, ge=-1000, le=10000, description="rank k of Q^i, R^i; k <= 0 means full rank"
     )
-    t_max: float = Field(
+    t_max: float = tunable(
         math.exp(3.0), gt=2.0, le=1e6, description="Chrono init: b_f ~ ln U(1, t_max - 1) (§4.4)"
     )
-    max_time_steps: int = Field(20, ge=1, le=10000, description="dynamic evaluation BPTT window")
-    dyneval_learning_rate: float = Field(1e-4, gt=0.0, lt=1.0)
-    dyneval_decay_rate: float = Field(1e-3, ge=0.0, lt=1.0)
-    dyneval_epsilon: float = Field(1e-5, gt=0.0, lt=1.0)
+    max_time_steps: int = tunable(20, ge=1, le=10000, description="dynamic evaluation BPTT window")
+    dyneval_learning_rate: float = tunable(1e-4, gt=0.0, lt=1.0)
+    dyneval_decay_rate: float = tunable(1e-3, ge=0.0, lt=1.0)
+    dyneval_epsilon: float = tunable(1e-5, gt=0.0, lt=1.0)
 
     # --- model and task ---
-    cell: Cell = "lstm"
+    cell: Cell = tunable("lstm", description="the recurrent cell; a space may tune it as a categorical")
     architecture: Architecture = Field(
         "residual", description="residual (thesis §4.2 eq. 1) or skip (Mogrifier paper)"
     )
@@ -148,17 +159,52 @@ def make_config(values: dict[str, Any] | None = None) -> TrainConfig:
         raise ConfigError(_describe(err)) from None
 
 
-def parse_set(assignments: list[str]) -> dict[str, Any]:
-    """Parse `name=value` strings; values are read as YAML scalars (1e-3, true, null, cuda)."""
+# Values of `name=value` that mean "unset" for a field that accepts None.
+NULL_WORDS = frozenset({"", "null", "none", "~"})
+
+
+def parse_assignment(item: str, flag: str = "--set") -> tuple[str, str]:
+    """Split one command-line `name=value` item (`--set`, `--range`) into name and raw value text."""
+    name, sep, raw = item.partition("=")
+    if not sep or not name.strip():
+        raise ConfigError(f"{flag} expects name=value, got {item!r}")
+    return name.strip(), raw.strip()
+
+
+def parse_value(name: str, raw: str) -> Any:
+    """The value of `name=raw`, typed by TrainConfig's field `name` and ready for JSON.
+
+    `null`, `none`, `~` or nothing give None where the field accepts None. Text the field's type
+    does not take (and any value of an unknown name) stays a string, so that `make_config` reports
+    the field and what it allows.
+    """
+    field = TrainConfig.model_fields.get(name)
+    if field is None:
+        return raw
+    adapter: TypeAdapter[Any] = TypeAdapter(cast(Any, field.annotation))
+    if raw.lower() in NULL_WORDS and _accepts(adapter, None):
+        return None
+    try:
+        return adapter.dump_python(adapter.validate_python(raw), mode="json")
+    except ValidationError:
+        return raw
+
+
+def _accepts(adapter: TypeAdapter[Any], value: Any) -> bool:
+    try:
+        adapter.validate_python(value)
+    except ValidationError:
+        return False
+    return True
+
+
+def parse_set(items: Iterable[str], flag: str = "--set") -> dict[str, Any]:
+    """Parse `name=value` items into settings typed by the config's fields (the one such parser:
+    `rnntune train/evaluate/sweep --set` and the tuner's remote client use it)."""
     out: dict[str, Any] = {}
-    for item in assignments:
-        name, sep, raw = item.partition("=")
-        if not sep or not name.strip():
-            raise ConfigError(f"--set expects name=value, got {item!r}")
-        try:
-            out[name.strip()] = yaml.safe_load(raw) if raw.strip() else None
-        except yaml.YAMLError as err:
-            raise ConfigError(f"--set {name}: cannot parse value {raw!r}: {err}") from None
+    for item in items:
+        name, raw = parse_assignment(item, flag)
+        out[name] = parse_value(name, raw)
     return out
 
 

@@ -7,7 +7,7 @@ import importlib
 import sys
 
 # Subcommand modules, in the order `rnntune --help` lists them.
-COMMANDS = ("up", "sweep", "train", "evaluate", "serve", "spaces")
+COMMANDS = ("up", "sweep", "finalize", "train", "evaluate", "serve", "spaces", "export")
 
 
 def build_parser() -> argparse.ArgumentParser:

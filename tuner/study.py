@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import datetime as dt
 import os
+import re
 import secrets
 from collections.abc import Mapping
 from pathlib import Path
@@ -24,7 +25,7 @@ from optuna.trial import FrozenTrial, TrialState
 from sqlalchemy import event
 from sqlalchemy.engine import make_url
 
-from tuner.space import SearchSpace, load_space
+from tuner.space import NAME_PATTERN, SearchSpace, resolve_space
 
 DB_ENV = "RNNTUNE_DB_URL"
 # Set by the API for the sweeps it launches: which start of the study (tuner.lease) the driver serves.
@@ -109,7 +110,7 @@ def create_study(
     name: str | None,
     *,
     storage_url: str,
-    space: SearchSpace | str,
+    space: SearchSpace | str | Mapping[str, Any],
     sampler: str | None = None,
     n_trials: int,
     parallel: int = 2,
@@ -120,19 +121,17 @@ def create_study(
 ) -> optuna.Study:
     """Create a new sweep's study (status `created`, no trials yet); `rnntune sweep --resume NAME` runs it.
 
-    `space` is a SearchSpace or a space name/path; `overrides` may hold `ranges` ({name: "low:high"})
-    and `set` ({setting: value}) applied on top of it. `name` None generates one. Raises
+    `space` is a SearchSpace, a space name/path or an inline space mapping; `overrides` may hold
+    `ranges` ({name: "low:high"}) and `set` ({setting: value}), applied on top of it by
+    `tuner.space.resolve_space`, which validates the whole once. `name` None generates one. Raises
     StudyExistsError if the name is taken, SpaceError for a bad space, StudyError for bad settings.
     """
     from tuner.search import DEFAULT_SAMPLER, SAMPLERS
 
-    if isinstance(space, str):
-        space = load_space(space)
-    if overrides:
-        unknown = sorted(set(overrides) - {"ranges", "set"})
-        if unknown:
-            raise StudyError(f"overrides: unknown key(s) {', '.join(unknown)}; allowed: ranges, set")
-        space = space.with_overrides(overrides.get("ranges"), overrides.get("set"))
+    unknown = sorted(set(overrides or {}) - {"ranges", "set"})
+    if unknown:
+        raise StudyError(f"overrides: unknown key(s) {', '.join(unknown)}; allowed: ranges, set")
+    space = resolve_space(space, overrides)
     sampler = sampler or DEFAULT_SAMPLER
     if sampler not in SAMPLERS:
         raise StudyError(f"sampler must be one of {', '.join(SAMPLERS)}, not {sampler!r}")
@@ -143,8 +142,10 @@ def create_study(
     if not isinstance(parallel, int) or parallel < 1:
         raise StudyError(f"parallel must be a positive integer, not {parallel!r}")
     name = name or generate_study_name(space.name)
-    if not name.strip() or len(name) > 512:
-        raise StudyError("study name must be 1-512 characters")
+    if not re.fullmatch(NAME_PATTERN, name):
+        raise StudyError(
+            f"study name {name!r} must be 1-128 letters, digits, _ . - (not starting with . or -)"
+        )
     root = Path(storage_path) if storage_path else DEFAULT_STORAGE_ROOT / name
     storage = open_storage(storage_url)
     try:

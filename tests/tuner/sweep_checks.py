@@ -7,12 +7,12 @@ from pathlib import Path
 import optuna
 from optuna.trial import TrialState
 
-from tuner.space import space_from_dict
+from tuner.space import SearchSpace
 
 
 def check_trials(study: optuna.Study) -> dict[TrialState, int]:
     """Params in range, curves, states, checkpoints; returns the count of trials per state."""
-    space = space_from_dict(study.user_attrs["space_def"])
+    space = SearchSpace.from_dict(study.user_attrs["space_def"])
     max_steps = space.fixed["max_steps"]
     every = space.fixed["eval_every"]
     states: dict[TrialState, int] = {}

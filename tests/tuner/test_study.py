@@ -129,3 +129,11 @@ def test_urls_are_redacted_and_defaulted(tmp_path, monkeypatch):
 def test_create_study_accepts_a_space_object(db):
     study = make(db, name="obj", space=load_space("tiny").with_overrides(fixed={"cell": "lstm"}))
     assert "mogrifier_rounds" not in study.user_attrs["space_def"]["params"]
+
+
+@pytest.mark.parametrize("name", ["../../zz", "a/b", ".x", "with space", "x" * 129])
+def test_study_names_are_safe_for_paths(db, name):
+    """A study name becomes a storage folder: `rnntune sweep --name ../x` must not escape it."""
+    with pytest.raises(StudyError, match="must be 1-128 letters, digits"):
+        make(db, name=name)
+    assert optuna.get_all_study_names(db) == []

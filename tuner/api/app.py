@@ -11,7 +11,7 @@ from fastapi.responses import HTMLResponse
 from fastapi.staticfiles import StaticFiles
 
 from tuner.api import errors
-from tuner.api.routes import analysis, studies, trials, web
+from tuner.api.routes import analysis, boundaries, export, finalize, studies, trials, web
 from tuner.api.settings import ApiSettings
 from tuner.api.state import ApiState
 
@@ -19,7 +19,8 @@ SWAGGER = "/static/vendor/swagger-ui"
 DESCRIPTION = """Start and inspect rnntune studies; hyperparameter sensitivity around the best trial
 (thesis Appendix 2.B); the best checkpoint as a download. When `RNNTUNE_API_TOKEN` is set, requests
 that change anything need `Authorization: Bearer <token>`; when `RNNTUNE_API_READ_TOKEN` is set,
-reads need a token too."""
+reads need a token too (and, if it is the only token, writes need it). Requests that change
+anything take JSON bodies only (at most 1 MB) and are refused from another site's `Origin`."""
 
 
 def create_app(settings: ApiSettings | None = None) -> FastAPI:
@@ -41,7 +42,7 @@ def create_app(settings: ApiSettings | None = None) -> FastAPI:
     )
     app.state.rnntune = state
     errors.install(app)
-    for module in (studies, trials, analysis, web):
+    for module in (studies, export, trials, analysis, boundaries, finalize, web):
         app.include_router(module.router)
     app.mount("/static", StaticFiles(directory=web.STATIC), name="static")
 

@@ -1,29 +1,37 @@
-"""Bearer-token checks, as FastAPI dependencies: one for reads, one for anything that changes state.
+"""Who may call the API, as FastAPI dependencies: one for reads, one for anything that changes state.
 
-The checks are `async` (no I/O) so FastAPI runs them on the event loop, not in its threadpool.
-Tokens are compared with `hmac.compare_digest` (constant time) so response timing does not leak
-how much of a guess was right. Writes accept only `RNNTUNE_API_TOKEN`; reads are open unless
-`RNNTUNE_API_READ_TOKEN` is set, and then accept either token.
+The bearer scheme is declared with FastAPI's `HTTPBearer`, so /docs has an Authorize button. Tokens
+are compared with `hmac.compare_digest` (constant time). Reads are open unless
+`RNNTUNE_API_READ_TOKEN` is set (then either token works); writes need `RNNTUNE_API_TOKEN`, or the
+read token when it is the only one set. A mutation is refused before its token is even checked when
+it could come from another site: a `Content-Type` other than JSON (an HTML form can send those
+without asking), an `Origin` other than the server's own, or a `Host` outside `allowed_hosts`
+(DNS rebinding).
 """
 
 from __future__ import annotations
 
 import hmac
+from typing import Annotated
+from urllib.parse import urlsplit
 
-from fastapi import HTTPException, Request, status
+from fastapi import Depends, HTTPException, Request, status
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+
+from tuner.api.settings import ApiSettings
+
+bearer = HTTPBearer(
+    auto_error=False,
+    description="`RNNTUNE_API_TOKEN` for changes; `RNNTUNE_API_READ_TOKEN` (or the write token) for "
+    "reads when it is set.",
+)
+Credentials = Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)]
 
 
-def _presented(request: Request) -> bytes | None:
-    header = request.headers.get("authorization", "")
-    scheme, _, token = header.partition(" ")
-    if scheme.lower() != "bearer" or not token.strip():
-        return None
-    return token.strip().encode("utf-8")
-
-
-def _matches(presented: bytes | None, *tokens: str | None) -> bool:
-    if presented is None:
+def _matches(credentials: HTTPAuthorizationCredentials | None, *tokens: str | None) -> bool:
+    if credentials is None:
         return False
+    presented = credentials.credentials.strip().encode("utf-8")
     ok = False
     for token in tokens:
         if token:
@@ -39,15 +47,40 @@ def _unauthorized(what: str) -> HTTPException:
     )
 
 
-async def require_write(request: Request) -> None:
-    settings = request.app.state.rnntune.settings
-    if settings.api_token and not _matches(_presented(request), settings.api_token):
+def _host_name(netloc: str) -> str:
+    return (urlsplit(f"//{netloc}").hostname or "").lower()
+
+
+def check_same_site(request: Request, settings: ApiSettings) -> None:
+    """403 for a foreign Origin or Host, 415 for a body that is not JSON (see the module doc)."""
+    host = request.headers.get("host", "")
+    if settings.allowed_hosts is not None and _host_name(host) not in settings.allowed_hosts:
+        raise HTTPException(
+            status.HTTP_403_FORBIDDEN,
+            f"header Host: {host!r} is not one of this server's names "
+            f"({', '.join(settings.allowed_hosts)}; set RNNTUNE_ALLOWED_HOSTS to add one)",
+        )
+    origin = request.headers.get("origin")
+    if origin is not None and urlsplit(origin).netloc.lower() != host.lower():
+        raise HTTPException(
+            status.HTTP_403_FORBIDDEN, f"header Origin: {origin!r} is another site; changes are same-origin only"
+        )
+    content_type = request.headers.get("content-type")
+    if content_type is not None and content_type.split(";")[0].strip().lower() != "application/json":
+        raise HTTPException(
+            status.HTTP_415_UNSUPPORTED_MEDIA_TYPE,
+            f"header Content-Type: {content_type!r} is not accepted; send 'application/json'",
+        )
+
+
+async def require_write(request: Request, credentials: Credentials) -> None:
+    settings: ApiSettings = request.app.state.rnntune.settings
+    check_same_site(request, settings)
+    if settings.write_token and not _matches(credentials, settings.write_token):
         raise _unauthorized("a request that changes state")
 
 
-async def require_read(request: Request) -> None:
-    settings = request.app.state.rnntune.settings
-    if settings.read_token and not _matches(
-        _presented(request), settings.read_token, settings.api_token
-    ):
+async def require_read(request: Request, credentials: Credentials) -> None:
+    settings: ApiSettings = request.app.state.rnntune.settings
+    if settings.read_token and not _matches(credentials, settings.read_token, settings.api_token):
         raise _unauthorized("reading studies")

@@ -1,8 +1,10 @@
-"""Serving a trial's checkpoint safely: only regular files inside the study's storage root.
+"""Serving a trial's checkpoint and run config safely: only regular files inside the server's roots.
 
-The path comes from the study database (trial user attr `checkpoint`), which anyone who can write
-to the database controls, so it is resolved (symlinks and `..` included) and refused unless it
-lies inside the storage root. The SHA-256 of a file is cached by (path, size, mtime).
+The paths come from the study database (trial user attr `checkpoint`), which anyone who can write to
+the database controls. So the roots come from the server's configuration alone (`--storage`,
+`$RNNTUNE_STORAGE`), never from the database, and every path is resolved (symlinks and `..`
+included) and refused unless it lies inside them. The SHA-256 of a file is cached by
+(path, size, mtime).
 """
 
 from __future__ import annotations
@@ -18,9 +20,15 @@ from typing import Any
 
 import yaml
 
+from tuner.api.settings import resolve_within
+
+# Above this many bytes the run config is not sent as a header (curl and proxies choke on big
+# headers); the `X-Trial-Config-URL` header names the endpoint that serves it.
+MAX_CONFIG_HEADER = 8192
+
 
 class CheckpointUnavailable(LookupError):
-    """The checkpoint is missing, not a regular file, or outside the storage root."""
+    """The checkpoint is missing, not a regular file, or outside the server's roots."""
 
 
 @dataclass(frozen=True)
@@ -28,30 +36,20 @@ class Checkpoint:
     path: Path
     size: int
     sha256: str
-    config: dict[str, Any]
 
 
 _digests: dict[tuple[str, int, int], str] = {}
 _digest_lock = threading.Lock()
 
 
-def _inside(path: Path, root: Path) -> bool:
-    return path == root or root in path.parents
-
-
-def resolve(raw: Any, root: Path) -> Path:
-    """The real path of `raw` if it is a regular file inside `root`; raises otherwise."""
-    if not isinstance(raw, str) or not raw or "\x00" in raw:
+def resolve(raw: Any, roots: tuple[Path, ...], base: Path) -> Path:
+    """The real path of `raw` (relative to `base`) if it is a regular file inside `roots`."""
+    if not isinstance(raw, str) or not raw:
         raise CheckpointUnavailable("the trial has no checkpoint path recorded")
-    real_root = root.resolve()
-    path = Path(raw)
-    if not path.is_absolute():
-        path = real_root / path
-    real = path.resolve()
-    if not _inside(real, real_root):
-        raise CheckpointUnavailable(
-            f"checkpoint {raw!r} is outside the study's storage root {str(real_root)!r}; refused"
-        )
+    real = resolve_within(raw, roots, base)
+    if real is None:
+        shown = ", ".join(str(r) for r in roots)
+        raise CheckpointUnavailable(f"checkpoint {raw!r} is outside the server's storage root ({shown}); refused")
     if not real.is_file():
         raise CheckpointUnavailable(f"checkpoint {raw!r} does not exist (or is not a file)")
     return real
@@ -73,43 +71,48 @@ def sha256(path: Path) -> str:
     return value
 
 
-def _config(path: Path, root: Path, fallback: dict[str, Any]) -> dict[str, Any]:
-    """The run's resolved `config.yaml` beside the checkpoint, else `fallback` (the trial params)."""
-    config_file = (path.parent / "config.yaml").resolve()
-    if _inside(config_file, root.resolve()) and config_file.is_file():
-        try:
-            loaded = yaml.safe_load(config_file.read_text())
-        except (OSError, yaml.YAMLError):
-            loaded = None
-        if isinstance(loaded, dict):
-            return loaded
-    return fallback
+def locate(raw: Any, roots: tuple[Path, ...], base: Path) -> Checkpoint:
+    path = resolve(raw, roots, base)
+    return Checkpoint(path=path, size=path.stat().st_size, sha256=sha256(path))
 
 
-def locate(raw: Any, root: Path, params: dict[str, Any]) -> Checkpoint:
-    path = resolve(raw, root)
-    return Checkpoint(
-        path=path,
-        size=path.stat().st_size,
-        sha256=sha256(path),
-        config=_config(path, root, params),
-    )
+def run_config(attrs: dict[str, Any], roots: tuple[Path, ...], base: Path, params: dict[str, Any]) -> dict[str, Any]:
+    """The run's resolved `config.yaml` (beside the checkpoint, else in the run folder) when it is
+    inside `roots`, else `params` (the trial's sampled hyperparameters)."""
+    folders = [os.path.dirname(attrs["checkpoint"]) if isinstance(attrs.get("checkpoint"), str) else None,
+               attrs.get("run_dir")]
+    for folder in folders:
+        found = resolve_within(os.path.join(folder, "config.yaml"), roots, base) if isinstance(folder, str) else None
+        if found is not None and found.is_file():
+            try:
+                loaded = yaml.safe_load(found.read_text())
+            except (OSError, yaml.YAMLError):
+                continue
+            if isinstance(loaded, dict):
+                return loaded
+    return params
 
 
-def headers(checkpoint: Checkpoint, trial_number: int, value: float) -> dict[str, str]:
-    """Download headers: SHA-256 (hex, and as an RFC 9530 Repr-Digest), config as ASCII JSON."""
+def headers(checkpoint: Checkpoint, trial_number: int, value: float, config: dict, config_url: str) -> dict[str, str]:
+    """Download headers: SHA-256 (hex, and as an RFC 9530 Repr-Digest), the run config as ASCII JSON
+    when it is small (always its URL)."""
     raw_digest = bytes.fromhex(checkpoint.sha256)
-    return {
+    found = {
         "X-Checkpoint-SHA256": checkpoint.sha256,
         "Repr-Digest": f"sha-256=:{base64.b64encode(raw_digest).decode()}:",
         "X-Trial-Number": str(trial_number),
         "X-Trial-Value": repr(float(value)),
-        "X-Trial-Config": json.dumps(checkpoint.config, ensure_ascii=True, default=str, sort_keys=True),
+        "X-Trial-Config-URL": config_url,
     }
+    text = json.dumps(config, ensure_ascii=True, default=str, sort_keys=True)
+    if len(text) <= MAX_CONFIG_HEADER:
+        found["X-Trial-Config"] = text
+    return found
 
 
 def storage_root(study_attrs: dict[str, Any], default: Path) -> Path:
-    """The study's checkpoint root (`storage_path` attr), else the server's `--storage` root."""
+    """The study's `storage_path` attr, else `default`: where the launcher runs a sweep. Never a
+    root to serve files from (that is the server's `--storage` alone)."""
     raw = study_attrs.get("storage_path")
     if isinstance(raw, str) and raw and "\x00" not in raw:
         return Path(os.path.expanduser(raw))

@@ -1,7 +1,8 @@
 """Exception handlers: every error answers JSON `{"detail": ...}` with the right 4xx/5xx code.
 
 Unknown study or trial → 404, invalid request → 422 (naming each field and what it allows),
-conflicting action → 409, study database busy or unreachable → 503. Nothing the client sends is
+conflicting action → 409, too many distinct analyses of one study version → 429, study database
+busy or unreachable → 503. Nothing the client sends is
 meant to reach the catch-all 500; the tests drive the OpenAPI schema to check that.
 """
 
@@ -16,7 +17,7 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from tuner.api.checkpoint import CheckpointUnavailable
-from tuner.api.store import StudyNotFound
+from tuner.api.reads import StudyNotFound, TooManyComputations
 from tuner.api.sweeps import InvalidStudy, LaunchFailed, SweepConflict
 
 log = logging.getLogger("rnntune.api")
@@ -50,6 +51,7 @@ PLAIN_ERRORS = (
     (SweepConflict, 409),
     (Conflict, 409),
     (InvalidStudy, 422),
+    (TooManyComputations, 429),
 )
 
 

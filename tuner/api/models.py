@@ -141,16 +141,26 @@ class TrialPage(Page):
 
 class Neighbour(BaseModel):
     number: int
-    value: float
-    delta: float = Field(description="How much worse than the best trial's objective (>= 0).")
+    state: Literal["COMPLETE", "PRUNED"]
+    step: int | None = Field(description="The step a PRUNED trial was stopped at; null for COMPLETE.")
+    value: float = Field(description="The objective (COMPLETE) or the value reported at `step` (PRUNED).")
+    delta: float | None = Field(
+        description="How much worse than the best trial at the same fidelity: its objective for a "
+        "COMPLETE trial, its value at `step` for a PRUNED one (null if the best has none there)."
+    )
     params: dict[str, Any]
 
 
 class NeighbourhoodSummary(BaseModel):
+    """`count` neighbours; the delta statistics are over the COMPLETE ones (final results)."""
+
     count: int
+    count_complete: int
+    count_pruned: int
     max_delta: float | None
     mean_delta: float | None
     median_delta: float | None
+    pruned_mean_delta: float | None = Field(description="Mean delta of PRUNED neighbours, each at its step.")
 
 
 class BestRef(BaseModel):
@@ -159,25 +169,69 @@ class BestRef(BaseModel):
     params: dict[str, Any]
 
 
+class ImportanceFidelity(BaseModel):
+    """Which trials importances rest on: all at the objective (`step` null) or at one eval step."""
+
+    step: int | None
+    kind: Literal["objective", "step"]
+    n_trials: int
+    n_complete: int
+    n_pruned: int
+    min_trials: int = Field(description="Trials the rule asks for at a fidelity (2 (d + 1)).")
+
+
 class Sensitivity(BaseModel):
-    """Thesis Appendix 2.B as data: the best trial, its neighbourhood, importances."""
+    """Thesis Appendix 2.B as data: the best COMPLETE trial, its neighbourhood, importances."""
 
     fraction: float
+    include: Literal["all", "complete"]
     n_completed: int
+    n_pruned: int = Field(description="PRUNED trials looked at (0 with include=complete).")
     best: BestRef
     windows: dict[str, dict[str, Any]]
     neighbours: list[Neighbour]
     summary: NeighbourhoodSummary
     importance_method: str
     importances: dict[str, float] | None
+    importance_fidelity: ImportanceFidelity
     importance_note: str | None
 
 
+class ParamImportance(BaseModel):
+    name: str
+    importance: float
+    ci_low: float
+    ci_high: float
+
+
+class Bootstrap(BaseModel):
+    resamples: int
+    resample_size: int = Field(description="Trials drawn per resample (m of n beyond 100).")
+    seed: int
+    confidence: float
+    resamples_used: int | None = None
+
+
+class Importances(BaseModel):
+    """Importances with bootstrap confidence intervals, most important first."""
+
+    method: str
+    include: Literal["all", "complete"]
+    fidelity: ImportanceFidelity
+    n_trials: int
+    step: int | None = Field(description="The eval step compared at; null: the COMPLETE objective.")
+    bootstrap: Bootstrap
+    importances: list[ParamImportance] | None
+    note: str | None
+
+
 class ParallelCoordinates(BaseModel):
-    """A plotly figure (`figure`: data + layout) and the trial drawn as each line."""
+    """A plotly figure (`figure`: data + layout) and, per line, its trial, state and stop step."""
 
     figure: dict[str, Any]
     trial_numbers: list[int]
+    states: list[Literal["COMPLETE", "PRUNED"]]
+    steps: list[int | None]
     neighbourhood: list[int]
 
 

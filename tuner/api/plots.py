@@ -1,8 +1,9 @@
 """The parallel-coordinates sensitivity plot of thesis Figures 2.5–2.6, built with plotly.
 
-One axis per hyperparameter that every completed trial has (log-scale ones on log10 axes with
-ticks in the hyperparameter's own units, categorical ones as indexed choices) and a last axis for
-the objective. Every completed trial is one line, coloured by objective; the best trial and its
+One axis per hyperparameter that every line has (log-scale ones on log10 axes with ticks in the
+hyperparameter's own units, categorical ones as indexed choices) and a last axis for the objective.
+Every completed trial is one line, coloured by objective; every pruned trial (unless COMPLETE only
+is asked for) a grey line at the value it reported where it was stopped; the best trial and its
 neighbourhood (see `sensitivity.neighbourhood`) are drawn in red on top, as in the thesis.
 Plotly's parcoords has neither log axes nor per-line colours, hence the hand-made ticks and the
 colour scale whose top slice is red.
@@ -13,18 +14,25 @@ from __future__ import annotations
 import html
 import json
 import math
+from collections.abc import Sequence
 from typing import Any
 
 import plotly.graph_objects as go
 import plotly.io
 
-from tuner.api.records import ParamSpec, TrialRecord
+from tuner.api.reads import ParamSpec
+from tuner.api.sensitivity import Point
 
 RED = "#d62728"
-# Objective values take [0, _OBJECTIVE_SHARE] of the colour scale, the neighbourhood's red
-# [_RED_FROM, 1]; the gap keeps the worst objectives off red where plotly quantises the scale.
-_OBJECTIVE_SHARE = 0.8
-_RED_FROM = 0.9
+PINK = "#f4a3a3"
+GREY = "#bdbdbd"
+# Slices of the colour scale: pruned trials grey [0, _GREY_TO], objectives of completed ones
+# viridis [_OBJECTIVE_FROM, _OBJECTIVE_TO], pruned neighbours pink, the neighbourhood red
+# [_RED_FROM, 1]; the gaps keep each slice off its neighbours where plotly quantises the scale.
+_GREY_TO = 0.04
+_OBJECTIVE_FROM, _OBJECTIVE_TO = 0.08, 0.78
+_PINK_FROM, _PINK_TO = 0.84, 0.88
+_RED_FROM = 0.94
 # Colour range stops at this quantile of objectives so a few diverged trials don't flatten it.
 _COLOUR_QUANTILE = 0.9
 
@@ -67,25 +75,28 @@ def _dimension(spec: ParamSpec, values: list[Any]) -> dict[str, Any]:
     return {"label": spec.name, "values": list(values), "range": [spec.low, spec.high]}
 
 
-def shared_specs(completed: list[TrialRecord]) -> list[ParamSpec]:
-    """Hyperparameters every completed trial has, in the best trial's order (conditional ones out)."""
-    if not completed:
+def shared_specs(lines: Sequence[Point]) -> list[ParamSpec]:
+    """Hyperparameters every line has, in the first (best) line's order (conditional ones out)."""
+    if not lines:
         return []
-    names = [n for n in completed[0].specs if all(n in t.params for t in completed)]
-    return [completed[0].specs[n] for n in names]
+    names = [n for n in lines[0].specs if all(n in t.params for t in lines)]
+    return [lines[0].specs[n] for n in names]
 
 
 def parallel_coordinates(
-    completed: list[TrialRecord], near: set[int], objective_label: str = "objective"
+    drawn: Sequence[Point], near: set[int], objective_label: str = "objective"
 ) -> dict[str, Any]:
-    """The figure as plotly JSON plus `trial_numbers` (line i is trial `trial_numbers[i]`).
+    """The figure as plotly JSON plus, per line i, `trial_numbers[i]`, `states[i]` and `steps[i]`
+    (the step a PRUNED line was stopped at, None for COMPLETE).
 
-    `completed` is best first; `near` holds the numbers of the neighbourhood (best included).
+    `drawn` holds the COMPLETE points best first, then any PRUNED ones; `near` holds the numbers of
+    the neighbourhood (best included). Lines are drawn pruned, completed, pruned near the best,
+    then the neighbourhood in red on top.
     """
-    lines = [t for t in completed if t.number not in near] + [t for t in completed if t.number in near]
-    objectives = [t.value for t in lines]
-    dims = [_dimension(spec, [t.params[spec.name] for t in lines]) for spec in shared_specs(lines)]
-    dims.append({"label": objective_label, "values": objectives})
+    rank = {(False, True): 0, (False, False): 1, (True, True): 2, (True, False): 3}
+    lines = sorted(drawn, key=lambda p: rank[(p.number in near, p.pruned)])  # stable: best first kept
+    dims = [_dimension(spec, [t.params[spec.name] for t in lines]) for spec in shared_specs(drawn)]
+    dims.append({"label": objective_label, "values": [t.value for t in lines]})
     colours, colorbar = _colours(lines, near)
     trace = go.Parcoords(
         dimensions=dims,
@@ -99,42 +110,58 @@ def parallel_coordinates(
         },
         labelangle=-20,
     )
+    n_pruned = sum(p.pruned for p in lines)
+    pruned_text = f" and {n_pruned} pruned (grey, at the step they were stopped)" if n_pruned else ""
     figure = go.Figure(trace)
     figure.update_layout(
-        title=f"{len(lines)} completed trials; neighbourhood of the best ({len(near)}) in red",
+        title=f"{len(lines) - n_pruned} completed trials{pruned_text}; "
+        f"neighbourhood of the best ({len(near)}) in red",
         margin={"l": 80, "r": 80, "t": 110, "b": 40},
         height=520,
     )
     return {
         "figure": plotly.io.to_json(figure, validate=False, pretty=False),
         "trial_numbers": [t.number for t in lines],
+        "states": ["PRUNED" if t.pruned else "COMPLETE" for t in lines],
+        "steps": [t.step for t in lines],
         "neighbourhood": sorted(near),
     }
 
 
 def _colour_scale() -> list[list[Any]]:
     viridis = ["#440154", "#3b528b", "#21918c", "#5ec962", "#fde725"]
-    steps = [[_OBJECTIVE_SHARE * i / (len(viridis) - 1), c] for i, c in enumerate(viridis)]
-    return steps + [[_RED_FROM, viridis[-1]], [_RED_FROM + 1e-6, RED], [1.0, RED]]
+    lo, hi = _OBJECTIVE_FROM, _OBJECTIVE_TO
+    steps = [[lo + (hi - lo) * i / (len(viridis) - 1), c] for i, c in enumerate(viridis)]
+    return [
+        [0.0, GREY], [_GREY_TO, GREY], *steps, [_PINK_FROM, PINK], [_PINK_TO, PINK],
+        [_RED_FROM, RED], [1.0, RED],
+    ]  # fmt: skip
 
 
-def _colours(lines: list[TrialRecord], near: set[int]) -> tuple[list[float], dict[str, Any]]:
-    """Objective mapped into the scale's viridis share, 1.0 (red) for the neighbourhood."""
-    values = sorted(t.value for t in lines)
+def _colours(lines: Sequence[Point], near: set[int]) -> tuple[list[float], dict[str, Any]]:
+    """Objective mapped into the scale's viridis share; red for the neighbourhood, grey for pruned
+    trials and pink for pruned ones near the best."""
+    values = sorted(t.value for t in lines if not t.pruned)
     lo = values[0] if values else 0.0
     hi = values[min(len(values) - 1, int(_COLOUR_QUANTILE * len(values)))] if values else 1.0
     span = hi - lo if hi > lo else 1.0
-    colours = [
-        1.0 if t.number in near else _OBJECTIVE_SHARE * min(1.0, (t.value - lo) / span)
-        for t in lines
-    ]
+    share = _OBJECTIVE_TO - _OBJECTIVE_FROM
+    pink, red = (_PINK_FROM + _PINK_TO) / 2, 1.0
+
+    def colour(t: Point) -> float:
+        if t.number in near:
+            return pink if t.pruned else red
+        if t.pruned:
+            return 0.0
+        return _OBJECTIVE_FROM + share * min(1.0, (t.value - lo) / span)
+
     ticks = [lo + span * i / 4 for i in range(5)]
-    colorbar = {
-        "title": {"text": "objective"},
-        "tickvals": [_OBJECTIVE_SHARE * i / 4 for i in range(5)] + [(1.0 + _RED_FROM) / 2],
-        "ticktext": [f"{v:.4g}" for v in ticks[:-1]] + [f"≥ {ticks[-1]:.4g}", "near best"],
-    }
-    return colours, colorbar
+    tickvals = [_OBJECTIVE_FROM + share * i / 4 for i in range(5)] + [(_RED_FROM + 1.0) / 2]
+    ticktext = [f"{v:.4g}" for v in ticks[:-1]] + [f"≥ {ticks[-1]:.4g}", "near best"]
+    if any(t.pruned for t in lines):
+        tickvals, ticktext = [_GREY_TO / 2, *tickvals, pink], ["pruned", *ticktext, "pruned, near best"]
+    colorbar = {"title": {"text": "objective"}, "tickvals": tickvals, "ticktext": ticktext}
+    return [colour(t) for t in lines], colorbar
 
 
 def html_page(plot: dict[str, Any], study: str, plotly_src: str) -> str:

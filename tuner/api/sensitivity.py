@@ -1,42 +1,76 @@
 """Hyperparameter sensitivity around the best trial (thesis Appendix 2.B), as plain data.
 
-The neighbourhood of the best trial is every other completed trial whose hyperparameters each lie
-within `fraction` (default 0.15) of that hyperparameter's whole tuning range from the best trial's
-value — measured on the log scale for log-scale hyperparameters, equal for categorical ones. How far
-the neighbours' objectives lie from the best says how sensitive the result is to jitter in the
-hyperparameters; importances (Optuna's PED-ANOVA) say which hyperparameters matter overall.
+The trials looked at are the COMPLETE ones at their objective and, unless the caller asks for
+COMPLETE only, the PRUNED ones at the value they reported where ASHA stopped them (their last
+evaluation step: the rung where they were compared). The neighbourhood of the best COMPLETE trial is
+every other such trial whose hyperparameters each lie within `fraction` (default 0.15) of that
+hyperparameter's whole tuning range from the best trial's value — measured on the log scale for
+log-scale hyperparameters, equal for categorical ones. How far the neighbours' values lie from the
+best's, at the same step, says how sensitive the result is to jitter in the hyperparameters;
+importances (see `importances`) say which hyperparameters matter overall.
 """
 
 from __future__ import annotations
 
 import math
 import statistics
-import warnings
+from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import lru_cache
-from typing import Any
+from typing import Any, Literal
 
-import optuna
-from optuna.distributions import (
-    BaseDistribution,
-    CategoricalDistribution,
-    FloatDistribution,
-    IntDistribution,
-)
-from optuna.study import StudyDirection
-from optuna.trial import FrozenTrial, TrialState
-
-from tuner.api.records import ParamSpec, TrialRecord
+from tuner.api import importances
+from tuner.api.reads import ParamSpec, TrialRecord
 
 DEFAULT_FRACTION = 0.15
-# Fewest completed trials PED-ANOVA is asked about: its top quantile needs two trials in it.
-MIN_TRIALS_FOR_IMPORTANCE = 4
+INCLUDE = ("all", "complete")
+Include = Literal["all", "complete"]
 # Tolerance of the window test, relative to the range: params stored as floats round-trip exactly
 # in SQLite but not always through log().
 _REL_TOL = 1e-9
-# PED-ANOVA warns on every call when a hyperparameter has few trials per regime (any young study);
-# the server's console (that of `rnntune up`) is not the place for it.
-warnings.filterwarnings("ignore", message=r"Some regimes for parameter", category=UserWarning)
+
+
+@dataclass(frozen=True)
+class Point:
+    """One trial as the sensitivity view draws it: a COMPLETE trial at its objective (`step` None)
+    or a PRUNED one at the value it last reported, at `step`."""
+
+    trial: TrialRecord
+    value: float
+    step: int | None
+
+    @property
+    def number(self) -> int:
+        return self.trial.number
+
+    @property
+    def params(self) -> dict[str, Any]:
+        return self.trial.params
+
+    @property
+    def specs(self) -> dict[str, ParamSpec]:
+        return self.trial.specs
+
+    @property
+    def pruned(self) -> bool:
+        return self.step is not None
+
+
+def stopped_at(trial: TrialRecord) -> tuple[int, float] | None:
+    """A PRUNED trial's last reported (step, value): ASHA compared it there and stopped it."""
+    finite = [(step, value) for step, value in trial.curve if value is not None and math.isfinite(value)]
+    return max(finite) if finite else None
+
+
+def points(completed: Sequence[TrialRecord], pruned: Sequence[TrialRecord], include: Include) -> list[Point]:
+    """`completed` (best first) at their objective, then, for `include="all"`, `pruned` at their
+    last reported value (a PRUNED trial that reported nothing has nothing to draw and is left out)."""
+    out = [Point(trial=t, value=float(t.value), step=None) for t in completed]  # type: ignore[arg-type]
+    if include == "all":
+        for trial in pruned:
+            last = stopped_at(trial)
+            if last is not None:
+                out.append(Point(trial=trial, value=last[1], step=last[0]))
+    return out
 
 
 @dataclass(frozen=True)
@@ -81,106 +115,71 @@ def windows(best: TrialRecord, fraction: float) -> dict[str, Window]:
     return out
 
 
-def neighbourhood(
-    best: TrialRecord, completed: list[TrialRecord], fraction: float
-) -> list[TrialRecord]:
-    """Completed trials other than the best with every hyperparameter inside its window.
-
-    A trial that lacks one of the best trial's hyperparameters (a conditional one) is outside.
+def neighbourhood(best: TrialRecord, trials: Sequence[Any], fraction: float) -> list[Any]:
+    """The `trials` (records or `Point`s) other than the best with every hyperparameter inside its
+    window. A trial that lacks one of the best trial's hyperparameters (a conditional one) is outside.
     """
     bounds = windows(best, fraction)
     return [
         trial
-        for trial in completed
+        for trial in trials
         if trial.number != best.number
         and all(name in trial.params and w.contains(trial.params[name]) for name, w in bounds.items())
     ]
 
 
-@lru_cache(maxsize=1024)
-def _distribution(spec: ParamSpec) -> BaseDistribution:
-    if spec.kind == "categorical":
-        return CategoricalDistribution(list(spec.choices))
-    if spec.kind == "int":
-        step = int(spec.step or 1)
-        return IntDistribution(int(spec.low), int(spec.high), log=spec.log, step=step)
-    return FloatDistribution(spec.low, spec.high, log=spec.log, step=spec.step)
+def _value_at(trial: TrialRecord, step: int) -> float | None:
+    found = dict(trial.curve).get(step)
+    return found if found is not None and math.isfinite(found) else None
 
 
-class _CompletedStudy:
-    """The read-only part of `optuna.Study` that Optuna's importance evaluators use (`directions`,
-    `_is_multi_objective`, `get_trials`), over trials we already hold. Copying 10,000 trials into
-    an in-memory Optuna study first takes seconds (it deep-copies every trial); this takes none.
-    Optuna is pinned (pyproject), and the sensitivity tests check the importances it returns."""
-
-    def __init__(self, trials: list[FrozenTrial], direction: str) -> None:
-        self._trials = trials
-        self.directions = [StudyDirection.MINIMIZE if direction == "minimize" else StudyDirection.MAXIMIZE]
-
-    def _is_multi_objective(self) -> bool:
-        return False
-
-    def get_trials(self, deepcopy: bool = False, states: Any = None) -> list[FrozenTrial]:
-        if states is None:
-            return list(self._trials)
-        return [t for t in self._trials if t.state in states]
+def _delta(best: TrialRecord, point: Point, sign: float) -> float | None:
+    """How much worse `point` is than the best at the same fidelity: the objective for a COMPLETE
+    trial, the best trial's own value at the step where a PRUNED one stopped (None if it has none)."""
+    if point.step is None:
+        return sign * (point.value - float(best.value))  # type: ignore[arg-type]
+    reference = _value_at(best, point.step)
+    return None if reference is None else sign * (point.value - reference)
 
 
-def _frozen(index: int, trial: TrialRecord) -> FrozenTrial:
-    return FrozenTrial(
-        number=trial.number,
-        state=TrialState.COMPLETE,
-        value=trial.value,
-        datetime_start=None,
-        datetime_complete=None,
-        params=trial.params,
-        distributions={name: _distribution(spec) for name, spec in trial.specs.items()},
-        user_attrs={},
-        system_attrs={},
-        intermediate_values={},
-        trial_id=index,
-    )
-
-
-def importances(completed: list[TrialRecord], direction: str) -> tuple[dict[str, float] | None, str | None]:
-    """PED-ANOVA importances over completed trials, normalised to sum 1; (None, reason) if unfit.
-
-    The top quantile is at least two trials (PED-ANOVA's minimum) and at most half of them.
-    """
-    n = len(completed)
-    if n < MIN_TRIALS_FOR_IMPORTANCE:
-        return None, (
-            f"importances need at least {MIN_TRIALS_FOR_IMPORTANCE} completed trials; "
-            f"the study has {n}"
-        )
-    study = _CompletedStudy([_frozen(i, t) for i, t in enumerate(completed)], direction)
-    quantile = min(0.5, max(0.1, 2.0 / n))
-    evaluator = optuna.importance.PedAnovaImportanceEvaluator(target_quantile=quantile)
-    try:
-        result = optuna.importance.get_param_importances(study, evaluator=evaluator)  # type: ignore[arg-type]
-    except (ValueError, RuntimeError, ZeroDivisionError) as err:
-        return None, f"importances could not be computed: {err}"
-    return {name: float(value) for name, value in result.items()}, None
+def _stats(deltas: list[float]) -> dict[str, float | None]:
+    return {
+        "max_delta": max(deltas) if deltas else None,
+        "mean_delta": statistics.fmean(deltas) if deltas else None,
+        "median_delta": statistics.median(deltas) if deltas else None,
+    }
 
 
 def analyse(
-    completed: list[TrialRecord], direction: str, fraction: float = DEFAULT_FRACTION
+    completed: Sequence[TrialRecord],
+    pruned: Sequence[TrialRecord],
+    direction: str,
+    fraction: float = DEFAULT_FRACTION,
+    include: Include = "all",
 ) -> dict[str, Any] | None:
     """The whole Appendix 2.B analysis as JSON-ready data; None when no trial has completed.
 
-    `completed` must be the study's completed trials, best first.
+    `completed` must be the study's COMPLETE trials with a finite objective, best first; `pruned`
+    its PRUNED trials. The summary's deltas are over COMPLETE neighbours (final results, as in the
+    thesis); `pruned_mean_delta` is over PRUNED ones, each against the best at its own step.
     """
     if not completed:
         return None
     best = completed[0]
-    near = neighbourhood(best, completed, fraction)
+    drawn = points(completed, pruned, include)
+    near = neighbourhood(best, drawn, fraction)
     sign = 1.0 if direction == "minimize" else -1.0
-    deltas = [sign * (t.value - best.value) for t in near]
-    weights, reason = importances(completed, direction)
+    deltas = [_delta(best, p, sign) for p in near]
+    fidelity = importances.choose_fidelity(completed, pruned if include == "all" else ())
+    weights, reason = importances.estimate(fidelity, direction)
     bounds = windows(best, fraction)
+    complete_deltas = [d for p, d in zip(near, deltas) if not p.pruned and d is not None]
+    pruned_deltas = [d for p, d in zip(near, deltas) if p.pruned and d is not None]
     return {
         "fraction": fraction,
+        "include": include,
         "n_completed": len(completed),
+        "n_pruned": len(drawn) - len(completed),
         "best": {"number": best.number, "value": best.value, "params": best.params},
         "windows": {
             name: {**w.spec.as_dict(), "center": w.center, "window_low": w.low, "window_high": w.high}
@@ -188,18 +187,27 @@ def analyse(
         },
         "neighbours": sorted(
             (
-                {"number": t.number, "value": t.value, "delta": d, "params": t.params}
-                for t, d in zip(near, deltas)
+                {
+                    "number": p.number,
+                    "state": "PRUNED" if p.pruned else "COMPLETE",
+                    "step": p.step,
+                    "value": p.value,
+                    "delta": d,
+                    "params": p.params,
+                }
+                for p, d in zip(near, deltas)
             ),
-            key=lambda item: (item["delta"], item["number"]),
+            key=lambda item: (item["state"], item["delta"] is None, item["delta"] or 0.0, item["number"]),
         ),
         "summary": {
             "count": len(near),
-            "max_delta": max(deltas) if deltas else None,
-            "mean_delta": statistics.fmean(deltas) if deltas else None,
-            "median_delta": statistics.median(deltas) if deltas else None,
+            "count_complete": len(near) - sum(p.pruned for p in near),
+            "count_pruned": sum(p.pruned for p in near),
+            **_stats(complete_deltas),
+            "pruned_mean_delta": statistics.fmean(pruned_deltas) if pruned_deltas else None,
         },
-        "importance_method": "ped_anova",
+        "importance_method": importances.METHOD,
         "importances": weights,
+        "importance_fidelity": fidelity.as_dict(),
         "importance_note": reason,
     }

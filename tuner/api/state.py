@@ -5,8 +5,8 @@ from __future__ import annotations
 import logging
 
 from tuner.api import sweeps
+from tuner.api.reads import StudyStore
 from tuner.api.settings import ApiSettings
-from tuner.api.store import StudyStore
 from tuner.lease import lease_engine
 
 log = logging.getLogger("rnntune.api")

@@ -2,7 +2,9 @@
 
 Reads and controls the studies of one database; set RNNTUNE_API_TOKEN to require
 `Authorization: Bearer <token>` on every request that changes anything (RNNTUNE_API_READ_TOKEN
-guards reads too). Ctrl-C stops the server and, cleanly, any sweep it started.
+guards reads too, and writes when it is the only token). Checkpoints are served only from inside
+--storage; a study may name a `data_dir` only inside a --data-root. Ctrl-C stops the server and,
+cleanly, any sweep it started.
 """
 
 from __future__ import annotations
@@ -17,7 +19,11 @@ def add_server_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--port", type=int, default=8000, help="port to listen on (default 8000)")
     p.add_argument("--db", help="SQLAlchemy URL of the study database "
                    "(default $RNNTUNE_DB_URL or sqlite:///studies/rnntune.db)")
-    p.add_argument("--storage", help="root folder of the studies' checkpoints (default ./studies)")
+    p.add_argument("--storage", help="root folder of the studies' checkpoints, the only one files are "
+                   "served from (default $RNNTUNE_STORAGE or ./studies)")
+    p.add_argument("--data-root", action="append", dest="data_roots", metavar="DIR",
+                   help="a folder that studies may take datasets from (`data_dir`); repeatable "
+                   "(default $RNNTUNE_DATA_ROOTS, paths separated by ':'; none)")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -42,7 +48,7 @@ def open_app(args: argparse.Namespace):
     from tuner.api.server import bind
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
-    settings = ApiSettings.from_env(args.db, args.storage)
+    settings = ApiSettings.from_env(args.db, args.storage, args.data_roots, args.host)
     sock = bind(args.host, args.port)
     return settings, sock, create_app(settings)
 
@@ -52,7 +58,7 @@ def run(args: argparse.Namespace) -> int:
 
     try:
         settings, sock, app = open_app(args)
-    except (PortUnavailable, StudyError) as err:
+    except (PortUnavailable, StudyError) as err:  # a SchemaMismatch of the database is a StudyError
         return fail(str(err))
     url = url_of(sock)
     print(f"rnntune API on {url}  (web view {url}/web/, docs {url}/docs)  db {redact_url(settings.db_url)}",

@@ -1,17 +1,20 @@
-"""`rnntune spaces`: list the search spaces; `rnntune spaces show NAME` prints one as a table."""
+"""`rnntune spaces`: list the search spaces; `show NAME` prints one as a table; `schema` prints the
+JSON schema of a space file."""
 
 from __future__ import annotations
 
 import argparse
 import sys
 
-from tuner.space import SearchSpace, SpaceError, list_spaces, load_space, parse_assignments, parse_set_values, space_dirs
+from trainer.config import ConfigError, parse_assignment, parse_set
+from tuner.space import SearchSpace, SpaceError, list_spaces, load_space, space_dirs
+from tuner.space.schema import json_schema_text
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "spaces",
-        help="list search spaces, or show one as a table",
+        help="list search spaces, show one as a table, or print the file format's JSON schema",
         description="List the search spaces (built-in ones and those in $RNNTUNE_SPACES_DIR), or show one.",
     )
     actions = p.add_subparsers(dest="action", metavar="ACTION")
@@ -21,6 +24,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                       help="preview a range override")
     show.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
                       help="preview a fixed-setting override")
+    actions.add_parser("schema", help="print the JSON schema of a search-space file")
     p.set_defaults(func=run)
 
 
@@ -34,9 +38,9 @@ def table(rows: list[list[str]], header: list[str]) -> str:
 
 def render_space(space: SearchSpace) -> str:
     rows = []
-    for p in space.params:
-        when = ", ".join(f"{k} in {list(v)}" if len(v) > 1 else f"{k} = {v[0]}" for k, v in p.when.items())
-        rows.append([p.name, p.scale, p.describe_range(), when or "-"])
+    for name, spec in space.params.items():
+        when = ", ".join(f"{k} in {list(v)}" if len(v) > 1 else f"{k} = {v[0]}" for k, v in spec.when.items())
+        rows.append([name, spec.scale, spec.describe_range(), when or "-"])
     out = [f"{space.name}: {space.description}".rstrip(": ")]
     if space.source:
         out.append(f"source: {space.source}")
@@ -49,10 +53,14 @@ def render_space(space: SearchSpace) -> str:
 
 def run(args: argparse.Namespace) -> int:
     try:
+        if args.action == "schema":
+            print(json_schema_text(), end="")
+            return 0
         if args.action == "show":
             space = load_space(args.space)
             if args.range or args.set:
-                space = space.with_overrides(parse_assignments(args.range, "--range"), parse_set_values(args.set))
+                ranges = dict(parse_assignment(r, "--range") for r in args.range)
+                space = space.with_overrides(ranges, parse_set(args.set))
             print(render_space(space))
             return 0
         rows = []
@@ -65,6 +73,6 @@ def run(args: argparse.Namespace) -> int:
         print(table(rows, ["space", "params", "description"]))
         print(f"\nlooked in: {', '.join(str(d) for d in space_dirs())}")
         return 0
-    except SpaceError as err:
+    except (ConfigError, SpaceError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2

@@ -22,7 +22,8 @@ from pathlib import Path
 
 from tuner.defaults import DEFAULT_PARALLEL, DEFAULT_SPACE, DEFAULT_TRIALS
 from tuner.search import DEFAULT_SAMPLER, SAMPLERS
-from tuner.space import SpaceError, load_space, parse_assignments, parse_set_values
+from trainer.config import ConfigError, parse_assignment, parse_set
+from tuner.space import SpaceError, load_space
 from tuner.study import (
     DB_ENV,
     GENERATION_ENV,
@@ -89,8 +90,8 @@ def run(args: argparse.Namespace) -> int:
             space = load_space(args.space or DEFAULT_SPACE)
             overrides = None
             if args.range or args.set:
-                overrides = {"ranges": parse_assignments(args.range or [], "--range"),
-                             "set": parse_set_values(args.set or [])}
+                overrides = {"ranges": dict(parse_assignment(r, "--range") for r in args.range or []),
+                             "set": parse_set(args.set or [])}
             # Refuse a missing dataset folder before a study is created under the name.
             resolve_data_dir(space.with_overrides(fixed=(overrides or {}).get("set")))
             if args.storage:  # refuse another study's folder before this study is created
@@ -121,7 +122,7 @@ def run(args: argparse.Namespace) -> int:
             max_retries=args.max_retries,
             verbose=args.verbose,
         )
-    except (SpaceError, StudyError) as err:
+    except (ConfigError, SpaceError, StudyError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
     except RayStartError as err:

@@ -24,7 +24,7 @@ from ray.tune.stopper import Stopper
 
 from tuner.orchestration.driver import LeaseKeeper, StopRequest, stop_on_signals
 from tuner.search import make_sampler
-from tuner.space import SearchSpace, space_from_dict
+from tuner.space import SearchSpace
 from tuner.study import (
     StudyError,
     best_trial,
@@ -185,7 +185,7 @@ def _drive(
     if storage_path is not None:
         study.set_user_attr("storage_path", str(Path(storage_path).expanduser().resolve()))
     root = Path(study.user_attrs["storage_path"])
-    space = resolve_data_dir(space_from_dict(attrs["space_def"]))
+    space = resolve_data_dir(SearchSpace.from_dict(attrs["space_def"]))
     claim_storage(root, name)
     sampler = make_sampler(attrs["sampler"], seed=attrs.get("seed"))
     study = load_study(name, storage_url, sampler=sampler)

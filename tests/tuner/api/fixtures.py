@@ -12,6 +12,7 @@ from pathlib import Path
 
 import optuna
 import uvicorn
+from fastapi import FastAPI
 from optuna.distributions import FloatDistribution, IntDistribution
 from optuna.trial import TrialState, create_trial
 
@@ -89,11 +90,18 @@ def make_study(
 @contextlib.contextmanager
 def live_server(settings: ApiSettings) -> Iterator[str]:
     """Serve `create_app(settings)` with uvicorn on 127.0.0.1 (free port, in a thread)."""
+    with live_app(create_app(settings)) as url:
+        yield url
+
+
+@contextlib.contextmanager
+def live_app(app: FastAPI) -> Iterator[str]:
+    """Serve `app` with uvicorn on 127.0.0.1 (free port, in a thread)."""
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", 0))
     port = sock.getsockname()[1]
-    config = uvicorn.Config(create_app(settings), log_level="warning", lifespan="on")
+    config = uvicorn.Config(app, log_level="warning", lifespan="on")
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()

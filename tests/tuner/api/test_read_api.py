@@ -95,7 +95,7 @@ def test_checkpoint_outside_storage_is_refused(client, study):
 
 
 def test_sensitivity_matches_hand_computed_neighbourhood(client):
-    body = client.get("/studies/fixed/sensitivity").json()
+    body = client.get("/studies/fixed/sensitivity", params={"include": "complete"}).json()
     assert body["best"]["number"] == 0 and body["fraction"] == 0.15 and body["n_completed"] == 7
     got = {n["number"]: n["delta"] for n in body["neighbours"]}
     assert got.keys() == EXPECTED_NEIGHBOURS.keys()
@@ -121,7 +121,7 @@ def test_sensitivity_fraction_is_configurable_and_validated(client):
 
 
 def test_parallel_coordinates_json_and_html(client):
-    plot = client.get("/studies/fixed/plots/parallel-coordinates").json()
+    plot = client.get("/studies/fixed/plots/parallel-coordinates", params={"include": "complete"}).json()
     trace = plot["figure"]["data"][0]
     assert trace["type"] == "parcoords"
     assert sorted(plot["trial_numbers"]) == [0, 1, 2, 3, 4, 5, 6]

@@ -51,7 +51,7 @@ def test_up_serves_the_sweep_and_keeps_serving_until_ctrl_c(tmp_path):
         assert study["status"] == "finished" and study["counts"]["COMPLETE"] + study["counts"]["PRUNED"] == 2
         assert study["space"] == "tiny"
         plot = httpx.get(f"http://127.0.0.1:{port}/studies/up-run/plots/parallel-coordinates").json()
-        assert len(plot["trial_numbers"]) == study["counts"]["COMPLETE"]
+        assert len(plot["trial_numbers"]) == study["counts"]["COMPLETE"] + study["counts"]["PRUNED"]
         proc.send_signal(signal.SIGINT)
         assert proc.wait(timeout=60) == 0
     finally:

@@ -16,7 +16,10 @@ ARGS = [
 ]  # fmt: skip
 ARTIFACTS = Path(__file__).resolve().parents[3] / "test-artifacts"
 
-pytestmark = pytest.mark.skipif(not os.path.exists(CHROMIUM), reason=f"{CHROMIUM} is not installed")
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(not os.path.exists(CHROMIUM), reason=f"{CHROMIUM} is not installed"),
+]
 
 
 @pytest.fixture(scope="module")
@@ -36,7 +39,7 @@ def _page(browser, server):
     return page, requests, errors
 
 
-def test_study_page_plots_one_line_per_completed_trial(browser, server):
+def test_study_page_plots_one_line_per_completed_and_pruned_trial(browser, server):
     page, requests, errors = _page(browser, server)
     page.goto(f"{server}/web/studies/fixed")
     page.wait_for_function("window.rnntunePlotReady === true", timeout=30_000)
@@ -46,14 +49,15 @@ def test_study_page_plots_one_line_per_completed_trial(browser, server):
                            labels: t.dimensions.map(d => d.label), colours: t.line.color}; }"""
     )
     assert trace["type"] == "parcoords"
-    assert trace["lengths"] == [7, 7, 7, 7]  # 7 COMPLETE trials; pruned, failed, running left out
+    assert trace["lengths"] == [8, 8, 8, 8]  # 7 COMPLETE trials and the PRUNED one; failed, running left out
     assert trace["labels"][0] == "learning_rate (log)" and trace["labels"][-1] == "objective"
     assert sorted(trace["colours"]).count(1.0) == 3  # the best and its two neighbours in red
+    assert "7 completed, 1 pruned" in page.locator("#pc-counts").inner_text()
     assert page.locator("#pc .parcoords .axis").count() == 4
     page.wait_for_selector("#trials tbody tr")
     assert page.locator("#trials tbody tr").count() == 10
     page.wait_for_selector("#importances .bars path")
-    assert "2 of 6 other completed trials" in page.locator("#nbhd").inner_text()
+    assert "2 completed and 1 pruned of 7 other trials" in page.locator("#nbhd").inner_text()
     ARTIFACTS.mkdir(exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / "study-page.png"), full_page=True)
     assert (ARTIFACTS / "study-page.png").stat().st_size > 10_000
@@ -142,3 +146,109 @@ def test_download_button_saves_the_best_checkpoint(browser, server):
     assert open(download.path(), "rb").read() == CHECKPOINT_BYTES
     assert not errors
     page.close()
+
+
+def test_study_page_draws_pruned_trials_and_importance_intervals(browser, tmp_path):
+    """An ASHA-shaped study (6 COMPLETE, 54 PRUNED): grey lines with their step in the hover, the
+    COMPLETE-only switch, importances with whiskers and the trials and step they rest on."""
+    from tests.tuner.api.fixtures import live_server
+    from tests.tuner.api.pruned_study import asha_study
+    from tuner.api import ApiSettings
+
+    db_url = f"sqlite:///{tmp_path / 'asha.db'}"
+    asha_study(db_url, "asha")
+    with live_server(ApiSettings(db_url=db_url, storage_root=tmp_path)) as url:
+        page, requests, errors = _page(browser, url)
+        page.goto(f"{url}/web/studies/asha")
+        page.wait_for_function("window.rnntunePlotReady === true && window.rnntuneImportancesReady === true",
+                               timeout=60_000)
+        trace = page.evaluate(
+            """() => { const t = document.getElementById('pc').data[0];
+                       return {n: t.dimensions[0].values.length, colours: t.line.color,
+                               ticks: t.line.colorbar.ticktext}; }"""
+        )
+        assert trace["n"] == 60 and trace["colours"].count(0.0) >= 50  # the pruned ones, grey
+        assert "pruned" in trace["ticks"]
+        assert "6 completed, 54 pruned" in page.locator("#pc-counts").inner_text()
+        assert page.locator("#pc").get_attribute("data-pruned") == "54"
+
+        # hover the first line drawn: a pruned trial, with the step it was stopped at
+        page.evaluate("() => document.getElementById('pc').emit('plotly_hover', {curveNumber: 0})")
+        page.wait_for_function("document.getElementById('hover-info').textContent.startsWith('trial #')")
+        assert "PRUNED at step 50" in page.locator("#hover-info").inner_text()
+
+        bars = page.evaluate(
+            """() => { const t = document.getElementById('importances').data[0];
+                       return {names: t.y, x: t.x, plus: t.error_x.array, minus: t.error_x.arrayminus}; }"""
+        )
+        assert bars["names"][-1] == "learning_rate"  # drawn bottom-up: the most important at the top
+        assert all(p >= 0 for p in bars["plus"]) and all(m >= 0 for m in bars["minus"])
+        assert any(p > 0 for p in bars["plus"] + bars["minus"])
+        page.wait_for_selector("#importances .errorbar")
+        basis = page.locator("#imp-basis").inner_text()
+        assert "21 trials (6 completed, 15 pruned) compared at step 100" in basis
+        assert "90% bootstrap interval" in basis
+        assert "pruned" in page.locator("#nbhd").inner_text()
+        ARTIFACTS.mkdir(exist_ok=True)
+        page.screenshot(path=str(ARTIFACTS / "study-page-pruned.png"), full_page=True)
+
+        page.check("#complete-only")
+        page.wait_for_function("document.getElementById('pc').data[0].dimensions[0].values.length === 6",
+                               timeout=30_000)
+        page.wait_for_function("document.getElementById('importances').dataset.step === 'objective'",
+                               timeout=60_000)
+        assert page.locator("#pc").get_attribute("data-pruned") == "0"
+        assert "6 trials (6 completed, 0 pruned) compared at their final objective" in page.locator(
+            "#imp-basis").inner_text()
+        assert "pruned" not in page.locator("#nbhd").inner_text()
+        page.screenshot(path=str(ARTIFACTS / "study-page-complete-only.png"), full_page=True)
+        assert all(u.startswith(url) for u in requests), "the page must not load anything off-server"
+        assert not errors
+        page.close()
+
+
+def test_study_page_shows_boundary_alerts_reruns_and_exports(browser, tmp_path):
+    """Best trials at the low learning-rate bound raise an alert; stored reruns fill the finalisation
+    table (mean ± sd, the winner by rerun mean marked); the CSV button downloads the trials table."""
+    from optuna.trial import TrialState
+
+    from tests.tuner.api.fixtures import live_server, make_study
+    from tuner.api import ApiSettings
+
+    trials = [({"learning_rate": 0.00101 + 0.0003 * i, "input_dropout": 0.1 * (i % 9), "mogrifier_rounds": i % 7},
+               TrialState.COMPLETE, 4.0 + 0.1 * i) for i in range(10)]
+    trials[1] = ({"learning_rate": 0.00102, "input_dropout": 0.5, "mogrifier_rounds": 3}, TrialState.COMPLETE, 4.05)
+    trials[2] = ({"learning_rate": 0.00103, "input_dropout": 0.2, "mogrifier_rounds": 1}, TrialState.COMPLETE, 4.07)
+    db_url = f"sqlite:///{tmp_path / 'extras.db'}"
+    study = make_study(db_url, "extras", tmp_path / "storage" / "extras", trials=trials)
+    study.set_user_attr("space_def", {"name": "extras", "params": {
+        "learning_rate": {"scale": "log", "low": 0.001, "high": 0.004},
+        "input_dropout": {"scale": "linear", "low": 0.0, "high": 0.9},
+        "mogrifier_rounds": {"scale": "int", "low": 0, "high": 10}}})
+    study.set_user_attr("finalize", {
+        "0": {"value": 4.0, "params": trials[0][0], "reruns": [{"seed": 1, "val_loss": 4.3}, {"seed": 2, "val_loss": 4.5}]},
+        "1": {"value": 4.05, "params": trials[1][0], "reruns": [{"seed": 1, "val_loss": 4.1}, {"seed": 2, "val_loss": 4.2}]},
+    })
+    study.set_user_attr("finalize_status", {"state": "finished"})
+    with live_server(ApiSettings(db_url=db_url, storage_root=tmp_path / "storage")) as url:
+        page, _, errors = _page(browser, url)
+        page.goto(f"{url}/web/studies/extras")
+        page.wait_for_selector("#alerts li", timeout=30_000)
+        alert = page.locator("#alerts li")
+        assert alert.count() == 1 and alert.get_attribute("data-param") == "learning_rate"
+        assert "low bound 0.001" in alert.inner_text()
+        page.wait_for_selector("#finalize tbody tr", timeout=30_000)
+        rows = page.locator("#finalize tbody tr")
+        assert rows.count() == 2
+        assert page.locator("#finalize tr.winner").get_attribute("data-trial") == "1"  # 4.15 beats 4.4
+        assert "4.150 ± 0.071" in rows.nth(0).inner_text()  # best rerun mean first
+        assert "4.400 ± 0.14" in page.locator('#finalize tr[data-trial="0"]').inner_text()
+        with page.expect_download() as download:
+            page.click("#export-csv")
+        path = download.value.path()
+        assert download.value.suggested_filename == "extras-trials.csv"
+        assert len(Path(path).read_text().strip().splitlines()) == 1 + len(trials)
+        ARTIFACTS.mkdir(exist_ok=True)
+        page.screenshot(path=str(ARTIFACTS / "study-page-alerts-reruns.png"), full_page=True)
+        assert not errors
+        page.close()

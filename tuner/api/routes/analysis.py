@@ -1,22 +1,22 @@
-"""Sensitivity around the best trial (thesis Appendix 2.B) as data and as a parallel-coordinates plot."""
+"""Sensitivity around the best trial (thesis Appendix 2.B) as data and as a parallel-coordinates plot,
+and hyperparameter importances with bootstrap confidence intervals."""
 
 from __future__ import annotations
 
 import json
 from typing import Annotated, Literal
 
-from fastapi import APIRouter, Depends, Path, Query, Request
+from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import HTMLResponse, Response
 
-from tuner.api import plots, sensitivity
+from tuner.api import importances, plots, sensitivity
 from tuner.api.auth import require_read
 from tuner.api.errors import NotFound
-from tuner.api.models import ErrorBody, ParallelCoordinates, Sensitivity
-from tuner.api.routes.common import memoised, snapshot_of
-from tuner.api.snapshot import StudySnapshot
+from tuner.api.models import Importances, ParallelCoordinates, Sensitivity
+from tuner.api.reads import StudySnapshot, TrialRecord
+from tuner.api.routes.common import STUDY, StudyName, errors, memoised, snapshot_of
 
-router = APIRouter(prefix="/studies/{name}", tags=["analysis"], dependencies=[Depends(require_read)])
-StudyName = Annotated[str, Path(max_length=512, description="The study's name.")]
+router = APIRouter(prefix=STUDY, tags=["analysis"], dependencies=[Depends(require_read)])
 Fraction = Annotated[
     float,
     Query(
@@ -26,7 +26,14 @@ Fraction = Annotated[
         "(log scale for log-scale ones).",
     ),
 ]
-ERRORS = {code: {"model": ErrorBody} for code in (401, 404, 422, 503)}
+IncludeParam = Annotated[
+    sensitivity.Include,
+    Query(
+        description="`all`: COMPLETE trials and PRUNED ones at the step where they were stopped; "
+        "`complete`: COMPLETE trials only."
+    ),
+]
+ERRORS = errors(401, 404, 422, 429, 503)
 
 
 async def _completed(request: Request, name: str) -> StudySnapshot:
@@ -36,41 +43,75 @@ async def _completed(request: Request, name: str) -> StudySnapshot:
     return snapshot
 
 
-async def _analysis(snapshot: StudySnapshot, fraction: float) -> str:
+def _trials(snapshot: StudySnapshot, include: str) -> tuple[list[TrialRecord], list[TrialRecord]]:
+    """The COMPLETE trials with a finite objective (best first) and, for `all`, the PRUNED ones."""
+    completed = [t for t in snapshot.ordered("COMPLETE", "objective") if t.completed]
+    return completed, snapshot.ordered("PRUNED", "number") if include == "all" else []
+
+
+async def _analysis(snapshot: StudySnapshot, fraction: float, include: str) -> str:
     """The analysis as JSON, validated against the `Sensitivity` model once per study version."""
 
     def build() -> str:
-        completed = [t for t in snapshot.ordered("COMPLETE", "objective") if t.completed]
-        result = sensitivity.analyse(completed, snapshot.direction, fraction)
+        completed, pruned = _trials(snapshot, include)
+        result = sensitivity.analyse(completed, pruned, snapshot.direction, fraction, include)  # type: ignore[arg-type]
         return Sensitivity.model_validate(result).model_dump_json()
 
-    return await memoised(snapshot, ("sensitivity", fraction), build)
+    return await memoised(snapshot, ("sensitivity", fraction, include), build)
 
 
-async def _plot(snapshot: StudySnapshot, fraction: float) -> dict:
+async def _importances(snapshot: StudySnapshot, include: str) -> str:
+    """Importances with bootstrap intervals as JSON, once per study version (the bootstrap is the
+    costly part: 100 PED-ANOVA runs on at most 100 trials each)."""
+
+    def build() -> str:
+        completed, pruned = _trials(snapshot, include)
+        fidelity = importances.choose_fidelity(completed, pruned)
+        result = importances.with_intervals(fidelity, snapshot.direction)
+        return Importances.model_validate({**result, "include": include}).model_dump_json()
+
+    return await memoised(snapshot, ("importances", include), build)
+
+
+async def _plot(snapshot: StudySnapshot, fraction: float, include: str) -> dict:
     def build() -> dict:
-        completed = [t for t in snapshot.ordered("COMPLETE", "objective") if t.completed]
+        completed, pruned = _trials(snapshot, include)
+        drawn = sensitivity.points(completed, pruned, include)  # type: ignore[arg-type]
         near = {completed[0].number} | {
-            t.number for t in sensitivity.neighbourhood(completed[0], completed, fraction)
+            p.number for p in sensitivity.neighbourhood(completed[0], drawn, fraction)
         }
-        plot = plots.parallel_coordinates(completed, near)
+        plot = plots.parallel_coordinates(drawn, near)
         plot["json"] = (
-            '{"figure":' + plot["figure"] + ',"trial_numbers":' + json.dumps(plot["trial_numbers"])
-            + ',"neighbourhood":' + json.dumps(plot["neighbourhood"]) + "}"
+            '{"figure":' + plot["figure"] + ","
+            + json.dumps({k: plot[k] for k in ("trial_numbers", "states", "steps", "neighbourhood")})[1:]
         )
         return plot
 
-    return await memoised(snapshot, ("plot", fraction), build)
+    return await memoised(snapshot, ("plot", fraction, include), build)
 
 
 @router.get("/sensitivity", response_model=Sensitivity, responses=ERRORS)
 async def get_sensitivity(
-    request: Request, name: StudyName, fraction: Fraction = sensitivity.DEFAULT_FRACTION
+    request: Request,
+    name: StudyName,
+    fraction: Fraction = sensitivity.DEFAULT_FRACTION,
+    include: IncludeParam = "all",
 ) -> Response:
-    """The best trial, its neighbourhood (trials with every hyperparameter within `fraction` of its
-    range from the best value) with each neighbour's objective distance from the best, and
-    PED-ANOVA importances of the hyperparameters."""
-    return Response(await _analysis(await _completed(request, name), fraction), media_type="application/json")
+    """The best COMPLETE trial, its neighbourhood (trials with every hyperparameter within
+    `fraction` of its range from the best value; PRUNED ones at the step where they were stopped
+    unless `include=complete`) with each neighbour's distance from the best at the same fidelity,
+    and PED-ANOVA importances with the fidelity and trial count they rest on."""
+    snapshot = await _completed(request, name)
+    return Response(await _analysis(snapshot, fraction, include), media_type="application/json")
+
+
+@router.get("/importances", response_model=Importances, responses=ERRORS)
+async def get_importances(request: Request, name: StudyName, include: IncludeParam = "all") -> Response:
+    """PED-ANOVA importances with bootstrap confidence intervals (fixed resamples and seed), the
+    fidelity they were computed at (the COMPLETE objective, or one eval step that every included
+    trial reached) and how many trials they rest on."""
+    snapshot = await _completed(request, name)
+    return Response(await _importances(snapshot, include), media_type="application/json")
 
 
 @router.get(
@@ -82,11 +123,13 @@ async def get_parallel_coordinates(
     request: Request,
     name: StudyName,
     fraction: Fraction = sensitivity.DEFAULT_FRACTION,
+    include: IncludeParam = "all",
     format: Annotated[Literal["json", "html"], Query(description="Plotly JSON or an HTML page.")] = "json",
 ) -> Response:
-    """Parallel coordinates of completed trials: log axes for log-scale hyperparameters, lines
-    coloured by objective, the best trial's neighbourhood in red (thesis Figures 2.5–2.6)."""
-    plot = await _plot(await _completed(request, name), fraction)
+    """Parallel coordinates: log axes for log-scale hyperparameters, completed trials coloured by
+    objective, pruned ones grey at the value where they were stopped (unless `include=complete`),
+    the best trial's neighbourhood in red (thesis Figures 2.5–2.6)."""
+    plot = await _plot(await _completed(request, name), fraction, include)
     if format == "html":
         return HTMLResponse(plots.html_page(plot, name, "/static/vendor/plotly.min.js"))
     return Response(plot["json"], media_type="application/json")

@@ -1,20 +1,32 @@
-"""Helpers of the read routes: hot reads answer on the event loop, database reads go to threads.
+"""What the routers share: the study-name path parameter, error responses, and read helpers.
 
-Why: under 16 concurrent clients the hop into FastAPI's threadpool costs more than a cached answer;
-a read that finds its study cached and fresh (see `StudyStore`) never leaves the event loop, and
-anything that may touch the database or compute for long runs in the threadpool.
+Hot reads answer on the event loop, database reads go to threads. Why: under 16 concurrent clients
+the hop into FastAPI's threadpool costs more than a cached answer; a read that finds its study
+cached and fresh (see `StudyStore`) never leaves the event loop, and anything that may touch the
+database or compute for long runs in the threadpool.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Annotated, Any
 
-from fastapi import Request
+from fastapi import HTTPException, Path, Request, status
+from fastapi.exceptions import RequestValidationError
+from pydantic import BaseModel, ValidationError
 from starlette.concurrency import run_in_threadpool
 
-from tuner.api.snapshot import StudySnapshot
+from tuner.api.models import ErrorBody
+from tuner.api.reads import StudySnapshot
 from tuner.api.state import ApiState
+
+STUDY = "/studies/{name}"
+StudyName = Annotated[str, Path(max_length=512, description="The study's name.")]
+
+
+def errors(*codes: int) -> dict[int | str, dict[str, Any]]:
+    """OpenAPI `responses` for these error codes (all answer an `ErrorBody`)."""
+    return {code: {"model": ErrorBody} for code in codes}
 
 
 def state_of(request: Request) -> ApiState:
@@ -36,3 +48,39 @@ async def memoised(snapshot: StudySnapshot, key: Any, compute: Callable[[], Any]
     if found is None:
         found = await run_in_threadpool(snapshot.memo, key, compute)
     return found
+
+
+def json_body(model: type[BaseModel]) -> dict[str, Any]:
+    """`openapi_extra` declaring `model` as the JSON body of a route that reads its body itself."""
+    schema = model.model_json_schema()
+    defs = schema.pop("$defs", {})
+
+    def inline(node: Any) -> Any:
+        if isinstance(node, dict):
+            ref = node.get("$ref", "")
+            return inline(defs[ref.rsplit("/", 1)[-1]]) if ref.startswith("#/$defs/") else {
+                k: inline(v) for k, v in node.items()}
+        return [inline(v) for v in node] if isinstance(node, list) else node
+
+    return {"requestBody": {"required": True, "content": {"application/json": {"schema": inline(schema)}}}}
+
+
+async def read_json(request: Request, model: type[BaseModel]) -> Any:
+    """The body as `model`, read only now (after the route's auth dependencies ran) and refused past
+    `max_body_bytes` (413) without reading further; invalid JSON or fields are a 422 per field."""
+    limit = state_of(request).settings.max_body_bytes
+    too_large = HTTPException(status.HTTP_413_CONTENT_TOO_LARGE, f"body: larger than {limit} bytes")
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > limit:
+        raise too_large
+    body = bytearray()
+    async for chunk in request.stream():
+        body += chunk
+        if len(body) > limit:
+            raise too_large
+    try:
+        return model.model_validate_json(bytes(body))
+    except ValidationError as err:
+        raise RequestValidationError(
+            [{**e, "loc": ("body", *e["loc"])} for e in err.errors(include_url=False)]
+        ) from None

@@ -2,21 +2,23 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated
 
-from fastapi import APIRouter, Depends, Path, Query, Request, status
+from fastapi import APIRouter, Depends, HTTPException, Query, Request, status
 from starlette.concurrency import run_in_threadpool
 
-from tuner.api import sweeps, views
+from tuner.api import serializers, sweeps
 from tuner.api.auth import require_read, require_write
 from tuner.api.checkpoint import storage_root
-from tuner.api.models import Action, CreateStudy, ErrorBody, StudyDetail, StudyPage
+from tuner.api.models import Action, CreateStudy, StudyDetail, StudyPage
+from tuner.api.routes.common import StudyName, errors, json_body, read_json
+from tuner.api.settings import ApiSettings, resolve_within
 from tuner.api.state import ApiState
 from tuner.lease import read, read_all
 
 router = APIRouter(prefix="/studies", tags=["studies"])
-StudyName = Annotated[str, Path(max_length=512, description="The study's name.")]
-ERRORS = {code: {"model": ErrorBody} for code in (401, 404, 409, 422, 503)}
+ERRORS = errors(401, 403, 404, 409, 413, 415, 422, 503)
 
 
 def _state(request: Request) -> ApiState:
@@ -45,7 +47,7 @@ async def list_studies(
 def _summary(state: ApiState, row, lease) -> dict:
     """The row's summary with its true status: from the driver lease (tuner.api.sweeps)."""
     handle = state.launcher.get(row.name)
-    return {**views.study_summary(row, handle), "status": sweeps.study_status(row.status, lease, handle)}
+    return {**serializers.study_summary(row, handle), "status": sweeps.study_status(row.status, lease, handle)}
 
 
 def detail(state: ApiState, name: str) -> dict:
@@ -54,16 +56,34 @@ def detail(state: ApiState, name: str) -> dict:
     best = snapshot.best
     lease = read(state.leases, name)
     summary = _summary(state, row, lease)
-    summary["best_value"] = views.finite(best.value) if best else None
+    summary["best_value"] = serializers.finite(best.value) if best else None
     handle = state.launcher.get(name)
     return {
         **summary,
         "storage_path": str(storage_root(row.user_attrs, state.settings.storage_root / name)),
-        "user_attrs": views.clean(row.user_attrs),
-        "best_trial": views.trial_summary(best) if best else None,
+        "user_attrs": serializers.clean(row.user_attrs),
+        "best_trial": serializers.trial_summary(best) if best else None,
         "process": handle.as_dict() if handle else None,
         "driver": sweeps.driver_info(lease),
     }
+
+
+def check_data_dirs(body: CreateStudy, settings: ApiSettings) -> None:
+    """422 unless every `data_dir` the request names lies inside the server's data roots. The
+    answer is the same whether or not the path exists, so it cannot probe the server's files."""
+    space = body.space if isinstance(body.space, dict) else {}
+    fixed = space.get("fixed")
+    fixed = fixed if isinstance(fixed, dict) else {}
+    named = {"body.overrides.set.data_dir": body.overrides.set.get("data_dir"),
+             "body.space.fixed.data_dir": fixed.get("data_dir")}
+    for field, raw in named.items():
+        if raw is not None and resolve_within(raw, settings.data_roots, Path.cwd()) is None:
+            roots = ", ".join(str(r) for r in settings.data_roots) or "none configured"
+            raise HTTPException(
+                status.HTTP_422_UNPROCESSABLE_CONTENT,
+                f"{field}: must be a folder inside the server's data roots ({roots}; set them with "
+                f"--data-root or RNNTUNE_DATA_ROOTS)",
+            )
 
 
 @router.post(
@@ -72,12 +92,15 @@ def detail(state: ApiState, name: str) -> dict:
     status_code=status.HTTP_201_CREATED,
     dependencies=[Depends(require_write)],
     responses=ERRORS,
+    openapi_extra=json_body(CreateStudy),
 )
-def create_study(request: Request, body: CreateStudy) -> dict:
+async def create_study(request: Request) -> dict:
     """Create a study from a search space (name or inline), sampler, trial count and overrides."""
+    body: CreateStudy = await read_json(request, CreateStudy)
     state = _state(request)
-    sweeps.create(state, body)
-    return detail(state, body.name)
+    check_data_dirs(body, state.settings)
+    await run_in_threadpool(sweeps.create, state, body)
+    return await run_in_threadpool(detail, state, body.name)
 
 
 @router.get("/{name}", response_model=StudyDetail, dependencies=[Depends(require_read)], responses=ERRORS)

@@ -1,25 +1,24 @@
-"""Trials of a study: pages (filter by state, sort by objective), one trial, the best one, and the
-best trial's checkpoint as a download."""
+"""Trials of a study: pages (filter by state, sort by objective), one trial and its run config, the
+best one, and the best trial's checkpoint as a download."""
 
 from __future__ import annotations
 
 import json
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Depends, Path, Query, Request
 from fastapi.responses import FileResponse, Response
 
-from tuner.api import checkpoint, views
+from tuner.api import checkpoint, serializers
 from tuner.api.auth import require_read
 from tuner.api.errors import NotFound
-from tuner.api.models import ErrorBody, TrialDetail, TrialPage, TrialState
-from tuner.api.snapshot import SORT_KEYS, StudySnapshot
-from tuner.api.records import TrialRecord
-from tuner.api.routes.common import snapshot_of, state_of
+from tuner.api.models import TrialDetail, TrialPage, TrialState
+from tuner.api.reads import SORT_KEYS, StudySnapshot, TrialRecord
+from tuner.api.routes.common import STUDY, StudyName, errors, snapshot_of, state_of
 
-router = APIRouter(prefix="/studies/{name}", tags=["trials"], dependencies=[Depends(require_read)])
-StudyName = Annotated[str, Path(max_length=512, description="The study's name.")]
-ERRORS = {code: {"model": ErrorBody} for code in (401, 404, 422, 503)}
+router = APIRouter(prefix=STUDY, tags=["trials"], dependencies=[Depends(require_read)])
+ERRORS = errors(401, 404, 422, 503)
+TrialNumber = Annotated[int, Path(ge=0, le=2**62, description="The trial's number in its study.")]
 SortKey = Literal[SORT_KEYS]  # type: ignore[valid-type]
 
 
@@ -38,7 +37,7 @@ async def list_trials(
     snapshot = await snapshot_of(request, name)
     chosen = snapshot.ordered(state, sort)
     items = ",".join(
-        snapshot.summary_json(t, lambda t: json.dumps(views.trial_summary(t)))
+        snapshot.summary_json(t, lambda t: json.dumps(serializers.trial_summary(t)))
         for t in chosen[offset : offset + limit]
     )
     head = json.dumps({"total": len(chosen), "offset": offset, "limit": limit})[:-1]
@@ -46,15 +45,30 @@ async def list_trials(
 
 
 @router.get("/trials/{number}", response_model=TrialDetail, responses=ERRORS)
-async def get_trial(
-    request: Request, name: StudyName, number: Annotated[int, Path(ge=0, le=2**62)]
-) -> dict:
+async def get_trial(request: Request, name: StudyName, number: TrialNumber) -> dict:
     """One trial with its distributions, learning curve (step → objective) and all user attrs."""
-    snapshot = await snapshot_of(request, name)
+    return serializers.trial_detail(_trial(await snapshot_of(request, name), name, number))
+
+
+def _trial(snapshot: StudySnapshot, name: str, number: int) -> TrialRecord:
     trial = snapshot.by_number.get(number)
     if trial is None:
         raise NotFound(f"study {name!r} has no trial number {number}")
-    return views.trial_detail(trial)
+    return trial
+
+
+def _config(request: Request, name: str, trial: TrialRecord) -> dict:
+    settings = state_of(request).settings
+    roots = (settings.storage_root,)
+    return checkpoint.run_config(trial.user_attrs, roots, settings.storage_root / name, trial.params)
+
+
+@router.get("/trials/{number}/config", response_model=dict[str, Any], responses=ERRORS)
+def get_trial_config(request: Request, name: StudyName, number: TrialNumber) -> dict:
+    """The trial's resolved run config (its `config.yaml`), else its sampled hyperparameters."""
+    state = state_of(request)
+    trial = _trial(state.store.snapshot(state.store.row(name)), name, number)
+    return serializers.clean(_config(request, name, trial))
 
 
 def _best(snapshot: StudySnapshot, name: str) -> TrialRecord:
@@ -67,7 +81,7 @@ def _best(snapshot: StudySnapshot, name: str) -> TrialRecord:
 @router.get("/best", response_model=TrialDetail, responses=ERRORS)
 async def get_best(request: Request, name: StudyName) -> dict:
     """The completed trial with the best objective."""
-    return views.trial_detail(_best(await snapshot_of(request, name), name))
+    return serializers.trial_detail(_best(await snapshot_of(request, name), name))
 
 
 @router.get(
@@ -78,18 +92,19 @@ async def get_best(request: Request, name: StudyName) -> dict:
 def get_best_checkpoint(request: Request, name: StudyName) -> FileResponse:
     """The best trial's checkpoint file (load it with `trainer.load_checkpoint`).
 
-    Headers: `X-Checkpoint-SHA256` (and `Repr-Digest`), `X-Trial-Number`, `X-Trial-Value` and
-    `X-Trial-Config` (the run's resolved config as JSON). Only files inside the study's storage
-    root are ever served.
+    Headers: `X-Checkpoint-SHA256` (and `Repr-Digest`), `X-Trial-Number`, `X-Trial-Value`,
+    `X-Trial-Config-URL` (the run's resolved config) and, when that config is under 8 kB,
+    `X-Trial-Config` (the config itself as JSON). Only files inside the server's storage root
+    (`--storage`) are ever served.
     """
     state = state_of(request)
-    row = state.store.row(name)
-    best = _best(state.store.snapshot(row), name)
-    root = checkpoint.storage_root(row.user_attrs, state.settings.storage_root / name)
-    found = checkpoint.locate(best.user_attrs.get("checkpoint"), root, best.params)
+    best = _best(state.store.snapshot(state.store.row(name)), name)
+    settings = state.settings
+    found = checkpoint.locate(best.user_attrs.get("checkpoint"), (settings.storage_root,), settings.storage_root / name)
+    config_url = str(request.url_for("get_trial_config", name=name, number=best.number).path)
     return FileResponse(
         found.path,
         media_type="application/octet-stream",
         filename=f"{name}-trial{best.number}-{found.path.name}",
-        headers=checkpoint.headers(found, best.number, best.value),
+        headers=checkpoint.headers(found, best.number, best.value, _config(request, name, best), config_url),
     )

@@ -1,4 +1,5 @@
-// The study page: facts, the Appendix 2.B parallel-coordinates plot (brushing and hover), importances,
+// The study page: facts, the Appendix 2.B parallel-coordinates plot (brushing and hover; pruned trials
+// grey at the step where they were stopped, or COMPLETE only), importances with bootstrap whiskers,
 // learning curves of the best trials, the trial table and the best-checkpoint download. While the
 // sweep runs it polls the study every 5 s and redraws what changed.
 "use strict";
@@ -6,7 +7,7 @@
 const studyName = decodeURIComponent(location.pathname.split("/").pop());
 const base = `/studies/${encodeURIComponent(studyName)}`;
 const PAGE = 50;
-const view = { offset: 0, completed: -1, finished: -1, plotTrials: [], fraction: 0.15 };
+const view = { offset: 0, compared: "", finished: -1, plot: null, fraction: 0.15, include: "all" };
 const { el, fmt } = rnntune;
 
 function showError(message) {
@@ -33,50 +34,102 @@ function renderFacts(study) {
   document.getElementById("download").disabled = !study.best_trial;
 }
 
-function describeTrial(trial) {
+function describeTrial(trial, line) {
   const params = Object.entries(trial.params).map(([k, v]) => `${k}=${fmt(v)}`).join("  ");
-  return `trial #${trial.number}  objective ${fmt(trial.value)}  ${params}`;
+  const value = line.step === null
+    ? `objective ${fmt(trial.value)}`
+    : `PRUNED at step ${line.step} (value there ${fmt(line.value)})`;
+  return `trial #${trial.number}  ${value}  ${params}`;
+}
+
+function swatch(colour) {
+  return el("span", { class: "swatch", style: `background:${colour}` });
 }
 
 async function renderPlot() {
-  const plot = await rnntune.get(`${base}/plots/parallel-coordinates?fraction=${view.fraction}`);
-  view.plotTrials = plot.trial_numbers;
+  const plot = await rnntune.get(`${base}/plots/parallel-coordinates?fraction=${view.fraction}&include=${view.include}`);
+  if (view.plot && view.plot.include !== view.include) document.getElementById("hover-info").textContent = "";
+  view.plot = { ...plot, include: view.include };
   const div = document.getElementById("pc");
   await Plotly.react(div, plot.figure.data, plot.figure.layout, { responsive: true, displaylogo: false });
   if (!div.dataset.hooked) {
     div.dataset.hooked = "1";
     div.on("plotly_hover", async (event) => {
       const line = event && event.curveNumber;
-      if (line === undefined || line === null || view.plotTrials[line] === undefined) return;
-      const number = view.plotTrials[line];
+      const shown = view.plot;
+      if (line === undefined || line === null || !shown || shown.trial_numbers[line] === undefined) return;
+      const values = div.data[0].dimensions[div.data[0].dimensions.length - 1].values;
       try {
-        const trial = await rnntune.get(`${base}/trials/${number}`);
-        document.getElementById("hover-info").textContent = describeTrial(trial);
+        const trial = await rnntune.get(`${base}/trials/${shown.trial_numbers[line]}`);
+        document.getElementById("hover-info").textContent =
+          describeTrial(trial, { step: shown.steps[line], value: values[line] });
       } catch (err) { /* a trial that vanished: nothing to show */ }
     });
   }
+  const pruned = plot.states.filter((s) => s === "PRUNED").length;
+  const complete = plot.states.length - pruned;
   div.dataset.lines = String(plot.trial_numbers.length);
+  div.dataset.pruned = String(pruned);
+  const counts = [`${complete} completed`];
+  if (view.include === "all") counts.push(`${pruned} pruned at the step where they were stopped`);
+  document.getElementById("pc-counts").replaceChildren(
+    `Lines: ${counts.join(", ")}.`,
+    swatch("#d62728"), "the best and its neighbourhood",
+    ...(view.include === "all" ? [swatch("#bdbdbd"), "pruned", swatch("#f4a3a3"), "pruned, near the best"] : []));
   window.rnntunePlotReady = true;
 }
 
 async function renderSensitivity() {
-  const s = await rnntune.get(`${base}/sensitivity?fraction=${view.fraction}`);
+  const s = await rnntune.get(`${base}/sensitivity?fraction=${view.fraction}&include=${view.include}`);
   const summary = s.summary;
+  const others = s.n_completed - 1 + s.n_pruned;
+  const kinds = s.include === "all" ? `${summary.count_complete} completed and ${summary.count_pruned} pruned` : `${summary.count}`;
   document.getElementById("nbhd").textContent =
-    `${summary.count} of ${s.n_completed - 1} other completed trials lie within ±${Math.round(100 * s.fraction)}% of every ` +
-    `hyperparameter's range (log scale for log ones) of the best trial #${s.best.number} (objective ${fmt(s.best.value)})` +
-    (summary.count ? `; their objectives are at most ${fmt(summary.max_delta)} worse (mean ${fmt(summary.mean_delta)}).` : ".");
+    `${kinds} of ${others} other trials lie within ±${Math.round(100 * s.fraction)}% of every ` +
+    `hyperparameter's range (log scale for log ones) of the best completed trial #${s.best.number} (objective ${fmt(s.best.value)})` +
+    (summary.count_complete ? `; the completed ones are at most ${fmt(summary.max_delta)} worse (mean ${fmt(summary.mean_delta)})` : "") +
+    (summary.pruned_mean_delta !== null
+      ? `; the pruned ones differ from the best at the same step by ${summary.pruned_mean_delta > 0 ? "+" : ""}${fmt(summary.pruned_mean_delta)} on average (positive: worse)`
+      : "") +
+    ".";
+}
+
+function describeBasis(imp) {
+  const f = imp.fidelity;
+  const at = f.step === null ? "their final objective" : `step ${f.step}, which all of them reached`;
+  const b = imp.bootstrap;
+  return `${imp.n_trials} trials (${f.n_complete} completed, ${f.n_pruned} pruned) compared at ${at}; ` +
+    `whiskers: ${Math.round(100 * b.confidence)}% bootstrap interval (${b.resamples} resamples of ${b.resample_size} trials, seed ${b.seed}).`;
+}
+
+async function renderImportances() {
+  const imp = await rnntune.get(`${base}/importances?include=${view.include}`);
+  const basis = document.getElementById("imp-basis");
   const note = document.getElementById("imp-note");
-  if (s.importances) {
-    const names = Object.keys(s.importances).reverse();
-    await Plotly.react("importances", [{
-      type: "bar", orientation: "h", y: names, x: names.map((n) => s.importances[n]), marker: { color: "#3b528b" },
-    }], { margin: { l: 160, r: 20, t: 10, b: 30 }, xaxis: { title: { text: "importance" } } }, { displaylogo: false, responsive: true });
+  const div = document.getElementById("importances");
+  div.dataset.trials = String(imp.n_trials);
+  div.dataset.step = imp.step === null ? "objective" : String(imp.step);
+  if (imp.importances) {
+    const rows = [...imp.importances].reverse();
+    await Plotly.react(div, [{
+      type: "bar", orientation: "h", y: rows.map((r) => r.name), x: rows.map((r) => r.importance),
+      marker: { color: "#3b528b" },
+      error_x: {
+        type: "data", symmetric: false, color: "#222", thickness: 1.5, width: 6,
+        array: rows.map((r) => r.ci_high - r.importance), arrayminus: rows.map((r) => r.importance - r.ci_low),
+      },
+      customdata: rows.map((r) => [r.ci_low, r.ci_high]),
+      hovertemplate: "%{y}: %{x:.3f} (interval %{customdata[0]:.3f}–%{customdata[1]:.3f})<extra></extra>",
+    }], { margin: { l: 160, r: 20, t: 10, b: 40 }, xaxis: { title: { text: "importance" }, rangemode: "tozero" } },
+    { displaylogo: false, responsive: true });
+    basis.textContent = describeBasis(imp);
     note.textContent = "";
   } else {
-    Plotly.purge("importances");
-    note.textContent = s.importance_note || "";
+    Plotly.purge(div);
+    basis.textContent = "";
+    note.textContent = imp.note || "";
   }
+  window.rnntuneImportancesReady = true;
 }
 
 async function renderCurves() {
@@ -112,9 +165,36 @@ async function renderTrials() {
   document.getElementById("next").disabled = last >= page.total;
 }
 
+// Range-boundary alerts: parameters whose best trials crowd an edge of their range.
+async function renderAlerts() {
+  const body = await rnntune.get(`${base}/boundaries`);
+  const list = document.getElementById("alerts");
+  list.replaceChildren(...body.alerts.map((a) => el("li", { "data-param": a.param, "data-edge": a.edge }, a.message)));
+  list.hidden = body.alerts.length === 0;
+}
+
+// Finalisation: reruns of the best configurations with fresh seeds, mean ± sd beside the tuning run.
+async function renderFinalize() {
+  const report = await rnntune.get(`${base}/finalize`);
+  const rows = report.configurations || [];
+  document.getElementById("finalize-section").hidden = rows.length === 0;
+  if (!rows.length) return;
+  const winner = report.best_by_rerun_mean ? report.best_by_rerun_mean.trial : null;
+  const pm = (mean, sd) => (sd === null || sd === undefined ? fmt(mean) : `${fmt(mean)} ± ${fmt(sd, 2)}`);
+  document.querySelector("#finalize tbody").replaceChildren(...rows.map((r) => el("tr",
+    { class: r.trial === winner ? "winner" : "", "data-trial": String(r.trial) },
+    el("td", { class: "num" }, String(r.trial)), el("td", { class: "num" }, fmt(r.source_value)),
+    el("td", { class: "num" }, `${r.n}${r.failed ? ` (+${r.failed} failed)` : ""}`),
+    el("td", { class: "num" }, pm(r.val_loss_mean, r.val_loss_sd)), el("td", { class: "num" }, fmt(r.gap, 3)),
+    el("td", { class: "num" }, `${pm(r.headline_mean, r.headline_sd)} ${r.headline}`))));
+  const best = report.best ? `; the study's best is trial ${report.best.trial} (by ${report.best.by === "rerun_mean" ? "rerun mean" : "tuning run"})` : "";
+  document.getElementById("finalize-note").textContent =
+    `run ${report.state}; gap = rerun mean − tuning run (positive: the tuning run was lucky)${best}.`;
+}
+
 async function renderAnalysis() {
   try {
-    await Promise.all([renderPlot(), renderSensitivity(), renderCurves()]);
+    await Promise.all([renderPlot(), renderSensitivity(), renderImportances(), renderCurves(), renderAlerts()]);
   } catch (err) {
     if (err.status !== 404) throw err;
     document.getElementById("nbhd").textContent = "No completed trial yet: the plot fills in as trials finish.";
@@ -127,10 +207,12 @@ async function refresh() {
     const study = await rnntune.get(base);
     live = rnntune.LIVE.has(study.status);
     renderFacts(study);
+    await renderFinalize();
     const c = study.counts;
     const finished = c.COMPLETE + c.PRUNED + c.FAIL;
-    if (c.COMPLETE !== view.completed) {
-      view.completed = c.COMPLETE;
+    const compared = `${c.COMPLETE}/${c.PRUNED}`;
+    if (compared !== view.compared) {
+      view.compared = compared;
       await renderAnalysis();
     }
     if (finished !== view.finished || live) {
@@ -144,8 +226,8 @@ async function refresh() {
   setTimeout(refresh, live ? 5000 : 30000);
 }
 
-async function download() {
-  const response = await fetch(`${base}/best/checkpoint`, { headers: rnntune.headers() });
+async function download(path = "/best/checkpoint", fallback = `${studyName}-best.pt`) {
+  const response = await fetch(`${base}${path}`, { headers: rnntune.headers() });
   if (!response.ok) {
     showError(`download failed: ${response.status} ${(await response.json()).detail}`);
     return;
@@ -153,18 +235,24 @@ async function download() {
   const blob = await response.blob();
   const link = el("a", { href: URL.createObjectURL(blob) });
   const disposition = response.headers.get("content-disposition") || "";
-  link.download = (disposition.match(/filename="?([^";]+)"?/) || [])[1] || `${studyName}-best.pt`;
+  link.download = (disposition.match(/filename="?([^";]+)"?/) || [])[1] || fallback;
   document.body.append(link);
   link.click();
   link.remove();
   setTimeout(() => URL.revokeObjectURL(link.href), 10000);
 }
 
-document.getElementById("download").addEventListener("click", download);
+document.getElementById("download").addEventListener("click", () => download());
+document.getElementById("export-csv").addEventListener("click", () => download("/trials.csv", `${studyName}-trials.csv`));
+document.getElementById("export-parquet").addEventListener("click", () => download("/trials.parquet", `${studyName}-trials.parquet`));
 document.getElementById("fraction").addEventListener("change", (event) => {
   const value = Number(event.target.value);
   if (!(value > 0 && value <= 1)) { showError("neighbourhood fraction must be in (0, 1]"); return; }
   view.fraction = value;
+  renderAnalysis().catch((err) => showError(err.message));
+});
+document.getElementById("complete-only").addEventListener("change", (event) => {
+  view.include = event.target.checked ? "complete" : "all";
   renderAnalysis().catch((err) => showError(err.message));
 });
 for (const id of ["state-filter", "sort"]) {

@@ -1,4 +1,5 @@
-"""Search spaces: the shipped files hold the papers' ranges, malformed files fail with clear errors."""
+"""SearchSpace: malformed spaces fail with errors naming the file, the parameter and what is
+allowed; overrides, conditional sampling and the study round trip work on real Optuna trials."""
 
 from __future__ import annotations
 
@@ -9,94 +10,27 @@ from pathlib import Path
 import optuna
 import pytest
 
-from tuner.space import (
-    BUILTIN_SPACES_DIR,
-    SpaceError,
-    list_spaces,
-    load_space,
-    parse_set_values,
-    space_from_dict,
-)
-
-SHIPPED = ["mogrifier_lstm", "mogrifier_lstm_enwik8", "lstm", "rlstm", "dyneval", "tiny"]
-
-TABLE_2_4 = {
-    "learning_rate": (0.001, 0.004, "log"),
-    "input_embedding_ratio": (0.0, 2.0, "linear"),
-    "l2_penalty": (5e-6, 1e-3, "log"),
-    "input_dropout": (0.0, 0.9, "linear"),
-    "inter_layer_dropout": (0.0, 0.95, "linear"),
-    "state_dropout": (0.0, 0.8, "linear"),
-    "output_dropout": (0.0, 0.95, "linear"),
-    "mogrifier_rounds": (0, 6, "int"),
-    "mogrifier_rank": (-20, 100, "int"),
-}
-TABLE_2_5 = {
-    "learning_rate": (0.001, 0.004, "log"),
-    "l2_penalty": (5e-6, 1e-3, "log"),
-    "input_dropout": (0.0, 0.2, "linear"),
-    "inter_layer_dropout": (0.0, 0.2, "linear"),
-    "state_dropout": (0.0, 0.25, "linear"),
-    "output_dropout": (0.0, 0.25, "linear"),
-    "mogrifier_rounds": (0, 6, "int"),
-    "mogrifier_rank": (-20, 100, "int"),
-}
-TABLE_2_6 = {
-    "max_time_steps": (1, 20, "int"),
-    "dyneval_learning_rate": (1e-6, 1e-3, "log"),
-    "dyneval_decay_rate": (1e-6, 1e-2, "log"),
-    "dyneval_epsilon": (1e-8, 1e-2, "log"),
-}
+from trainer.config import parse_set
+from tuner.space import SearchSpace, SpaceError, load_space, resolve_space
 
 
-def ranges(name: str) -> dict:
-    return {p.name: (p.low, p.high, p.scale) for p in load_space(name).params}
-
-
-def test_every_shipped_file_loads_and_is_listed():
-    listed = list_spaces()
-    for name in SHIPPED:
-        assert name in listed
-        space = load_space(name)
-        assert space.params and space.fixed
-    assert sorted(p.stem for p in BUILTIN_SPACES_DIR.glob("*.yaml")) == sorted(SHIPPED)
-
-
-def test_paper_ranges_are_exact():
-    assert ranges("mogrifier_lstm") == TABLE_2_4
-    lstm = dict(TABLE_2_4)
-    del lstm["mogrifier_rounds"], lstm["mogrifier_rank"]
-    assert ranges("lstm") == lstm
-    assert ranges("mogrifier_lstm_enwik8") == TABLE_2_5
-    assert ranges("dyneval") == TABLE_2_6
-    rlstm = {k: v for k, v in TABLE_2_4.items() if not k.startswith("mogrifier") and k != "inter_layer_dropout"}
-    rlstm["cell_output_dropout"] = (0.0, 0.95, "linear")
-    rlstm["t_max"] = (math.exp(2), math.exp(5), "log")
-    assert ranges("rlstm") == rlstm
-
-
-def test_fixed_task_settings_follow_the_papers():
-    ptb = load_space("mogrifier_lstm").fixed
-    assert (ptb["num_layers"], ptb["num_params"], ptb["bptt"], ptb["batch_size"], ptb["dropout_samples"]) == (
-        2, 24_000_000, 70, 64, 8)
-    enwik8 = load_space("mogrifier_lstm_enwik8").fixed
-    assert (enwik8["dataset"], enwik8["num_layers"], enwik8["bptt"], enwik8["dropout_samples"]) == ("enwik8", 4, 500, 1)
-    assert "input_embedding_ratio" in enwik8  # not tuned on Enwik8 (Appendix 2.A)
-    assert load_space("rlstm").fixed["architecture"] == "residual"
-    assert load_space("tiny").fixed["dataset"] == "builtin"
+def write(tmp_path: Path, body: str) -> Path:
+    path = tmp_path / "mine.yaml"
+    path.write_text(textwrap.dedent(body))
+    return path
 
 
 def test_conditional_params_only_for_the_mogrifier(tmp_path):
-    path = tmp_path / "cells.yaml"
-    path.write_text(textwrap.dedent("""
+    path = write(tmp_path, """
         fixed: {dataset: builtin, hidden_size: 16}
         params:
-          cell: {choices: [lstm, mogrifier_lstm]}
-          learning_rate: {low: 0.001, high: 0.004, scale: log}
           mogrifier_rounds: {low: 0, high: 6, scale: int, when: {cell: mogrifier_lstm}}
           mogrifier_rank: {low: -20, high: 100, scale: int, when: {cell: mogrifier_lstm}}
-    """))
+          cell: {choices: [lstm, mogrifier_lstm]}
+          learning_rate: {low: 0.001, high: 0.004, scale: log}
+    """)
     space = load_space(path)
+    assert space.param_names[:2] == ("cell", "learning_rate")  # a condition's subject samples first
     study = optuna.create_study(sampler=optuna.samplers.RandomSampler(seed=0))
     seen = set()
     for _ in range(40):
@@ -122,18 +56,12 @@ def test_suggestions_respect_scales():
     assert isinstance(dists["mogrifier_rounds"], optuna.distributions.IntDistribution)
 
 
-def write(tmp_path: Path, body: str) -> Path:
-    path = tmp_path / "mine.yaml"
-    path.write_text(textwrap.dedent(body))
-    return path
-
-
 GOOD_FIXED = "fixed: {dataset: builtin, hidden_size: 16}\n"
 
 MALFORMED = {
     "unknown hyperparameter": (
         "params:\n  learning_rat: {low: 0.001, high: 0.004, scale: log}\n",
-        "parameter learning_rat: unknown hyperparameter",
+        "parameter learning_rat: unknown hyperparameter; known: learning_rate,",
     ),
     "low not below high": (
         "params:\n  input_dropout: {low: 0.5, high: 0.5}\n",
@@ -145,15 +73,23 @@ MALFORMED = {
     ),
     "unknown scale": (
         "params:\n  learning_rate: {low: 0.001, high: 0.004, scale: exponential}\n",
-        "parameter learning_rate: unknown scale 'exponential'",
+        "parameter learning_rate: unknown scale 'exponential'; allowed: linear, log, int, categorical",
     ),
     "non-integer bound of an int param": (
         "params:\n  mogrifier_rounds: {low: 0, high: 2.5, scale: int}\n",
-        "parameter mogrifier_rounds: high must be an integer",
+        "parameter mogrifier_rounds: high must be an integer, got 2.5",
     ),
     "integer param without int scale": (
         "params:\n  mogrifier_rank: {low: -20, high: 100}\n",
-        "parameter mogrifier_rank: takes integers",
+        "parameter mogrifier_rank: takes integers; use scale: int",
+    ),
+    "real param with int scale": (
+        "params:\n  input_dropout: {low: 0, high: 1, scale: int}\n",
+        "parameter input_dropout: is real-valued; use scale linear or log, not int",
+    ),
+    "choices for a real param": (
+        "params:\n  input_dropout: {choices: [0.1, 0.2]}\n",
+        "parameter input_dropout: choices are only allowed for: cell",
     ),
     "missing bound": (
         "params:\n  learning_rate: {low: 0.001, scale: log}\n",
@@ -161,11 +97,19 @@ MALFORMED = {
     ),
     "bound not a number": (
         "params:\n  learning_rate: {low: small, high: 0.004, scale: log}\n",
-        "parameter learning_rate: low must be a number",
+        "parameter learning_rate: low must be a number or exp(x), got 'small'",
+    ),
+    "bound that overflows": (
+        "params:\n  t_max: {low: exp(2), high: exp(1000), scale: log}\n",
+        "parameter t_max: high exp(1000) is too large; bounds must be finite numbers",
     ),
     "unknown key in a param": (
         "params:\n  learning_rate: {low: 0.001, high: 0.004, scale: log, step: 2}\n",
-        "parameter learning_rate: unknown key(s) step",
+        "parameter learning_rate: unknown key(s) step; allowed for scale log: high, low, scale, when",
+    ),
+    "param not a mapping": (
+        "params:\n  learning_rate: 0.001\n",
+        "parameter learning_rate: expected a mapping with low, high and scale",
     ),
     "range outside what the trainer accepts": (
         "params:\n  input_dropout: {low: 0.0, high: 1.5}\n",
@@ -173,11 +117,19 @@ MALFORMED = {
     ),
     "condition that never holds": (
         "params:\n  mogrifier_rounds: {low: 0, high: 6, scale: int, when: {cell: mogrifier_lstm}}\n",
-        "parameter mogrifier_rounds: condition cell in ['mogrifier_lstm'] never holds",
+        "parameter mogrifier_rounds: condition cell in ['mogrifier_lstm'] never holds; cell is fixed to 'lstm'",
+    ),
+    "condition on an unknown setting": (
+        "params:\n  mogrifier_rounds: {low: 0, high: 6, scale: int, when: {colour: red}}\n",
+        "parameter mogrifier_rounds: condition on unknown setting 'colour'",
     ),
     "unknown choice": (
         "params:\n  cell: {choices: [lstm, gru]}\n",
-        "parameter cell: unknown choice(s) gru",
+        "parameter cell: unknown choice(s) gru; allowed: lstm, mogrifier_lstm,",
+    ),
+    "a range for a categorical": (
+        "params:\n  cell: {low: 0, high: 1}\n",
+        "parameter cell: is categorical; give choices from lstm, mogrifier_lstm,",
     ),
     "no params": ("params: {}\n", "params must map at least one hyperparameter"),
 }
@@ -189,7 +141,7 @@ def test_malformed_param_errors_name_file_parameter_and_problem(tmp_path, case):
     path = write(tmp_path, GOOD_FIXED + body)
     with pytest.raises(SpaceError) as err:
         load_space(path)
-    assert str(path) in str(err.value)
+    assert str(err.value).startswith(f"{path}: ")
     assert expected in str(err.value)
 
 
@@ -198,7 +150,7 @@ FIXED_CASES = {
     "fixed value the trainer rejects": ("fixed: {dataset: builtin, hidden_size: 16, num_layers: 0}", "num_layers"),
     "reserved setting": ("fixed: {hidden_size: 16, run_dir: /tmp/x}", "fixed setting run_dir: set by the sweep"),
     "tuned and fixed": ("fixed: {hidden_size: 16, learning_rate: 0.002}", "parameter learning_rate: both tuned and fixed"),
-    "unknown top-level key": ("fixed: {hidden_size: 16}\nranges: {}", "unknown key(s) ranges"),
+    "unknown top-level key": ("fixed: {hidden_size: 16}\nranges: {}", "unknown key(s) ranges; allowed: description, source, fixed, params"),
 }
 
 
@@ -211,30 +163,27 @@ def test_malformed_fixed_settings(tmp_path, case):
     assert str(path) in str(err.value) and expected in str(err.value)
 
 
-def test_invalid_yaml_and_unknown_name(tmp_path):
-    path = write(tmp_path, "params: [unclosed\n")
-    with pytest.raises(SpaceError, match="not valid YAML"):
+def test_every_problem_is_reported_at_once(tmp_path):
+    path = write(tmp_path, GOOD_FIXED + "params:\n  learning_rate: {low: 0.004, high: 0.001}\n  l2_penalty: {low: x, high: 1}\n")
+    with pytest.raises(SpaceError) as err:
         load_space(path)
-    with pytest.raises(SpaceError, match="unknown search space 'nope'; known: .*tiny"):
-        load_space("nope")
-
-
-def test_user_space_dir_by_name(tmp_path, monkeypatch):
-    (tmp_path / "mine.yaml").write_text(GOOD_FIXED + "params:\n  learning_rate: {low: 0.001, high: 0.002, scale: log}\n")
-    monkeypatch.setenv("RNNTUNE_SPACES_DIR", str(tmp_path))
-    assert "mine" in list_spaces()
-    assert load_space("mine").param("learning_rate").high == 0.002
+    lines = str(err.value).splitlines()
+    assert lines == [
+        f"{path}: parameter learning_rate: low (0.004) must be below high (0.001)",
+        f"{path}: parameter l2_penalty: low must be a number or exp(x), got 'x'",
+    ]
 
 
 def test_overrides_from_the_command_line():
     space = load_space("tiny").with_overrides(
-        {"learning_rate": "0.001:0.003", "t_max": "exp(2):exp(5):log"}, parse_set_values(["max_steps=500", "output_dropout=0.5"])
+        {"learning_rate": "0.001:0.003", "t_max": "exp(2):exp(5):log"}, parse_set(["max_steps=500", "output_dropout=0.5"])
     )
     assert (space.param("learning_rate").low, space.param("learning_rate").high) == (0.001, 0.003)
     assert space.param("learning_rate").scale == "log"
     assert space.param("t_max").high == pytest.approx(math.exp(5))
     assert space.fixed["max_steps"] == 500 and space.fixed["output_dropout"] == 0.5
     assert "output_dropout" not in space.param_names
+    assert load_space("tiny").with_overrides({"mogrifier_rounds": "1:3"}).param("mogrifier_rounds").high == 3
     lstm = load_space("tiny").with_overrides(fixed={"cell": "lstm"})
     assert "mogrifier_rounds" not in lstm.param_names
     with pytest.raises(SpaceError, match="parameter learning_rate: low .* must be below high"):
@@ -245,22 +194,28 @@ def test_overrides_from_the_command_line():
         load_space("tiny").with_overrides({"learning_rate": "0.001"})
 
 
+def test_a_range_that_overflows_is_a_space_error():
+    with pytest.raises(SpaceError) as err:
+        resolve_space("tiny", {"ranges": {"learning_rate": "exp(1000):exp(1001)"}})
+    assert str(err.value).startswith("tiny (overrides): parameter learning_rate: low exp(1000) is too large")
+    inline = {"fixed": {"hidden_size": 16}, "params": {"t_max": {"low": 3, "high": 10**400, "scale": "log"}}}
+    with pytest.raises(SpaceError, match="inline space 'inline': parameter t_max: high 1000+ is too large"):
+        resolve_space(inline)
+
+
+@pytest.mark.parametrize("name", ["../../zz", "a/b", ".hidden", "-x", "", "x" * 129, "spa ce"])
+def test_space_names_are_safe(name):
+    inline = {"name": name, "fixed": {"hidden_size": 16}, "params": {"learning_rate": {"low": 0.001, "high": 0.002}}}
+    with pytest.raises(SpaceError, match="space name .* should match pattern .*letters, digits"):
+        resolve_space(inline)
+
+
 def test_round_trip_through_a_study_dict():
     space = load_space("rlstm")
-    again = space_from_dict(space.to_dict())
+    again = SearchSpace.from_dict(space.to_dict())
     assert again.params == space.params and dict(again.fixed) == dict(space.fixed)
-
-
-def test_spaces_command_lists_and_shows(capsys):
-    from tuner.cli import main
-
-    assert main(["spaces"]) == 0
-    out = capsys.readouterr().out
-    for name in SHIPPED:
-        assert name in out
-    assert main(["spaces", "show", "rlstm"]) == 0
-    out = capsys.readouterr().out
-    assert "cell_output_dropout" in out and "inter_layer_dropout" not in out
-    assert "[7.38906, 148.413]" in out
-    assert main(["spaces", "show", "nope"]) == 2
-    assert "unknown search space" in capsys.readouterr().err
+    assert again.name == "rlstm" and again.to_dict() == space.to_dict()
+    assert space.to_dict()["params"]["t_max"] == {"scale": "log", "low": math.exp(2), "high": math.exp(5)}
+    assert load_space("tiny").to_dict()["params"]["mogrifier_rank"]["when"] == {"cell": ["mogrifier_lstm"]}
+    with pytest.raises(SpaceError, match="stored space rlstm: parameter t_max: missing low"):
+        SearchSpace.from_dict({**space.to_dict(), "params": {"t_max": {"high": 5.0, "scale": "log"}}})

@@ -5,8 +5,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from tuner.api.reads import StudyRow, TrialRecord
 from tuner.api.sweeps import SweepHandle
-from tuner.api.records import StudyRow, TrialRecord
 
 FINISHED_STATES = ("COMPLETE", "PRUNED", "FAIL")
 

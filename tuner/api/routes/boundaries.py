@@ -1,0 +1,40 @@
+"""Range-boundary alerts (`tuner.boundaries`): the best trials crowd an edge of a searched range."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Depends, Request
+from starlette.concurrency import run_in_threadpool
+
+from tuner.api.auth import require_read
+from tuner.api.routes.common import STUDY, StudyName, errors, memoised, snapshot_of, state_of
+from tuner.boundaries import MIN_SHARE, MIN_TOP, NEAR, TOP_FRACTION, crowded_edges
+
+router = APIRouter(prefix=STUDY, tags=["analysis"], dependencies=[Depends(require_read)])
+ERRORS = errors(401, 404, 422)
+
+
+@router.get("/boundaries", responses=ERRORS)
+async def get_boundaries(
+    request: Request, name: StudyName
+) -> dict[str, Any]:
+    """Parameters whose best trials crowd one edge of their range, with the rule that found them.
+
+    Search beyond such an edge in a new study: `rnntune sweep --range PARAM=LOW:HIGH`.
+    """
+    snapshot = await snapshot_of(request, name)
+    store = state_of(request).store
+    row = await run_in_threadpool(store.row, name)
+    space = (row.user_attrs.get("space_def") or {}).get("params", {})
+    complete = [(t.value, t.params) for t in snapshot.ordered("COMPLETE", "objective") if t.value is not None]
+
+    def compute() -> dict[str, Any]:
+        alerts = crowded_edges(space, complete)
+        return {
+            "alerts": [a.to_dict() for a in alerts],
+            "n_complete": len(complete),
+            "rule": {"top_fraction": TOP_FRACTION, "min_top": MIN_TOP, "near": NEAR, "min_share": MIN_SHARE},
+        }
+
+    return await memoised(snapshot, ("boundaries",), compute)
