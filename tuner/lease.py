@@ -112,7 +112,11 @@ def _ensure_row(conn: sa.Connection, name: str) -> None:
     if exists is None:
         try:
             with conn.begin_nested():
-                conn.execute(sa.insert(leases).values(study_name=name, expires_at=0.0, generation=0, stop_generation=-1))
+                conn.execute(
+                    sa.insert(leases).values(
+                        study_name=name, expires_at=0.0, generation=0, stop_generation=-1
+                    )
+                )
         except sa.exc.IntegrityError:  # another process inserted it first: the row is there either way
             pass
 
@@ -136,8 +140,12 @@ def begin(engine: Engine, name: str) -> int:
     """Register a new start of the study's sweep; returns its generation (for the driver)."""
     with engine.begin() as conn:
         _ensure_row(conn, name)
-        conn.execute(sa.update(leases).where(leases.c.study_name == name).values(generation=leases.c.generation + 1))
-        return int(conn.execute(sa.select(leases.c.generation).where(leases.c.study_name == name)).scalar_one())
+        conn.execute(
+            sa.update(leases).where(leases.c.study_name == name).values(generation=leases.c.generation + 1)
+        )
+        return int(
+            conn.execute(sa.select(leases.c.generation).where(leases.c.study_name == name)).scalar_one()
+        )
 
 
 def acquire(engine: Engine, name: str, owner: str) -> Lease | None:
@@ -147,7 +155,9 @@ def acquire(engine: Engine, name: str, owner: str) -> Lease | None:
     free = sa.or_(leases.c.owner.is_(None), leases.c.owner == owner, leases.c.expires_at < now)
     held = read(engine, name)
     if held is not None and held.owner is not None and held.state(now) == "expired":
-        free = sa.or_(free, leases.c.owner == held.owner)  # its driver died on this host: take it from that owner only
+        free = sa.or_(
+            free, leases.c.owner == held.owner
+        )  # its driver died on this host: take it from that owner only
     with engine.begin() as conn:
         _ensure_row(conn, name)
         taken = conn.execute(
@@ -174,7 +184,8 @@ def release(engine: Engine, name: str, owner: str) -> None:
     """Give the lease back (a driver that ends cleanly); a no-op if `owner` no longer holds it."""
     with engine.begin() as conn:
         conn.execute(
-            sa.update(leases).where(leases.c.study_name == name, leases.c.owner == owner)
+            sa.update(leases)
+            .where(leases.c.study_name == name, leases.c.owner == owner)
             .values(owner=None, expires_at=0.0)
         )
 
@@ -184,7 +195,8 @@ def request_stop(engine: Engine, name: str, reason: str) -> Lease:
     with engine.begin() as conn:
         _ensure_row(conn, name)
         conn.execute(
-            sa.update(leases).where(leases.c.study_name == name)
+            sa.update(leases)
+            .where(leases.c.study_name == name)
             .values(stop_generation=leases.c.generation, stop_reason=reason[:500])
         )
     lease = read(engine, name)

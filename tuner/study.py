@@ -98,12 +98,12 @@ def _sqlite_wal(dbapi_connection: Any, _record: Any) -> None:
 
 def generate_study_name(space: str) -> str:
     """A fresh name such as `tiny-20261122-0312-ab12` (space, UTC time, random suffix)."""
-    stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%d-%H%M")
+    stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%d-%H%M")
     return f"{space}-{stamp}-{secrets.token_hex(2)}"
 
 
 def _now() -> str:
-    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+    return dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
 
 
 def create_study(
@@ -174,7 +174,9 @@ def create_study(
     return study
 
 
-def load_study(name: str, storage_url: str, sampler: optuna.samplers.BaseSampler | None = None) -> optuna.Study:
+def load_study(
+    name: str, storage_url: str, sampler: optuna.samplers.BaseSampler | None = None
+) -> optuna.Study:
     """Load an existing study by name; raises StudyNotFoundError naming the storage."""
     storage = open_storage(storage_url)
     try:
@@ -206,7 +208,8 @@ def pending_retries(study: optuna.Study) -> list[FrozenTrial]:
     trials = study.get_trials(deepcopy=False)
     retried = {t.user_attrs.get("retry_of") for t in trials}
     return [
-        t for t in trials
+        t
+        for t in trials
         if t.state == TrialState.FAIL and t.user_attrs.get("needs_retry") and t.number not in retried
     ]
 
@@ -236,4 +239,4 @@ def best_trial(study: optuna.Study) -> FrozenTrial | None:
     """The best COMPLETE trial (PRUNED and FAIL trials never are), or None if there is none yet."""
     complete = study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
     complete = [t for t in complete if t.value is not None]
-    return min(complete, key=lambda t: t.value) if complete else None
+    return min(complete, key=lambda t: float(t.value or 0.0)) if complete else None

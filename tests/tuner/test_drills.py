@@ -44,8 +44,13 @@ def _recovered(client, name, before: dict[int, tuple], timeout_s: float = 600) -
         if study["status"] not in ("running", "stopping"):
             started = client.post(f"/studies/{name}/start")
             assert started.status_code == 202, started.text
-        study, _ = wait_for(client, name, lambda s: s["status"] not in ("running", "stopping"), timeout_s,
-                            "the recovered sweep ending")
+        study, _ = wait_for(
+            client,
+            name,
+            lambda s: s["status"] not in ("running", "stopping"),
+            timeout_s,
+            "the recovered sweep ending",
+        )
     assert study["status"] == "finished", study
     assert study["counts"]["RUNNING"] == 0 and study["driver"]["state"] == "stopped"
     after = _finished(client, name)
@@ -56,7 +61,9 @@ def _recovered(client, name, before: dict[int, tuple], timeout_s: float = 600) -
 
 @pytest.fixture
 def api(tmp_path):
-    settings = ApiSettings(db_url=f"sqlite:///{tmp_path / 's.db'}", storage_root=tmp_path / "storage", api_token=TOKEN)
+    settings = ApiSettings(
+        db_url=f"sqlite:///{tmp_path / 's.db'}", storage_root=tmp_path / "storage", api_token=TOKEN
+    )
     with live_server(settings) as url, httpx.Client(base_url=url, timeout=30, headers=AUTH) as client:
         yield client, settings.db_url
 
@@ -71,7 +78,10 @@ def test_drill_ray_worker_killed_mid_trial(api):
     assert client.post("/studies/worker/start").status_code == 202
 
     def victim():
-        return next((t for t in _trials(db, "worker") if t.state == TrialState.RUNNING and t.user_attrs.get("pid")), None)
+        return next(
+            (t for t in _trials(db, "worker") if t.state == TrialState.RUNNING and t.user_attrs.get("pid")),
+            None,
+        )
 
     wait_for(client, "worker", lambda s: victim() is not None, 300, "a trial training")
     before, dead = _finished(client, "worker"), victim()
@@ -86,14 +96,21 @@ def test_drill_sweep_driver_killed(api):
     client, db = api
     create(client, "driver", n_trials=6, parallel=2, max_steps=100)
     pid = client.post("/studies/driver/start").json()["process"]["pid"]
-    wait_for(client, "driver", lambda s: s["counts"]["COMPLETE"] >= 1 and s["counts"]["RUNNING"] >= 1, 300,
-             "a trial completing while others run")
+    wait_for(
+        client,
+        "driver",
+        lambda s: s["counts"]["COMPLETE"] >= 1 and s["counts"]["RUNNING"] >= 1,
+        300,
+        "a trial completing while others run",
+    )
     before = _finished(client, "driver")
     os.kill(pid, signal.SIGKILL)
     study, _ = wait_for(client, "driver", lambda s: s["status"] == "failed", 30, "the dead driver's status")
     assert study["counts"]["RUNNING"] >= 1  # left behind until the next driver marks them
     _recovered(client, "driver", before)  # started again at once: the dead pid's lease has expired
-    zombies = [t for t in _trials(db, "driver") if t.user_attrs.get("error", "").startswith("sweep process died")]
+    zombies = [
+        t for t in _trials(db, "driver") if t.user_attrs.get("error", "").startswith("sweep process died")
+    ]
     assert zombies and all(t.user_attrs["needs_retry"] for t in zombies)
 
 
@@ -115,19 +132,36 @@ def test_drill_nan_in_a_trial(tmp_path, ray_cluster):
     from tuner.study import create_study
 
     db = f"sqlite:///{tmp_path / 's.db'}"
-    create_study("nan", storage_url=db, space="tiny", n_trials=3, parallel=1, scheduler="none",
-                 storage_path=tmp_path / "storage", overrides={"set": TINY_SETTINGS}, sampler="random", seed=0)
+    create_study(
+        "nan",
+        storage_url=db,
+        space="tiny",
+        n_trials=3,
+        parallel=1,
+        scheduler="none",
+        storage_path=tmp_path / "storage",
+        overrides={"set": TINY_SETTINGS},
+        sampler="random",
+        seed=0,
+    )
     outcome = run_sweep("nan", db, num_cpus=2, out=io.StringIO(), trainable=_nan_on_second_trial)
     assert outcome.status == "finished" and outcome.finished == 3
     trials = _trials(db, "nan")
     poisoned = trials[1]
-    assert poisoned.state == TrialState.FAIL and poisoned.user_attrs["error"] == "no finite validation loss (best nan)"
+    assert (
+        poisoned.state == TrialState.FAIL
+        and poisoned.user_attrs["error"] == "no finite validation loss (best nan)"
+    )
     assert poisoned.intermediate_values == {}  # the NaN never reached the curve
     assert all(t.state == TrialState.COMPLETE and math.isfinite(t.value) for t in (trials[0], trials[2]))
     settings = ApiSettings(db_url=db, storage_root=tmp_path / "storage")
     with live_server(settings) as url:
         study = httpx.get(f"{url}/studies/nan").json()  # strict JSON: a NaN would not parse
-        assert study["status"] == "finished" and study["counts"] == {**study["counts"], "FAIL": 1, "RUNNING": 0}
+        assert study["status"] == "finished" and study["counts"] == {
+            **study["counts"],
+            "FAIL": 1,
+            "RUNNING": 0,
+        }
         assert httpx.get(f"{url}/studies/nan/trials/1").json()["value"] is None
 
 
@@ -145,13 +179,30 @@ class _Postgres:
             root.chmod(0o755)
             for p in (root, root / "sock", root / "pw"):
                 os.chown(p, user.pw_uid, user.pw_gid)
-        init = _call(self.prefix, [str(self.bindir / "initdb"), "-D", str(root / "data"), "-U", USER, "--pwfile",
-                                   str(root / "pw"), "-A", "scram-sha-256", "-E", "UTF8", "--no-sync"])
+        init = _call(
+            self.prefix,
+            [
+                str(self.bindir / "initdb"),
+                "-D",
+                str(root / "data"),
+                "-U",
+                USER,
+                "--pwfile",
+                str(root / "pw"),
+                "-A",
+                "scram-sha-256",
+                "-E",
+                "UTF8",
+                "--no-sync",
+            ],
+        )
         assert init.returncode == 0, init.stderr
         self.start()
         import psycopg2
 
-        conn = psycopg2.connect(host="127.0.0.1", port=self.port, user=USER, password=self.password, dbname="postgres")
+        conn = psycopg2.connect(
+            host="127.0.0.1", port=self.port, user=USER, password=self.password, dbname="postgres"
+        )
         conn.autocommit = True
         conn.cursor().execute(f"CREATE DATABASE {DATABASE}")
         conn.close()
@@ -159,8 +210,22 @@ class _Postgres:
 
     def start(self) -> None:
         options = f"-p {self.port} -h 127.0.0.1 -k {self.root / 'sock'} -F -c max_connections=200"
-        run = _call(self.prefix, [str(self.bindir / "pg_ctl"), "-D", str(self.root / "data"), "-o", options,
-                                  "-l", str(self.root / "server.log"), "-w", "-t", "60", "start"])
+        run = _call(
+            self.prefix,
+            [
+                str(self.bindir / "pg_ctl"),
+                "-D",
+                str(self.root / "data"),
+                "-o",
+                options,
+                "-l",
+                str(self.root / "server.log"),
+                "-w",
+                "-t",
+                "60",
+                "start",
+            ],
+        )
         assert run.returncode == 0, run.stderr + (self.root / "server.log").read_text()[-2000:]
 
     def kill(self) -> None:
@@ -169,7 +234,10 @@ class _Postgres:
         os.kill(pid, signal.SIGKILL)
 
     def stop(self) -> None:
-        _call(self.prefix, [str(self.bindir / "pg_ctl"), "-D", str(self.root / "data"), "-m", "immediate", "-w", "stop"])
+        _call(
+            self.prefix,
+            [str(self.bindir / "pg_ctl"), "-D", str(self.root / "data"), "-m", "immediate", "-w", "stop"],
+        )
 
 
 @pytest.fixture
@@ -194,8 +262,13 @@ def test_drill_postgres_killed_and_restarted_after_10_s(tmp_path, killable_postg
     with live_server(settings) as url, httpx.Client(base_url=url, timeout=30, headers=AUTH) as client:
         create(client, "pgdrill", n_trials=6, parallel=2, max_steps=100)
         assert client.post("/studies/pgdrill/start").status_code == 202
-        wait_for(client, "pgdrill", lambda s: s["counts"]["COMPLETE"] >= 1 and s["counts"]["RUNNING"] >= 1, 300,
-                 "a trial completing while others run")
+        wait_for(
+            client,
+            "pgdrill",
+            lambda s: s["counts"]["COMPLETE"] >= 1 and s["counts"]["RUNNING"] >= 1,
+            300,
+            "a trial completing while others run",
+        )
         before = _finished(client, "pgdrill")
         pg.kill()
         time.sleep(1)
@@ -224,10 +297,22 @@ def shared_ray_head(tmp_path, monkeypatch):
     env = {"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": token, "RAY_USAGE_STATS_ENABLED": "0"}
     log = root / "head.log"
     head = subprocess.Popen(
-        [str(Path(sys.executable).parent / "ray"), "start", "--head", "--block", f"--port={port}", "--num-cpus=2",
-         "--include-dashboard=false", "--temp-dir", str(root / "ray"),
-         *node_ports()],
-        env={**os.environ, **env}, stdout=log.open("w"), stderr=subprocess.STDOUT, start_new_session=True,
+        [
+            str(Path(sys.executable).parent / "ray"),
+            "start",
+            "--head",
+            "--block",
+            f"--port={port}",
+            "--num-cpus=2",
+            "--include-dashboard=false",
+            "--temp-dir",
+            str(root / "ray"),
+            *node_ports(),
+        ],
+        env={**os.environ, **env},
+        stdout=log.open("w"),
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
     )
     try:
         deadline = time.monotonic() + 120
@@ -248,7 +333,9 @@ def shared_ray_head(tmp_path, monkeypatch):
         subprocess.run(["rm", "-rf", str(root)], check=False)
 
 
-def test_drill_eight_sweeps_in_one_postgres_database_while_the_api_reads(tmp_path, postgres_url, shared_ray_head):
+def test_drill_eight_sweeps_in_one_postgres_database_while_the_api_reads(
+    tmp_path, postgres_url, shared_ray_head
+):
     import threading
 
     from tests.tuner.sweep_checks import check_trials
@@ -287,5 +374,8 @@ def test_drill_eight_sweeps_in_one_postgres_database_while_the_api_reads(tmp_pat
             stored = load_study(name, postgres_url)
             assert finished_count(stored) == 2 and len(stored.trials) == 2  # nothing lost, nothing doubled
             check_trials(stored)
-            assert _finished(client, name) == {t.number: (t.state.name, t.value, t.params)
-                                               for t in stored.trials if t.state.name in ("COMPLETE", "PRUNED")}
+            assert _finished(client, name) == {
+                t.number: (t.state.name, t.value, t.params)
+                for t in stored.trials
+                if t.state.name in ("COMPLETE", "PRUNED")
+            }

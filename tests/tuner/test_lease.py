@@ -72,12 +72,13 @@ def test_stop_request_applies_to_its_start_only(tmp_path):
     engine = lease_engine(f"sqlite:///{tmp_path / 'l.db'}")
     first = begin(engine, "s")
     stopped = request_stop(engine, "s", "stop requested through the API")
-    assert stopped.stops(first) and stopped.stop_requested and stopped.stop_reason.startswith("stop requested")
+    assert (
+        stopped.stops(first) and stopped.stop_requested and stopped.stop_reason.startswith("stop requested")
+    )
     second = begin(engine, "s")
     assert second == first + 1
     later = read(engine, "s")
     assert not later.stops(second) and not later.stop_requested
-
 
 
 def test_unknown_study_has_no_lease(tmp_path):

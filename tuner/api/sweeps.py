@@ -25,9 +25,10 @@ import signal
 import subprocess
 import sys
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import tuner
 from tuner.api.models import CreateStudy
@@ -43,7 +44,18 @@ STOP_TIMEOUT_S = 120.0
 KILL_AFTER_S = 15.0
 LIVE_STATUSES = ("running", "stopping")
 # The only environment a sweep gets from the API (plus its database URL): no token, nothing else.
-_ENV_NAMES = ("PATH", "HOME", "USER", "LOGNAME", "LANG", "TZ", "TMPDIR", "SHELL", "VIRTUAL_ENV", "LD_LIBRARY_PATH")
+_ENV_NAMES = (
+    "PATH",
+    "HOME",
+    "USER",
+    "LOGNAME",
+    "LANG",
+    "TZ",
+    "TMPDIR",
+    "SHELL",
+    "VIRTUAL_ENV",
+    "LD_LIBRARY_PATH",
+)
 _ENV_PREFIXES = ("LC_", "RAY_", "CUDA_", "NVIDIA_", "OMP_", "MKL_", "TORCH_", "PYTHON", "RNNTUNE_")
 
 
@@ -73,16 +85,23 @@ class SweepHandle:
         return self.process.poll() is None
 
     def as_dict(self) -> dict:
-        return {"pid": self.process.pid, "running": self.running, "returncode": self.process.returncode,
-                "log": str(self.log)}
+        return {
+            "pid": self.process.pid,
+            "running": self.running,
+            "returncode": self.process.returncode,
+            "log": str(self.log),
+        }
 
 
 def sweep_env(db_url: str, generation: int) -> dict[str, str]:
     """The sweep's environment: the allow-listed variables, never a token; the database URL in
     $RNNTUNE_DB_URL (not argv, so a password never shows in a process list), which the driver
     removes from its environment before Ray starts."""
-    env = {k: v for k, v in os.environ.items()
-           if (k in _ENV_NAMES or k.startswith(_ENV_PREFIXES)) and k not in SECRET_ENV}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if (k in _ENV_NAMES or k.startswith(_ENV_PREFIXES)) and k not in SECRET_ENV
+    }
     env["PYTHONPATH"] = os.pathsep.join(p for p in (_PACKAGE_ROOT, env.get("PYTHONPATH")) if p)
     env["PYTHONUNBUFFERED"] = "1"
     env[DB_ENV] = db_url
@@ -100,8 +119,13 @@ def log_path(log_root: Path, name: str) -> Path:
 class SweepLauncher:
     """Starts sweep subprocesses, watches them exit, and escalates a stop that is not obeyed."""
 
-    def __init__(self, db_url: str, log_root: Path, on_exit: Callable[[str, int, bool], None],
-                 python: str = sys.executable) -> None:
+    def __init__(
+        self,
+        db_url: str,
+        log_root: Path,
+        on_exit: Callable[[str, int, bool], None],
+        python: str = sys.executable,
+    ) -> None:
         """`on_exit(name, returncode, stop_requested)` runs in a watcher thread when a sweep ends."""
         self.db_url = db_url
         self._log_root = log_root
@@ -117,8 +141,11 @@ class SweepLauncher:
             with log_file.open("ab") as out:
                 process = subprocess.Popen(
                     [self._python, "-m", "tuner.cli", "sweep", "--resume", name],
-                    stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
-                    env=sweep_env(self.db_url, generation), start_new_session=True,
+                    stdin=subprocess.DEVNULL,
+                    stdout=out,
+                    stderr=subprocess.STDOUT,
+                    env=sweep_env(self.db_url, generation),
+                    start_new_session=True,
                 )
         except OSError as err:
             raise LaunchFailed(f"cannot start the sweep of {name!r}: {err}") from err
@@ -180,7 +207,9 @@ def study_status(stored: str, lease: Lease | None, handle: SweepHandle | None) -
     if lease is not None and lease.state() == "live":
         return "stopping" if lease.stop_requested else "running"
     if handle is not None and handle.running:  # launched, not holding the lease (yet, or any more)
-        return "stopping" if handle.stop_requested or (lease is not None and lease.stop_requested) else "running"
+        return (
+            "stopping" if handle.stop_requested or (lease is not None and lease.stop_requested) else "running"
+        )
     return "failed" if stored in LIVE_STATUSES else stored
 
 
@@ -188,8 +217,13 @@ def driver_info(lease: Lease | None) -> dict | None:
     """The lease as the API shows it: state (live/expired/stopped), holder and stop request."""
     if lease is None:
         return None
-    return {"state": lease.state(), "host": lease.host, "pid": lease.pid, "expires_at": lease.expires_at,
-            "stop_requested": lease.stop_requested}
+    return {
+        "state": lease.state(),
+        "host": lease.host,
+        "pid": lease.pid,
+        "expires_at": lease.expires_at,
+        "stop_requested": lease.stop_requested,
+    }
 
 
 def _space(raw: str | dict) -> str | dict:
@@ -215,10 +249,16 @@ def create(state: Any, body: CreateStudy) -> None:
     overrides = body.overrides.model_dump()
     try:
         create_study(
-            body.name, storage_url=state.settings.db_url, space=space, sampler=body.sampler,
-            n_trials=body.n_trials, parallel=body.parallel, scheduler=body.scheduler,
+            body.name,
+            storage_url=state.settings.db_url,
+            space=space,
+            sampler=body.sampler,
+            n_trials=body.n_trials,
+            parallel=body.parallel,
+            scheduler=body.scheduler,
             storage_path=str(state.settings.storage_root / body.name),
-            overrides=overrides if overrides["ranges"] or overrides["set"] else None, seed=body.seed,
+            overrides=overrides if overrides["ranges"] or overrides["set"] else None,
+            seed=body.seed,
         )
     except StudyExistsError as err:
         raise SweepConflict(str(err)) from err
@@ -268,7 +308,11 @@ def record_exit(state: Any, name: str, returncode: int, stop_requested: bool) ->
     state.store.invalidate(name)
     row = state.store.db.study_row(name)
     lease = read(state.leases, name)
-    if row is None or row.status not in (*LIVE_STATUSES, "created") or (lease is not None and lease.state() == "live"):
+    if (
+        row is None
+        or row.status not in (*LIVE_STATUSES, "created")
+        or (lease is not None and lease.state() == "live")
+    ):
         return
     if stop_requested:
         status = "stopped"
@@ -278,4 +322,3 @@ def record_exit(state: Any, name: str, returncode: int, stop_requested: bool) ->
         status = "failed"
     state.store.storage.set_study_user_attr(row.study_id, "status", status)
     state.store.invalidate(name)
-

@@ -20,9 +20,9 @@ import os
 import sys
 from pathlib import Path
 
+from trainer.config import ConfigError, parse_assignment, parse_set
 from tuner.defaults import DEFAULT_PARALLEL, DEFAULT_SPACE, DEFAULT_TRIALS
 from tuner.search import DEFAULT_SAMPLER, SAMPLERS
-from trainer.config import ConfigError, parse_assignment, parse_set
 from tuner.space import SpaceError, load_space
 from tuner.study import (
     DB_ENV,
@@ -45,24 +45,55 @@ def register(sub: argparse._SubParsersAction) -> None:
         description=__doc__.split("`: ", 1)[1],
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("--space", help=f"search space name or YAML path (default: {DEFAULT_SPACE}); see `rnntune spaces`")
-    p.add_argument("--trials", type=int, help=f"number of trials (default {DEFAULT_TRIALS}; with --resume: extend to this many)")
+    p.add_argument(
+        "--space", help=f"search space name or YAML path (default: {DEFAULT_SPACE}); see `rnntune spaces`"
+    )
+    p.add_argument(
+        "--trials",
+        type=int,
+        help=f"number of trials (default {DEFAULT_TRIALS}; with --resume: extend to this many)",
+    )
     p.add_argument("--parallel", type=int, help=f"trials in flight at once (default {DEFAULT_PARALLEL})")
     p.add_argument("--sampler", choices=SAMPLERS, help=f"Optuna sampler (default {DEFAULT_SAMPLER})")
-    p.add_argument("--scheduler", choices=SCHEDULERS, help="early stopping on the 2TA validation loss (default asha)")
-    p.add_argument("--db", help=f"SQLAlchemy URL of the study database (default ${DB_ENV} or sqlite:///studies/rnntune.db)")
-    p.add_argument("--storage", help="folder for the trials' run folders and checkpoints (default ./studies/NAME)")
+    p.add_argument(
+        "--scheduler", choices=SCHEDULERS, help="early stopping on the 2TA validation loss (default asha)"
+    )
+    p.add_argument(
+        "--db",
+        help=f"SQLAlchemy URL of the study database (default ${DB_ENV} or sqlite:///studies/rnntune.db)",
+    )
+    p.add_argument(
+        "--storage", help="folder for the trials' run folders and checkpoints (default ./studies/NAME)"
+    )
     p.add_argument("--name", help="study name (default: generated, e.g. tiny-20261122-0312-ab12)")
     p.add_argument("--resume", metavar="NAME", help="continue the study NAME")
     p.add_argument("--seed", type=int, help="sampler seed")
-    p.add_argument("--range", action="append", default=None, metavar="NAME=LOW:HIGH[:SCALE]",
-                   help="override one range of the space (repeatable)")
-    p.add_argument("--set", action="append", default=None, metavar="NAME=VALUE",
-                   help="fix a trainer setting for every trial, e.g. max_steps=500 (repeatable)")
-    p.add_argument("--cpus-per-trial", type=float, default=1.0, help="CPUs Ray reserves per trial (default 1)")
-    p.add_argument("--gpus-per-trial", type=float, default=0.0, help="GPUs Ray reserves per trial (default 0)")
-    p.add_argument("--max-retries", type=int, default=2, help="retries of a trial whose worker died (default 2)")
-    p.add_argument("--ray-address", help="Ray cluster to join (default $RAY_ADDRESS, else start one in-process)")
+    p.add_argument(
+        "--range",
+        action="append",
+        default=None,
+        metavar="NAME=LOW:HIGH[:SCALE]",
+        help="override one range of the space (repeatable)",
+    )
+    p.add_argument(
+        "--set",
+        action="append",
+        default=None,
+        metavar="NAME=VALUE",
+        help="fix a trainer setting for every trial, e.g. max_steps=500 (repeatable)",
+    )
+    p.add_argument(
+        "--cpus-per-trial", type=float, default=1.0, help="CPUs Ray reserves per trial (default 1)"
+    )
+    p.add_argument(
+        "--gpus-per-trial", type=float, default=0.0, help="GPUs Ray reserves per trial (default 0)"
+    )
+    p.add_argument(
+        "--max-retries", type=int, default=2, help="retries of a trial whose worker died (default 2)"
+    )
+    p.add_argument(
+        "--ray-address", help="Ray cluster to join (default $RAY_ADDRESS, else start one in-process)"
+    )
     p.add_argument("--num-cpus", type=int, help="CPUs of the in-process Ray cluster (default: all)")
     p.add_argument("--verbose", action="store_true", help="show Ray's own console output")
     p.set_defaults(func=run)
@@ -84,14 +115,18 @@ def run(args: argparse.Namespace) -> int:
         if args.resume:
             given = [f"--{o}" for o in STUDY_OPTIONS if getattr(args, o) is not None]
             if given:
-                raise StudyError(f"{', '.join(given)}: not allowed with --resume; study {args.resume!r} keeps the settings it was created with")
+                raise StudyError(
+                    f"{', '.join(given)}: not allowed with --resume; study {args.resume!r} keeps the settings it was created with"
+                )
             name = args.resume
         else:
             space = load_space(args.space or DEFAULT_SPACE)
             overrides = None
             if args.range or args.set:
-                overrides = {"ranges": dict(parse_assignment(r, "--range") for r in args.range or []),
-                             "set": parse_set(args.set or [])}
+                overrides = {
+                    "ranges": dict(parse_assignment(r, "--range") for r in args.range or []),
+                    "set": parse_set(args.set or []),
+                }
             # Refuse a missing dataset folder before a study is created under the name.
             resolve_data_dir(space.with_overrides(fixed=(overrides or {}).get("set")))
             if args.storage:  # refuse another study's folder before this study is created
@@ -129,11 +164,18 @@ def run(args: argparse.Namespace) -> int:
         print(f"error: {err}", file=sys.stderr)
         return 1
     best = outcome.best
-    print(f"study {outcome.study_name}: {outcome.status}, {outcome.finished}/{outcome.n_trials} trials  (db {redact_url(url)})")
+    print(
+        f"study {outcome.study_name}: {outcome.status}, {outcome.finished}/{outcome.n_trials} trials  (db {redact_url(url)})"
+    )
     if best is not None:
-        print(f"best: trial #{best.number} objective {best.value:.4f}  checkpoint {best.user_attrs.get('checkpoint', '-')}")
+        print(
+            f"best: trial #{best.number} objective {best.value:.4f}  checkpoint {best.user_attrs.get('checkpoint', '-')}"
+        )
     if outcome.status == "stopped":
-        print(f"resume with: rnntune sweep --resume {outcome.study_name}" + (f" --db {redact_url(url)}" if args.db else ""))
+        print(
+            f"resume with: rnntune sweep --resume {outcome.study_name}"
+            + (f" --db {redact_url(url)}" if args.db else "")
+        )
         return 130
     if outcome.error:
         print(f"error: {outcome.error}", file=sys.stderr)

@@ -23,9 +23,15 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     add_server_options(p)
     p.add_argument("--space", default=DEFAULT_SPACE, help=f"search space (default {DEFAULT_SPACE})")
-    p.add_argument("--trials", type=int, default=DEFAULT_TRIALS, help=f"number of trials (default {DEFAULT_TRIALS})")
-    p.add_argument("--parallel", type=int, default=DEFAULT_PARALLEL,
-                   help=f"trials in flight at once (default {DEFAULT_PARALLEL})")
+    p.add_argument(
+        "--trials", type=int, default=DEFAULT_TRIALS, help=f"number of trials (default {DEFAULT_TRIALS})"
+    )
+    p.add_argument(
+        "--parallel",
+        type=int,
+        default=DEFAULT_PARALLEL,
+        help=f"trials in flight at once (default {DEFAULT_PARALLEL})",
+    )
     p.add_argument("--name", help="study name (default: generated from the space and the time)")
     p.set_defaults(func=run)
 
@@ -71,8 +77,10 @@ def run(args: argparse.Namespace) -> int:
         code = handle.process.wait()
         row = state.store.db.study_row(body.name)
         status = row.status if row else "unknown"
-        print(f"study {body.name}: sweep ended ({status}, exit {code}); still serving {url} — Ctrl-C to quit",
-              flush=True)
+        print(
+            f"study {body.name}: sweep ended ({status}, exit {code}); still serving {url} — Ctrl-C to quit",
+            flush=True,
+        )
 
     threading.Thread(target=launch_when_serving, daemon=True).start()
     return serve(server, sock)

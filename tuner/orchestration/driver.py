@@ -16,7 +16,17 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from tuner.lease import HEARTBEAT_S, STOP_POLL_S, acquire, begin, lease_engine, new_owner, read, release, renew
+from tuner.lease import (
+    HEARTBEAT_S,
+    STOP_POLL_S,
+    acquire,
+    begin,
+    lease_engine,
+    new_owner,
+    read,
+    release,
+    renew,
+)
 from tuner.study import StudyError
 
 
@@ -38,7 +48,9 @@ class StopRequest:
 class LeaseKeeper:
     """Holds the study's driver lease for this process while the sweep runs."""
 
-    def __init__(self, storage_url: str, name: str, request: StopRequest, generation: int | None = None) -> None:
+    def __init__(
+        self, storage_url: str, name: str, request: StopRequest, generation: int | None = None
+    ) -> None:
         """`generation`: the start this driver serves (given by the API that launched it); None
         registers a new start, as a sweep run from the command line is one."""
         self._engine = lease_engine(storage_url)

@@ -12,10 +12,17 @@ from __future__ import annotations
 import logging
 import os
 import secrets
+from typing import Any
 
 from tuner.study import SECRET_ENV
 
-QUIET_LOGGERS = ("ray", "ray.tune", "ray.train", "ray.air", "ray._private.authentication.authentication_token_setup")
+QUIET_LOGGERS = (
+    "ray",
+    "ray.tune",
+    "ray.train",
+    "ray.air",
+    "ray._private.authentication.authentication_token_setup",
+)
 
 
 class RayStartError(RuntimeError):
@@ -49,7 +56,10 @@ def start_ray(address: str | None, num_cpus: int | None, verbose: bool) -> bool:
         return False
     scrub_secrets()
     address = address or os.environ.get("RAY_ADDRESS") or None
-    common = {"log_to_driver": verbose, "logging_level": logging.INFO if verbose else logging.ERROR}
+    common: dict[str, Any] = {
+        "log_to_driver": verbose,
+        "logging_level": logging.INFO if verbose else logging.ERROR,
+    }
     if address is None:
         if not any(os.environ.get(k) for k in ("RAY_AUTH_MODE", "RAY_AUTH_TOKEN", "RAY_AUTH_TOKEN_PATH")):
             os.environ["RAY_AUTH_TOKEN"] = secrets.token_hex(32)

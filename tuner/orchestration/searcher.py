@@ -86,14 +86,16 @@ class StudySearcher(Searcher):
         )
 
     def restore(self, checkpoint_path: str) -> None:
-        raise NotImplementedError("resume sweeps with `rnntune sweep --resume NAME`; the SQL study holds the state")
+        raise NotImplementedError(
+            "resume sweeps with `rnntune sweep --resume NAME`; the SQL study holds the state"
+        )
 
     # --- Searcher hooks
     @property
     def live(self) -> dict[str, LiveTrial]:
         return self._live
 
-    def suggest(self, trial_id: str) -> dict[str, Any] | str | None:
+    def suggest(self, trial_id: str) -> dict[str, Any] | str | None:  # type: ignore[override]  # Searcher.FINISHED is a str
         if self.stop_reason is not None or self._asked >= self._budget:
             return Searcher.FINISHED
         self._asked += 1
@@ -118,7 +120,11 @@ class StudySearcher(Searcher):
         self._study.enqueue_trial(old.params, user_attrs={"retry_of": old.number}, skip_if_exists=False)
         trial = self._study.ask()
         params = self._space.suggest(trial)
-        live = LiveTrial(trial=trial, params=params, run_dir=old.user_attrs.get("run_dir") or str(self._root / f"trial-{trial.number}"))
+        live = LiveTrial(
+            trial=trial,
+            params=params,
+            run_dir=old.user_attrs.get("run_dir") or str(self._root / f"trial-{trial.number}"),
+        )
         for step, value in sorted(old.intermediate_values.items()):
             trial.report(value, step)
             live.curve[step] = value
@@ -129,7 +135,9 @@ class StudySearcher(Searcher):
         if live is not None:
             self._record(live, result)
 
-    def on_trial_complete(self, trial_id: str, result: dict[str, Any] | None = None, error: bool = False) -> None:
+    def on_trial_complete(
+        self, trial_id: str, result: dict[str, Any] | None = None, error: bool = False
+    ) -> None:
         if error:
             # TrialEvents.on_trial_error follows with the message; the trial is told FAIL there.
             return

@@ -124,7 +124,9 @@ def _all_failed(study: optuna.Study) -> str | None:
     trials = study.get_trials(deepcopy=False)
     if not trials or any(t.state in (TrialState.COMPLETE, TrialState.PRUNED) for t in trials):
         return None
-    first = next((t.user_attrs.get("error") for t in trials if t.user_attrs.get("error")), "no error recorded")
+    first = next(
+        (t.user_attrs.get("error") for t in trials if t.user_attrs.get("error")), "no error recorded"
+    )
     return f"every trial FAILed ({len(trials)}); first error: {first}"
 
 
@@ -227,14 +229,21 @@ def _drive(
     searcher = StudySearcher(study, space, root, budget)
     progress = ProgressTable(study, searcher, target, parallel, out)
     warning = sqlite_on_cluster_warning(storage_url)
-    progress.header(([warning] if warning else []) + [
-        f"study {name}  space {space.name}  sampler {attrs['sampler']}  scheduler {attrs['scheduler']}  "
-        f"parallel {parallel}",
-        f"db {redact_url(storage_url)}  storage {root}",
-        f"trials {target - budget}/{target} done"
-        + (f"; {len(zombies)} left RUNNING by a dead sweep marked FAIL and retried: {zombies}" if zombies else ""),
-    ])
-    stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%d-%H%M%S")
+    progress.header(
+        ([warning] if warning else [])
+        + [
+            f"study {name}  space {space.name}  sampler {attrs['sampler']}  scheduler {attrs['scheduler']}  "
+            f"parallel {parallel}",
+            f"db {redact_url(storage_url)}  storage {root}",
+            f"trials {target - budget}/{target} done"
+            + (
+                f"; {len(zombies)} left RUNNING by a dead sweep marked FAIL and retried: {zombies}"
+                if zombies
+                else ""
+            ),
+        ]
+    )
+    stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%d-%H%M%S")
     tuner = tune.Tuner(
         tune.with_resources(trainable or run_trial, resources),
         tune_config=tune.TuneConfig(
