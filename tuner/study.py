@@ -16,8 +16,6 @@ import datetime as dt
 import os
 import re
 import secrets
-import socket
-import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -33,13 +31,15 @@ from tuner.early_stopping import ATTR as EARLY_STOPPING_ATTR
 from tuner.early_stopping import EarlyStopping, EarlyStoppingError
 from tuner.space import NAME_PATTERN, SearchSpace, resolve_space
 
+# Set by the API for the sweeps it launches: which start of the study (tuner.lease) the driver serves.
+GENERATION_ENV = "RNNTUNE_SWEEP_GENERATION"
+# Secrets in the environment: the API never passes the tokens to a sweep, and the driver removes
+# all of them from its own environment before Ray starts (Ray's processes inherit it).
+SECRET_ENV = (DB_ENV, "RNNTUNE_API_TOKEN", "RNNTUNE_API_READ_TOKEN")
 DEFAULT_DB_PATH = Path("studies") / "rnntune.db"
 DEFAULT_STORAGE_ROOT = Path("studies")
 STATUSES = ("created", "running", "stopping", "stopped", "finished", "failed")
 SCHEDULERS = ("asha", "median", "none")
-# A running sweep refreshes its heartbeat this often; one silent for HEARTBEAT_STALE_S is dead.
-HEARTBEAT_S = 10.0
-HEARTBEAT_STALE_S = 60.0
 
 
 class StudyError(ValueError):
@@ -105,12 +105,12 @@ def _sqlite_wal(dbapi_connection: Any, _record: Any) -> None:
 
 def generate_study_name(space: str) -> str:
     """A fresh name such as `tiny-20261122-0312-ab12` (space, UTC time, random suffix)."""
-    stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%d-%H%M")
+    stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%d-%H%M")
     return f"{space}-{stamp}-{secrets.token_hex(2)}"
 
 
 def _now() -> str:
-    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+    return dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
 
 
 def create_study(
@@ -196,7 +196,9 @@ def _early_stopping(raw: Mapping[str, Any] | None, space: SearchSpace) -> dict[s
         raise StudyError(f"early stopping: {err}") from None
 
 
-def load_study(name: str, storage_url: str, sampler: optuna.samplers.BaseSampler | None = None) -> optuna.Study:
+def load_study(
+    name: str, storage_url: str, sampler: optuna.samplers.BaseSampler | None = None
+) -> optuna.Study:
     """Load an existing study by name; raises StudyNotFoundError naming the storage."""
     storage = open_storage(storage_url)
     try:
@@ -210,45 +212,6 @@ def set_status(study: optuna.Study, status: str) -> None:
         raise StudyError(f"status must be one of {', '.join(STATUSES)}, not {status!r}")
     study.set_user_attr("status", status)
     study.set_user_attr("status_at", _now())
-
-
-def heartbeat(study: optuna.Study) -> None:
-    """Record that this process is driving the study (checked before another process resumes it)."""
-    study.set_user_attr(
-        "driver", {"host": socket.gethostname(), "pid": os.getpid(), "heartbeat": time.time()}
-    )
-
-
-def check_not_driven(study: optuna.Study) -> None:
-    """Raise if another live sweep process drives this study.
-
-    On the same host the driver's pid is checked; from another host, a heartbeat fresher than
-    HEARTBEAT_STALE_S counts as alive.
-    """
-    attrs = study.user_attrs
-    driver = attrs.get("driver") or {}
-    if attrs.get("status") not in ("running", "stopping") or not driver:
-        return
-    if driver.get("host") == socket.gethostname():
-        pid = int(driver.get("pid", 0))
-        if pid == os.getpid() or not _pid_alive(pid):
-            return
-    age = time.time() - float(driver.get("heartbeat", 0))
-    if age < HEARTBEAT_STALE_S:
-        raise StudyError(
-            f"study {study.study_name!r} is being run by pid {driver.get('pid')} on {driver.get('host')} "
-            f"(heartbeat {age:.0f} s ago); stop that sweep first"
-        )
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def counts_towards_total(trial: FrozenTrial) -> bool:
@@ -267,13 +230,18 @@ def pending_retries(study: optuna.Study) -> list[FrozenTrial]:
     trials = study.get_trials(deepcopy=False)
     retried = {t.user_attrs.get("retry_of") for t in trials}
     return [
-        t for t in trials
+        t
+        for t in trials
         if t.state == TrialState.FAIL and t.user_attrs.get("needs_retry") and t.number not in retried
     ]
 
 
 def fail_trial(study: optuna.Study, number: int, reason: str, *, needs_retry: bool) -> None:
-    """Mark a RUNNING trial FAIL with its reason (user attr `error`)."""
+    """Mark a RUNNING trial FAIL with its reason (user attr `error`).
+
+    For trials left RUNNING by a dead driver, known only by number: Optuna has no public way to set
+    an attr on such a trial, so this goes through the study's storage (the RDBStorage we opened).
+    """
     trial_id = study._storage.get_trial_id_from_study_id_trial_number(study._study_id, number)
     study._storage.set_trial_user_attr(trial_id, "error", reason)
     if needs_retry:
@@ -293,4 +261,4 @@ def best_trial(study: optuna.Study) -> FrozenTrial | None:
     """The best COMPLETE trial (PRUNED and FAIL trials never are), or None if there is none yet."""
     complete = study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
     complete = [t for t in complete if t.value is not None]
-    return min(complete, key=lambda t: t.value) if complete else None
+    return min(complete, key=lambda t: float(t.value or 0.0)) if complete else None

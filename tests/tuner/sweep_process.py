@@ -28,7 +28,10 @@ def launch(cwd: Path, args: list[str], env: dict[str, str] | None = None) -> tup
     full_env = {**os.environ, **(env or {})}
     proc = subprocess.Popen(
         [sys.executable, "-m", "tuner.cli", "sweep", "--num-cpus", "2", *args],
-        cwd=cwd, stdout=log.open("w"), stderr=subprocess.STDOUT, env=full_env,
+        cwd=cwd,
+        stdout=log.open("w"),
+        stderr=subprocess.STDOUT,
+        env=full_env,
     )
     return proc, log
 
@@ -44,7 +47,9 @@ def wait_until(predicate: Callable[[], bool], proc: subprocess.Popen, log: Path,
     deadline = time.monotonic() + timeout
     while not predicate():
         if proc.poll() is not None:
-            raise AssertionError(f"sweep exited ({proc.returncode}) before the condition held:\n{log.read_text()}")
+            raise AssertionError(
+                f"sweep exited ({proc.returncode}) before the condition held:\n{log.read_text()}"
+            )
         if time.monotonic() > deadline:
             proc.kill()
             raise AssertionError(f"condition not met in {timeout} s:\n{log.read_text()}")
@@ -67,5 +72,6 @@ def snapshot(ts) -> dict[int, tuple]:
     """What must not change about finished trials across a crash and a resume."""
     return {
         t.number: (t.state, t.value, t.params, t.intermediate_values, t.datetime_complete, t.user_attrs)
-        for t in ts if t.state in (TrialState.COMPLETE, TrialState.PRUNED)
+        for t in ts
+        if t.state in (TrialState.COMPLETE, TrialState.PRUNED)
     }

@@ -18,8 +18,17 @@ from tuner.study import create_study, load_study
 @pytest.mark.slow
 def test_created_study_runs_then_extends(tmp_path, ray_cluster):
     db = f"sqlite:///{tmp_path / 'db.sqlite'}"
-    create_study("short", storage_url=db, space="tiny", n_trials=3, parallel=2, scheduler="asha",
-                 storage_path=tmp_path / "store", overrides={"set": {**TINY_SETTINGS, "max_steps": 20}}, seed=0)
+    create_study(
+        "short",
+        storage_url=db,
+        space="tiny",
+        n_trials=3,
+        parallel=2,
+        scheduler="asha",
+        storage_path=tmp_path / "store",
+        overrides={"set": {**TINY_SETTINGS, "max_steps": 20}},
+        seed=0,
+    )
     out = io.StringIO()
     outcome = run_sweep("short", db, num_cpus=2, out=out)
     assert (outcome.status, outcome.finished, outcome.n_trials) == ("finished", 3, 3)
@@ -42,16 +51,25 @@ def test_created_study_runs_then_extends(tmp_path, ray_cluster):
 
 
 @pytest.mark.slow
-def test_raising_trials_fail_with_reason_and_sweep_completes(tmp_path, ray_cluster):
+def test_sweep_whose_every_trial_fails_ends_failed_and_says_why(tmp_path, ray_cluster):
     db = f"sqlite:///{tmp_path / 'db.sqlite'}"
     empty = tmp_path / "no-ptb-here"
     empty.mkdir()
-    create_study("broken", storage_url=db, space="tiny", n_trials=2, parallel=2, scheduler="none",
-                 storage_path=tmp_path / "store",
-                 overrides={"set": {**TINY_SETTINGS, "dataset": "ptb", "data_dir": str(empty)}})
+    create_study(
+        "broken",
+        storage_url=db,
+        space="tiny",
+        n_trials=2,
+        parallel=2,
+        scheduler="none",
+        storage_path=tmp_path / "store",
+        overrides={"set": {**TINY_SETTINGS, "dataset": "ptb", "data_dir": str(empty)}},
+    )
     outcome = run_sweep("broken", db, num_cpus=2, out=io.StringIO())
-    assert (outcome.status, outcome.finished, outcome.best) == ("finished", 2, None)
+    assert (outcome.status, outcome.finished, outcome.best) == ("failed", 2, None)
+    assert outcome.error.startswith("every trial FAILed (2); first error: DataError: ")
     study = load_study("broken", db)
+    assert study.user_attrs["status"] == "failed"
     assert [t.state for t in study.trials] == [TrialState.FAIL, TrialState.FAIL]
     for t in study.trials:
         assert t.user_attrs["error"].startswith("DataError: ")
@@ -73,9 +91,14 @@ def test_missing_data_dir_is_refused_before_ray_starts(tmp_path):
     from tuner.study import StudyError
 
     db = f"sqlite:///{tmp_path / 'db.sqlite'}"
-    create_study("nodata", storage_url=db, space="mogrifier_lstm", n_trials=1,
-                 overrides={"set": {"data_dir": str(tmp_path / 'missing')}})
-    with pytest.raises(StudyError, match="data_dir .* does not exist; pass --set data_dir=PATH"):
+    create_study(
+        "nodata",
+        storage_url=db,
+        space="mogrifier_lstm",
+        n_trials=1,
+        overrides={"set": {"data_dir": str(tmp_path / "missing")}},
+    )
+    with pytest.raises(StudyError, match=r"data_dir .* does not exist; pass --set data_dir=PATH"):
         run_sweep("nodata", db, out=io.StringIO())
     study = load_study("nodata", db)
     assert study.user_attrs["status"] == "created" and study.trials == []

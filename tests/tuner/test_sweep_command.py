@@ -24,7 +24,9 @@ def test_unknown_study_and_bad_overrides_exit_2(tmp_path, capsys):
 
 def test_missing_dataset_folder_is_refused_before_the_study_exists(tmp_path, capsys):
     db = f"sqlite:///{tmp_path / 'db.sqlite'}"
-    code = main(["sweep", "--db", db, "--name", "ptb", "--space", "lstm", "--set", f"data_dir={tmp_path / 'nope'}"])
+    code = main(
+        ["sweep", "--db", db, "--name", "ptb", "--space", "lstm", "--set", f"data_dir={tmp_path / 'nope'}"]
+    )
     assert code == 2
     assert "does not exist; pass --set data_dir=PATH" in capsys.readouterr().err
     assert main(["sweep", "--resume", "ptb", "--db", db]) == 2

@@ -19,8 +19,10 @@ pytestmark = pytest.mark.slow
 
 def test_sqlite_sweep_of_eight_trials_two_at_a_time(tmp_path):
     db = f"sqlite:///{tmp_path / 'studies.db'}"
-    proc, log = launch(tmp_path, ["--name", "e2e", "--trials", "8", "--parallel", "2", "--db", db,
-                                  "--seed", "1", *tiny_set_args()])
+    proc, log = launch(
+        tmp_path,
+        ["--name", "e2e", "--trials", "8", "--parallel", "2", "--db", db, "--seed", "1", *tiny_set_args()],
+    )
     assert finish(proc, log, 600) == 0, log.read_text()
     out = log.read_text()
     assert "done 8/8" in out and "study e2e: finished, 8/8 trials" in out
@@ -35,11 +37,30 @@ def test_sqlite_sweep_of_eight_trials_two_at_a_time(tmp_path):
 
 def test_killed_sweep_resumes_without_losing_or_rerunning_trials(tmp_path):
     db = f"sqlite:///{tmp_path / 'studies.db'}"
-    args = ["--trials", "8", "--parallel", "2", "--scheduler", "none", "--sampler", "random", "--seed", "2",
-            "--db", db, *tiny_set_args(max_steps=80)]
+    args = [
+        "--trials",
+        "8",
+        "--parallel",
+        "2",
+        "--scheduler",
+        "none",
+        "--sampler",
+        "random",
+        "--seed",
+        "2",
+        "--db",
+        db,
+        *tiny_set_args(max_steps=80),
+    ]
     proc, log = launch(tmp_path, ["--name", "crash", *args])
-    wait_until(lambda: (lambda ts: count(ts, TrialState.COMPLETE) >= 2 and count(ts, TrialState.RUNNING) >= 1)(
-        trials(db, "crash")), proc, log, 300)
+    wait_until(
+        lambda: (lambda ts: count(ts, TrialState.COMPLETE) >= 2 and count(ts, TrialState.RUNNING) >= 1)(
+            trials(db, "crash")
+        ),
+        proc,
+        log,
+        300,
+    )
     proc.send_signal(signal.SIGKILL)
     proc.wait(30)
     before = trials(db, "crash")
@@ -66,10 +87,30 @@ def test_killed_sweep_resumes_without_losing_or_rerunning_trials(tmp_path):
 
 def test_sigterm_stops_cleanly_then_resume_finishes(tmp_path):
     db = f"sqlite:///{tmp_path / 'studies.db'}"
-    proc, log = launch(tmp_path, ["--name", "term", "--trials", "6", "--parallel", "2", "--scheduler", "none",
-                                  "--db", db, *tiny_set_args(max_steps=80)])
-    wait_until(lambda: (lambda ts: count(ts, TrialState.COMPLETE) >= 1 and count(ts, TrialState.RUNNING) >= 1)(
-        trials(db, "term")), proc, log, 300)
+    proc, log = launch(
+        tmp_path,
+        [
+            "--name",
+            "term",
+            "--trials",
+            "6",
+            "--parallel",
+            "2",
+            "--scheduler",
+            "none",
+            "--db",
+            db,
+            *tiny_set_args(max_steps=80),
+        ],
+    )
+    wait_until(
+        lambda: (lambda ts: count(ts, TrialState.COMPLETE) >= 1 and count(ts, TrialState.RUNNING) >= 1)(
+            trials(db, "term")
+        ),
+        proc,
+        log,
+        300,
+    )
     proc.send_signal(signal.SIGTERM)
     assert finish(proc, log, 120) == 130, log.read_text()
     assert "resume with: rnntune sweep --resume term" in log.read_text()
@@ -78,7 +119,9 @@ def test_sigterm_stops_cleanly_then_resume_finishes(tmp_path):
     ts = study.get_trials()
     assert count(ts, TrialState.RUNNING) == 0
     interrupted = [t for t in ts if t.state == TrialState.FAIL]
-    assert interrupted and all(t.user_attrs["error"] == "interrupted: sweep stopped by SIGTERM" for t in interrupted)
+    assert interrupted and all(
+        t.user_attrs["error"] == "interrupted: sweep stopped by SIGTERM" for t in interrupted
+    )
     assert all(t.user_attrs["needs_retry"] for t in interrupted)
 
     proc, log = launch(tmp_path, ["--resume", "term", "--db", db])
@@ -91,8 +134,22 @@ def test_sigterm_stops_cleanly_then_resume_finishes(tmp_path):
 
 def test_dead_worker_is_failed_and_retried_as_a_linked_trial(tmp_path):
     db = f"sqlite:///{tmp_path / 'studies.db'}"
-    proc, log = launch(tmp_path, ["--name", "worker", "--trials", "3", "--parallel", "1", "--scheduler", "none",
-                                  "--db", db, *tiny_set_args(max_steps=120)])
+    proc, log = launch(
+        tmp_path,
+        [
+            "--name",
+            "worker",
+            "--trials",
+            "3",
+            "--parallel",
+            "1",
+            "--scheduler",
+            "none",
+            "--db",
+            db,
+            *tiny_set_args(max_steps=120),
+        ],
+    )
 
     def running_with_pid():
         return [t for t in trials(db, "worker") if t.state == TrialState.RUNNING and t.user_attrs.get("pid")]
@@ -113,9 +170,21 @@ def test_dead_worker_is_failed_and_retried_as_a_linked_trial(tmp_path):
 
 def test_postgres_sweep_keeps_the_password_out_of_files_and_output(tmp_path, postgres_url):
     password = postgres_url.split(":")[2].split("@")[0]
-    proc, log = launch(tmp_path, ["--name", "pg", "--trials", "8", "--parallel", "2", "--storage",
-                                  str(tmp_path / "store"), *tiny_set_args()],
-                       env={"RNNTUNE_DB_URL": postgres_url})
+    proc, log = launch(
+        tmp_path,
+        [
+            "--name",
+            "pg",
+            "--trials",
+            "8",
+            "--parallel",
+            "2",
+            "--storage",
+            str(tmp_path / "store"),
+            *tiny_set_args(),
+        ],
+        env={"RNNTUNE_DB_URL": postgres_url},
+    )
     assert finish(proc, log, 600) == 0, log.read_text()
     out = log.read_text()
     assert "study pg: finished, 8/8 trials" in out and password not in out and "***" in out

@@ -17,8 +17,8 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from tuner.api.checkpoint import CheckpointUnavailable
-from tuner.api.launcher import LaunchFailed, SweepAlreadyRunning
 from tuner.api.reads import StudyNotFound, TooManyComputations
+from tuner.api.sweeps import InvalidStudy, LaunchFailed, SweepConflict
 
 log = logging.getLogger("rnntune.api")
 
@@ -48,8 +48,9 @@ PLAIN_ERRORS = (
     (StudyNotFound, 404),
     (NotFound, 404),
     (CheckpointUnavailable, 404),
-    (SweepAlreadyRunning, 409),
+    (SweepConflict, 409),
     (Conflict, 409),
+    (InvalidStudy, 422),
     (TooManyComputations, 429),
 )
 

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import tuner
 from tuner.api.errors import Conflict
-from tuner.api.launcher import LaunchFailed
+from tuner.api.sweeps import LaunchFailed
 from tuner.finalize import STATUS_ATTR, live_run, set_status
 from tuner.study import DB_ENV, load_study
 

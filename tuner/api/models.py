@@ -63,6 +63,16 @@ class Counts(BaseModel):
     WAITING: int = 0
 
 
+class DriverLease(BaseModel):
+    """The study's driver lease: whether a sweep process (from any API or command line) drives it."""
+
+    state: Literal["live", "expired", "stopped"]
+    host: str | None
+    pid: int | None
+    expires_at: float
+    stop_requested: bool
+
+
 class SweepProcess(BaseModel):
     """The sweep subprocess this API started for the study, if any."""
 
@@ -114,6 +124,7 @@ class StudyDetail(StudySummary):
     user_attrs: dict[str, Any]
     best_trial: TrialSummary | None
     process: SweepProcess | None
+    driver: DriverLease | None
 
 
 class Page(BaseModel):
@@ -232,3 +243,4 @@ class Action(BaseModel):
     name: str
     status: str
     process: SweepProcess | None
+    driver: DriverLease | None

@@ -5,8 +5,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from tuner.api.launcher import SweepHandle
 from tuner.api.reads import StudyRow, TrialRecord
+from tuner.api.sweeps import SweepHandle
 
 FINISHED_STATES = ("COMPLETE", "PRUNED", "FAIL")
 

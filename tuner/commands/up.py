@@ -23,19 +23,23 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     add_server_options(p)
     p.add_argument("--space", default=DEFAULT_SPACE, help=f"search space (default {DEFAULT_SPACE})")
-    p.add_argument("--trials", type=int, default=DEFAULT_TRIALS, help=f"number of trials (default {DEFAULT_TRIALS})")
-    p.add_argument("--parallel", type=int, default=DEFAULT_PARALLEL,
-                   help=f"trials in flight at once (default {DEFAULT_PARALLEL})")
+    p.add_argument(
+        "--trials", type=int, default=DEFAULT_TRIALS, help=f"number of trials (default {DEFAULT_TRIALS})"
+    )
+    p.add_argument(
+        "--parallel",
+        type=int,
+        default=DEFAULT_PARALLEL,
+        help=f"trials in flight at once (default {DEFAULT_PARALLEL})",
+    )
     p.add_argument("--name", help="study name (default: generated from the space and the time)")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    from fastapi import HTTPException
     from pydantic import ValidationError
 
-    from tuner.api import actions
-    from tuner.api.creation import create
+    from tuner.api import sweeps
     from tuner.api.models import CreateStudy
     from tuner.api.server import PortUnavailable, fail, make_server, serve, url_of
 
@@ -48,11 +52,9 @@ def run(args: argparse.Namespace) -> int:
             parallel=args.parallel,
         )
         state = app.state.rnntune
-        create(state, body)
-    except (PortUnavailable, StudyError, ValidationError) as err:
+        sweeps.create(state, body)
+    except (PortUnavailable, StudyError, ValidationError, sweeps.InvalidStudy, sweeps.SweepConflict) as err:
         return fail(str(err))
-    except HTTPException as err:
-        return fail(str(err.detail))
     server = make_server(app)
     url = url_of(sock)
 
@@ -61,7 +63,11 @@ def run(args: argparse.Namespace) -> int:
             threading.Event().wait(0.05)
         if server.should_exit:
             return
-        handle = actions.start(state, body.name)
+        try:
+            handle = sweeps.start(state, body.name)
+        except (sweeps.SweepConflict, sweeps.LaunchFailed) as err:
+            print(f"error: {err}", flush=True)
+            return
         print(
             f"study {body.name}: sweep started (pid {handle.process.pid}, log {handle.log})\n"
             f"open {url}/web/studies/{body.name}\n"
@@ -71,8 +77,10 @@ def run(args: argparse.Namespace) -> int:
         code = handle.process.wait()
         row = state.store.db.study_row(body.name)
         status = row.status if row else "unknown"
-        print(f"study {body.name}: sweep ended ({status}, exit {code}); still serving {url} — Ctrl-C to quit",
-              flush=True)
+        print(
+            f"study {body.name}: sweep ended ({status}, exit {code}); still serving {url} — Ctrl-C to quit",
+            flush=True,
+        )
 
     threading.Thread(target=launch_when_serving, daemon=True).start()
     return serve(server, sock)

@@ -28,7 +28,7 @@ def fmt_params(params: dict[str, Any]) -> str:
 
 
 def fmt_duration(seconds: float) -> str:
-    seconds = int(round(seconds))
+    seconds = round(seconds)
     if seconds >= 3600:
         return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
     if seconds >= 60:
@@ -53,7 +53,14 @@ def trial_row(t: FrozenTrial) -> str:
 class ProgressTable(Callback):
     """Prints the sweep's progress from the searcher's tally (no database reads on the hot path)."""
 
-    def __init__(self, study: optuna.Study, searcher: StudySearcher, n_trials: int, parallel: int, out: TextIO | None = None) -> None:
+    def __init__(
+        self,
+        study: optuna.Study,
+        searcher: StudySearcher,
+        n_trials: int,
+        parallel: int,
+        out: TextIO | None = None,
+    ) -> None:
         self._study = study
         self._searcher = searcher
         self._n_trials = n_trials
@@ -89,7 +96,9 @@ class ProgressTable(Callback):
             f"running {running}",
         ]
         if self._best is not None:
-            parts.append(f"best {self._best.value:.4f} (#{self._best.number}: {fmt_params(self._best.params)})")
+            parts.append(
+                f"best {self._best.value:.4f} (#{self._best.number}: {fmt_params(self._best.params)})"
+            )
         remaining = self._n_trials - done
         if tally.wall_times and remaining > 0:
             mean = sum(tally.wall_times) / len(tally.wall_times)
@@ -101,9 +110,11 @@ class ProgressTable(Callback):
         running, every STATUS_EVERY_S as a heartbeat)."""
         finished = self._searcher.tally.finished
         changed = self._printed != len(finished)
-        for t in finished[self._printed:]:
+        for t in finished[self._printed :]:
             self._print(trial_row(t))
-            if t.state == TrialState.COMPLETE and (self._best is None or t.value < self._best.value):
+            if t.state != TrialState.COMPLETE or t.value is None:
+                continue
+            if self._best is None or self._best.value is None or t.value < self._best.value:
                 self._best = t
         self._printed = len(finished)
         now = time.monotonic()

@@ -12,8 +12,17 @@ from __future__ import annotations
 import logging
 import os
 import secrets
+from typing import Any
 
-QUIET_LOGGERS = ("ray", "ray.tune", "ray.train", "ray.air", "ray._private.authentication.authentication_token_setup")
+from tuner.study import SECRET_ENV
+
+QUIET_LOGGERS = (
+    "ray",
+    "ray.tune",
+    "ray.train",
+    "ray.air",
+    "ray._private.authentication.authentication_token_setup",
+)
 
 
 class RayStartError(RuntimeError):
@@ -31,6 +40,13 @@ def quiet_ray(verbose: bool) -> None:
         logging.getLogger(name).setLevel(level)
 
 
+def scrub_secrets() -> None:
+    """Remove the database URL and the API tokens from this process's environment: every Ray
+    process started from here (GCS, raylet, workers, trainers) inherits it, and none needs them."""
+    for key in SECRET_ENV:
+        os.environ.pop(key, None)
+
+
 def start_ray(address: str | None, num_cpus: int | None, verbose: bool) -> bool:
     """Start (or connect to) Ray unless this process already did; True if this call started it."""
     import ray
@@ -38,8 +54,12 @@ def start_ray(address: str | None, num_cpus: int | None, verbose: bool) -> bool:
     quiet_ray(verbose)
     if ray.is_initialized():
         return False
+    scrub_secrets()
     address = address or os.environ.get("RAY_ADDRESS") or None
-    common = {"log_to_driver": verbose, "logging_level": logging.INFO if verbose else logging.ERROR}
+    common: dict[str, Any] = {
+        "log_to_driver": verbose,
+        "logging_level": logging.INFO if verbose else logging.ERROR,
+    }
     if address is None:
         if not any(os.environ.get(k) for k in ("RAY_AUTH_MODE", "RAY_AUTH_TOKEN", "RAY_AUTH_TOKEN_PATH")):
             os.environ["RAY_AUTH_TOKEN"] = secrets.token_hex(32)

@@ -26,7 +26,7 @@ from ray.tune.search import Searcher
 
 from tuner.orchestration.trainable import FINAL
 from tuner.space import SearchSpace
-from tuner.study import fail_trial, pending_retries
+from tuner.study import pending_retries
 
 METRIC = "val_loss"
 
@@ -39,7 +39,7 @@ class LiveTrial:
     params: dict[str, Any]
     run_dir: str
     started: float = field(default_factory=time.monotonic)
-    steps: set[int] = field(default_factory=set)
+    curve: dict[int, float] = field(default_factory=dict)
     attrs: dict[str, Any] = field(default_factory=dict)
     last_step: int = 0
 
@@ -86,14 +86,16 @@ class StudySearcher(Searcher):
         )
 
     def restore(self, checkpoint_path: str) -> None:
-        raise NotImplementedError("resume sweeps with `rnntune sweep --resume NAME`; the SQL study holds the state")
+        raise NotImplementedError(
+            "resume sweeps with `rnntune sweep --resume NAME`; the SQL study holds the state"
+        )
 
     # --- Searcher hooks
     @property
     def live(self) -> dict[str, LiveTrial]:
         return self._live
 
-    def suggest(self, trial_id: str) -> dict[str, Any] | str | None:
+    def suggest(self, trial_id: str) -> dict[str, Any] | str | None:  # type: ignore[override]  # Searcher.FINISHED is a str
         if self.stop_reason is not None or self._asked >= self._budget:
             return Searcher.FINISHED
         self._asked += 1
@@ -118,10 +120,14 @@ class StudySearcher(Searcher):
         self._study.enqueue_trial(old.params, user_attrs={"retry_of": old.number}, skip_if_exists=False)
         trial = self._study.ask()
         params = self._space.suggest(trial)
-        live = LiveTrial(trial=trial, params=params, run_dir=old.user_attrs.get("run_dir") or str(self._root / f"trial-{trial.number}"))
+        live = LiveTrial(
+            trial=trial,
+            params=params,
+            run_dir=old.user_attrs.get("run_dir") or str(self._root / f"trial-{trial.number}"),
+        )
         for step, value in sorted(old.intermediate_values.items()):
             trial.report(value, step)
-            live.steps.add(step)
+            live.curve[step] = value
         return live
 
     def on_trial_result(self, trial_id: str, result: dict[str, Any]) -> None:
@@ -129,7 +135,9 @@ class StudySearcher(Searcher):
         if live is not None:
             self._record(live, result)
 
-    def on_trial_complete(self, trial_id: str, result: dict[str, Any] | None = None, error: bool = False) -> None:
+    def on_trial_complete(
+        self, trial_id: str, result: dict[str, Any] | None = None, error: bool = False
+    ) -> None:
         if error:
             # TrialEvents.on_trial_error follows with the message; the trial is told FAIL there.
             return
@@ -138,7 +146,6 @@ class StudySearcher(Searcher):
             return
         if result:
             self._record(live, result)
-        number = live.trial.number
         wall = time.monotonic() - live.started
         live.trial.set_user_attr("wall_time_s", round(wall, 3))
         if result and result.get(FINAL):
@@ -159,12 +166,11 @@ class StudySearcher(Searcher):
             self._fail(live, f"interrupted: {self.stop_reason}", needs_retry=True)
         elif live.last_step >= self._max_steps:
             # Stopped by the scheduler at its very last evaluation: it trained to the end.
-            curve = self._study._storage.get_trial(live.trial._trial_id).intermediate_values
-            self._complete(live, min(curve.values(), default=None), wall)
+            self._complete(live, min(live.curve.values(), default=None), wall)
         else:
-            self._study.tell(live.trial, state=TrialState.PRUNED)
+            frozen = self._study.tell(live.trial, state=TrialState.PRUNED)
             self.tally.pruned += 1
-            self._note_finished(number, wall)
+            self._note_finished(frozen, wall)
 
     def fail_from_worker(self, trial_id: str, message: str) -> None:
         """The trial's worker failed and Ray Tune will not retry it again: FAIL with Ray's message."""
@@ -179,9 +185,8 @@ class StudySearcher(Searcher):
         if live is None:
             return
         live.trial.set_user_attr("wall_time_s", round(time.monotonic() - live.started, 3))
-        self._fail(live, message, needs_retry=True)
+        old = self._fail(live, message, needs_retry=True)
         self.tally.retried += 1
-        old = self._study._storage.get_trial(live.trial._trial_id)
         retry = self._ask_retry(old)
         retry.trial.set_user_attr("run_dir", retry.run_dir)
         retry.trial.set_user_attr("ray_trial_id", trial_id)
@@ -206,11 +211,11 @@ class StudySearcher(Searcher):
             not result.get(FINAL)
             and step is not None
             and value is not None
-            and int(step) not in live.steps
+            and int(step) not in live.curve
             and math.isfinite(float(value))
         ):
             live.trial.report(float(value), int(step))
-            live.steps.add(int(step))
+            live.curve[int(step)] = float(value)
         for attr, key in (("node", "node_ip"), ("pid", "pid"), ("checkpoint", "best_checkpoint")):
             new = result.get(key)
             if new and live.attrs.get(attr) != new:
@@ -221,21 +226,25 @@ class StudySearcher(Searcher):
         if best is None or not math.isfinite(float(best)):
             self._fail(live, f"no finite validation loss (best {best})", needs_retry=False)
             return
-        self._study.tell(live.trial, float(best))
+        frozen = self._study.tell(live.trial, float(best))
         self.tally.complete += 1
-        self._note_finished(live.trial.number, wall)
+        self._note_finished(frozen, wall)
 
-    def _fail(self, live: LiveTrial, message: str, *, needs_retry: bool) -> None:
-        fail_trial(self._study, live.trial.number, message[:2000], needs_retry=needs_retry)
+    def _fail(self, live: LiveTrial, message: str, *, needs_retry: bool) -> FrozenTrial:
+        """Tell the trial FAIL with its reason (and `needs_retry` when it was not its fault)."""
+        live.trial.set_user_attr("error", message[:2000])
+        if needs_retry:
+            live.trial.set_user_attr("needs_retry", True)
+        frozen = self._study.tell(live.trial, state=TrialState.FAIL)
         if not needs_retry:
             self.tally.failed += 1
-            self._note_finished(live.trial.number, None)
+            self._note_finished(frozen, None)
+        return frozen
 
-    def _note_finished(self, number: int, wall: float | None) -> None:
+    def _note_finished(self, trial: FrozenTrial, wall: float | None) -> None:
         if wall is not None:
             self.tally.wall_times.append(wall)
-        trial_id = self._study._storage.get_trial_id_from_study_id_trial_number(self._study._study_id, number)
-        self.tally.finished.append(self._study._storage.get_trial(trial_id))
+        self.tally.finished.append(trial)
 
 
 def _default(name: str) -> Any:

@@ -2,49 +2,48 @@
 
 Every call runs the study from its SQL state: trials left RUNNING by a dead sweep process are marked
 FAIL and retried as new linked trials, completed ones are never rerun, and only the missing number of
-trials is asked for. SIGINT/SIGTERM stop the sweep cleanly: trials in flight are marked FAIL
-(`interrupted`, retried on resume), finished ones are kept, and the study's status says `stopped`.
+trials is asked for. Only the holder of the study's driver lease runs it (`driver.LeaseKeeper`).
+A stop request stored in the lease, SIGINT or SIGTERM stop the sweep cleanly: trials in flight are
+marked FAIL (`interrupted`, retried on resume), finished ones are kept, and the study's status says
+`stopped`. A storage folder belongs to one study (`claim_storage`); a sweep whose every trial
+FAILed ends `failed`.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import os
-import signal
-import threading
-import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
 import optuna
-from optuna.trial import FrozenTrial
+from optuna.trial import FrozenTrial, TrialState
 from ray.tune.stopper import Stopper
 
 from tuner.early_stopping import study_policy
+from tuner.orchestration.driver import LeaseKeeper, StopRequest, stop_on_signals
 from tuner.samplers import make_sampler
 from tuner.space import SearchSpace
 from tuner.study import (
-    HEARTBEAT_S,
     StudyError,
     best_trial,
-    check_not_driven,
     fail_zombies,
     finished_count,
-    heartbeat,
     load_study,
     redact_url,
     set_status,
 )
 
 ZOMBIE_REASON = "sweep process died while the trial was running; found RUNNING on resume"
+# The file that says which study a storage folder belongs to.
+OWNER_FILE = ".rnntune-study"
 
 
 @dataclass
 class SweepOutcome:
-    """How a `run_sweep` call ended."""
+    """How a `run_sweep` call ended (`error` says why a `failed` one failed)."""
 
     study_name: str
     status: str
@@ -52,27 +51,20 @@ class SweepOutcome:
     n_trials: int
     best: FrozenTrial | None
     interrupted: list[int]
-
-
-class _StopRequest:
-    """Set by a signal handler; read by the Tune stopper and the searcher on the driver's loop."""
-
-    def __init__(self) -> None:
-        self.reason: str | None = None
+    error: str | None = None
 
 
 class SweepStopper(Stopper):
-    """Stops all trials once a stop was requested; refreshes the study's heartbeat meanwhile.
+    """Stops all trials once a stop was requested (signal, stored request, lost lease).
 
     Module-level with an empty pickled state: Tune saves its stopper in the experiment folder, and
     the study (whose storage holds the database URL) must not go with it.
     """
 
-    def __init__(self, study: optuna.Study, request: _StopRequest, searcher: Any) -> None:
+    def __init__(self, study: optuna.Study, request: StopRequest, searcher: Any) -> None:
         self._study = study
         self._request = request
         self._searcher = searcher
-        self._beat = time.monotonic()
         self._announced = False
 
     def __getstate__(self) -> dict[str, Any]:
@@ -82,10 +74,6 @@ class SweepStopper(Stopper):
         return False
 
     def stop_all(self) -> bool:
-        now = time.monotonic()
-        if now - self._beat >= HEARTBEAT_S:
-            heartbeat(self._study)
-            self._beat = now
         if self._request.reason is None:
             return False
         if not self._announced:
@@ -93,27 +81,6 @@ class SweepStopper(Stopper):
             set_status(self._study, "stopping")
             self._announced = True
         return True
-
-
-@contextmanager
-def _stop_on_signals(request: _StopRequest) -> Iterator[None]:
-    """First SIGINT/SIGTERM asks for a clean stop; a second SIGINT interrupts at once."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def handler(signum: int, frame: Any) -> None:
-        name = signal.Signals(signum).name
-        if request.reason is not None and signum == signal.SIGINT:
-            raise KeyboardInterrupt
-        request.reason = f"sweep stopped by {name}"
-
-    previous = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        yield
-    finally:
-        for s, h in previous.items():
-            signal.signal(s, h)
 
 
 def _trial_dirname(trial: Any) -> str:
@@ -140,9 +107,65 @@ def resolve_data_dir(space: SearchSpace) -> SearchSpace:
     return space.with_overrides(fixed={"data_dir": str(path)})
 
 
+def check_storage(root: Path, name: str | None) -> None:
+    """StudyError naming the owner if `root` is another study's storage folder (the run folders
+    `trial-N` of two studies would collide); `name` None: a study yet to be named."""
+    marker = root / OWNER_FILE
+    owner = marker.read_text().strip() if marker.is_file() else None
+    if owner is not None and owner != name:
+        raise StudyError(
+            f"storage folder {root} belongs to study {owner!r}; give {f'study {name!r}' if name else 'the new study'} its own "
+            f"--storage folder (default ./studies/NAME)"
+        )
+
+
+def claim_storage(root: Path, name: str) -> None:
+    """Make `root` the storage folder of study `name` (check_storage's error if it is another's)."""
+    check_storage(root, name)
+    root.mkdir(parents=True, exist_ok=True)
+    (root / OWNER_FILE).write_text(name + "\n")
+
+
+def _all_failed(study: optuna.Study) -> str | None:
+    """Why the sweep failed when it has trials and none COMPLETE or PRUNED; None otherwise."""
+    trials = study.get_trials(deepcopy=False)
+    if not trials or any(t.state in (TrialState.COMPLETE, TrialState.PRUNED) for t in trials):
+        return None
+    first = next(
+        (t.user_attrs.get("error") for t in trials if t.user_attrs.get("error")), "no error recorded"
+    )
+    return f"every trial FAILed ({len(trials)}); first error: {first}"
+
+
 def run_sweep(
     name: str,
     storage_url: str,
+    *,
+    generation: int | None = None,
+    **options: Any,
+) -> SweepOutcome:
+    """Run (or resume, or extend to `n_trials`) the study `name` until it has its trial count.
+
+    Takes the study's driver lease first (DriverBusy if another live driver holds it); `generation`
+    is the start this driver serves when the API launched it. `options` are `_drive`'s.
+    """
+    request = StopRequest()
+    with stop_on_signals(request):
+        study = load_study(name, storage_url)
+        if "space_def" not in study.user_attrs:
+            raise StudyError(f"study {name!r} was not created by rnntune (no space_def attr)")
+        keeper = LeaseKeeper(storage_url, name, request, generation)
+        keeper.acquire()
+        try:
+            return _drive(study, storage_url, request, **options)
+        finally:
+            keeper.close()
+
+
+def _drive(
+    study: optuna.Study,
+    storage_url: str,
+    request: StopRequest,
     *,
     n_trials: int | None = None,
     storage_path: str | os.PathLike | None = None,
@@ -155,16 +178,13 @@ def run_sweep(
     out: TextIO | None = None,
     trainable: Callable[[dict[str, Any]], Any] | None = None,
 ) -> SweepOutcome:
-    """Run (or resume, or extend to `n_trials`) the study `name` until it has its trial count.
+    """The sweep itself, run while this process holds the study's lease.
 
     `trainable` is the function each trial runs (default: the shared trainer through
     `run_trial`); the orchestration benchmark passes one that returns at once.
     """
-    study = load_study(name, storage_url)
-    check_not_driven(study)
+    name = study.study_name
     attrs = study.user_attrs
-    if "space_def" not in attrs:
-        raise StudyError(f"study {name!r} was not created by rnntune (no space_def attr)")
     if n_trials is not None:
         done = finished_count(study)
         if n_trials < done:
@@ -175,14 +195,15 @@ def run_sweep(
         study.set_user_attr("storage_path", str(Path(storage_path).expanduser().resolve()))
     root = Path(study.user_attrs["storage_path"])
     space = resolve_data_dir(SearchSpace.from_dict(attrs["space_def"]))
+    claim_storage(root, name)
     sampler = make_sampler(attrs["sampler"], seed=attrs.get("seed"))
     study = load_study(name, storage_url, sampler=sampler)
     zombies = fail_zombies(study, ZOMBIE_REASON)
-    heartbeat(study)
     budget = target - finished_count(study)
-    if budget <= 0:
-        set_status(study, "finished")
-        return SweepOutcome(name, "finished", finished_count(study), target, best_trial(study), [])
+    if budget <= 0 or request.reason is not None:
+        status = "finished" if budget <= 0 else "stopped"
+        set_status(study, status)
+        return SweepOutcome(name, status, finished_count(study), target, best_trial(study), [])
 
     import torch
     from ray import tune
@@ -213,19 +234,26 @@ def run_sweep(
             ray.shutdown()
         raise
     policy = study_policy(attrs)
-    request = _StopRequest()
     searcher = StudySearcher(study, space, root, budget)
     progress = ProgressTable(study, searcher, target, parallel, out)
     warning = sqlite_on_cluster_warning(storage_url)
-    progress.header(([warning] if warning else []) + [
-        f"study {name}  space {space.name}  sampler {attrs['sampler']}  scheduler {attrs['scheduler']}  "
-        f"parallel {parallel}",
-        f"early stopping: {policy.describe(*_grid(space)) if attrs['scheduler'] == 'asha' else attrs['scheduler']}",
-        f"db {redact_url(storage_url)}  storage {root}",
-        f"trials {target - budget}/{target} done"
-        + (f"; {len(zombies)} left RUNNING by a dead sweep marked FAIL and retried: {zombies}" if zombies else ""),
-    ])
-    stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%d-%H%M%S")
+    early = policy.describe(*_grid(space)) if attrs["scheduler"] == "asha" else attrs["scheduler"]
+    progress.header(
+        ([warning] if warning else [])
+        + [
+            f"study {name}  space {space.name}  sampler {attrs['sampler']}  scheduler {attrs['scheduler']}  "
+            f"parallel {parallel}",
+            f"early stopping: {early}",
+            f"db {redact_url(storage_url)}  storage {root}",
+            f"trials {target - budget}/{target} done"
+            + (
+                f"; {len(zombies)} left RUNNING by a dead sweep marked FAIL and retried: {zombies}"
+                if zombies
+                else ""
+            ),
+        ]
+    )
+    stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%d-%H%M%S")
     tuner = tune.Tuner(
         tune.with_resources(trainable or run_trial, resources),
         tune_config=tune.TuneConfig(
@@ -247,13 +275,16 @@ def run_sweep(
             verbose=1 if verbose else 0,
         ),
     )
-    status = "failed"
+    status, error = "failed", None
     try:
-        with _stop_on_signals(request):
-            tuner.fit()
+        if request.reason is None:  # a stop that came while Ray started needs no trial
+            with stop_on_signals(request):  # again: ray.init() replaced our SIGTERM handler with its own
+                tuner.fit()
         status = "finished" if finished_count(study) >= target else "stopped"
+        if status == "finished" and (error := _all_failed(study)) is not None:
+            status = "failed"
     except KeyboardInterrupt:
-        request.reason = request.reason or "sweep interrupted"
+        request.set("sweep interrupted")
         status = "stopped"
         raise
     finally:
@@ -266,4 +297,4 @@ def run_sweep(
             import ray
 
             ray.shutdown()
-    return SweepOutcome(name, status, finished_count(study), target, best_trial(study), interrupted)
+    return SweepOutcome(name, status, finished_count(study), target, best_trial(study), interrupted, error)

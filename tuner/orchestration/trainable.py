@@ -19,7 +19,7 @@ FINAL = "final"
 def _numeric(metrics: dict[str, Any]) -> dict[str, Any]:
     keep = {}
     for key, value in metrics.items():
-        if isinstance(value, bool) or isinstance(value, (numbers.Number, str)) or value is None:
+        if isinstance(value, (bool, numbers.Number, str)) or value is None:
             keep[key] = value
     return keep
 

@@ -3,8 +3,15 @@ on Ray), watch progress, stop cleanly, resume, best checkpoint download loaded b
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import os
+import signal
+import socket
+import subprocess
+import sys
 import time
+from pathlib import Path
 
 import httpx
 import pytest
@@ -14,6 +21,7 @@ from tests.tuner.api.fixtures import live_server
 from tuner.api import ApiSettings
 
 pytestmark = pytest.mark.slow
+ROOT = Path(__file__).resolve().parents[3]
 TOKEN = "sweep-token"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
 
@@ -21,10 +29,11 @@ AUTH = {"Authorization": f"Bearer {TOKEN}"}
 @pytest.fixture(scope="module")
 def api(tmp_path_factory):
     root = tmp_path_factory.mktemp("sweeps")
-    settings = ApiSettings(db_url=f"sqlite:///{root / 's.db'}", storage_root=root / "storage", api_token=TOKEN)
-    with live_server(settings) as url:
-        with httpx.Client(base_url=url, timeout=30) as client:
-            yield client
+    settings = ApiSettings(
+        db_url=f"sqlite:///{root / 's.db'}", storage_root=root / "storage", api_token=TOKEN
+    )
+    with live_server(settings) as url, httpx.Client(base_url=url, timeout=30) as client:
+        yield client
 
 
 def wait_for(client, name, predicate, timeout_s, what):
@@ -36,12 +45,22 @@ def wait_for(client, name, predicate, timeout_s, what):
         if predicate(study):
             return study, seen
         time.sleep(0.5)
-    raise AssertionError(f"{what} did not happen in {timeout_s} s; statuses seen {sorted(set(seen))}: {study}")
+    raise AssertionError(
+        f"{what} did not happen in {timeout_s} s; statuses seen {sorted(set(seen))}: {study}"
+    )
 
 
 def create(client, name, n_trials, parallel, max_steps):
-    body = {"name": name, "space": "tiny", "n_trials": n_trials, "parallel": parallel, "sampler": "random",
-            "seed": 0, "scheduler": "none", "overrides": {"set": {"max_steps": max_steps}}}
+    body = {
+        "name": name,
+        "space": "tiny",
+        "n_trials": n_trials,
+        "parallel": parallel,
+        "sampler": "random",
+        "seed": 0,
+        "scheduler": "none",
+        "overrides": {"set": {"max_steps": max_steps}},
+    }
     response = client.post("/studies", json=body, headers=AUTH)
     assert response.status_code == 201, response.text
     assert response.json()["status"] == "created"
@@ -52,7 +71,9 @@ def test_sweep_runs_to_the_end_and_its_best_checkpoint_loads(api, tmp_path):
     started = api.post("/studies/api-run/start", headers=AUTH)
     assert started.status_code == 202 and started.json()["status"] == "running"
     assert api.post("/studies/api-run/start", headers=AUTH).status_code == 409
-    study, seen = wait_for(api, "api-run", lambda s: s["status"] in ("finished", "failed"), 300, "the sweep ending")
+    study, seen = wait_for(
+        api, "api-run", lambda s: s["status"] in ("finished", "failed"), 300, "the sweep ending"
+    )
     assert study["status"] == "finished", api.get("/studies/api-run").json()
     assert "running" in seen and study["progress"] == 1.0
     assert study["counts"]["COMPLETE"] == 2 and study["process"]["returncode"] == 0
@@ -82,11 +103,18 @@ def test_stop_keeps_completed_trials_and_resume_continues(api):
     assert api.get("/studies").status_code == 200  # the API answers while the sweep runs
     stopped = api.post("/studies/api-stop/stop", headers=AUTH)
     assert stopped.status_code == 202 and stopped.json()["status"] == "stopping"
-    study, _ = wait_for(api, "api-stop", lambda s: s["status"] == "stopped" and not s["process"]["running"],
-                        120, "the sweep stopping")
+    study, _ = wait_for(
+        api,
+        "api-stop",
+        lambda s: s["status"] == "stopped" and not s["process"]["running"],
+        120,
+        "the sweep stopping",
+    )
     assert study["process"]["returncode"] == 130 and study["counts"]["RUNNING"] == 0
     assert before["counts"]["COMPLETE"] <= study["counts"]["COMPLETE"] < 8
-    completed = {t["number"] for t in api.get("/studies/api-stop/trials", params={"state": "COMPLETE"}).json()["items"]}
+    completed = {
+        t["number"] for t in api.get("/studies/api-stop/trials", params={"state": "COMPLETE"}).json()["items"]
+    }
     failed = api.get("/studies/api-stop/trials", params={"state": "FAIL"}).json()["items"]
     assert all(t["error"] for t in failed)  # a trial cut short says why
     assert api.post("/studies/api-stop/stop", headers=AUTH).status_code == 409
@@ -94,7 +122,170 @@ def test_stop_keeps_completed_trials_and_resume_continues(api):
     assert api.post("/studies/api-stop/start", headers=AUTH).status_code == 202  # resume
     wait_for(api, "api-stop", lambda s: s["counts"]["RUNNING"] >= 1, 180, "the resumed trial starting")
     assert api.post("/studies/api-stop/stop", headers=AUTH).status_code == 202
-    wait_for(api, "api-stop", lambda s: s["status"] == "stopped" and not s["process"]["running"],
-             120, "the resumed sweep stopping")
-    after = {t["number"] for t in api.get("/studies/api-stop/trials", params={"state": "COMPLETE"}).json()["items"]}
+    wait_for(
+        api,
+        "api-stop",
+        lambda s: s["status"] == "stopped" and not s["process"]["running"],
+        120,
+        "the resumed sweep stopping",
+    )
+    after = {
+        t["number"] for t in api.get("/studies/api-stop/trials", params={"state": "COMPLETE"}).json()["items"]
+    }
     assert completed <= after  # completed trials survive stop and resume
+
+
+# --- the API as its own process: killed mid-sweep, restarted; secrets kept from Ray ---------------
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@contextlib.contextmanager
+def api_process(tmp_path, env: dict[str, str], db: str | None = None, headers: dict | None = None):
+    """`rnntune serve` as a subprocess on a free port; yields (process, client)."""
+    port = _free_port()
+    cmd = [
+        sys.executable,
+        "-m",
+        "tuner.cli",
+        "serve",
+        "--port",
+        str(port),
+        "--storage",
+        str(tmp_path / "storage"),
+    ]
+    log = (tmp_path / f"api-{port}.log").open("w")
+    proc = subprocess.Popen(
+        cmd + (["--db", db] if db else []),
+        cwd=tmp_path,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        env={**os.environ, "PYTHONPATH": str(ROOT), **env},
+    )
+    client = httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=30, headers=headers or {})
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                if client.get("/studies").status_code in (200, 401):
+                    break
+            except httpx.TransportError:
+                pass
+            assert proc.poll() is None and time.monotonic() < deadline, (
+                tmp_path / f"api-{port}.log"
+            ).read_text()
+            time.sleep(0.3)
+        yield proc, client
+    finally:
+        client.close()
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGINT)
+            try:
+                proc.wait(90)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+        log.close()
+
+
+def _descendants(root: int) -> list[int]:
+    children: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        children.setdefault(int(fields[1]), []).append(int(stat.parent.name))
+    found, todo = [], [root]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            found.append(child)
+            todo.append(child)
+    return found
+
+
+def _completed(client, name) -> dict[int, tuple]:
+    items = client.get(f"/studies/{name}/trials", params={"state": "COMPLETE", "limit": 500}).json()["items"]
+    return {t["number"]: (t["value"], t["params"]) for t in items}
+
+
+def test_no_token_or_database_url_reaches_ray(tmp_path, postgres_url):
+    """The tokens and the database URL (with its password) are in the API's environment; none of
+    the Ray processes the sweep starts (GCS, raylet, workers training the trials) holds them."""
+    password = postgres_url.split(":")[2].split("@")[0]
+    secrets_env = {
+        "RNNTUNE_API_TOKEN": TOKEN,
+        "RNNTUNE_API_READ_TOKEN": "read-secret-2",
+        "RNNTUNE_DB_URL": postgres_url,
+    }
+    with api_process(tmp_path, secrets_env, headers=AUTH) as (_, client):
+        create(client, "env", n_trials=4, parallel=2, max_steps=400)
+        driver = client.post("/studies/env/start").json()["process"]["pid"]
+        wait_for(
+            client,
+            "env",
+            lambda s: s["counts"]["RUNNING"] >= 1 and s["driver"] and s["driver"]["state"] == "live",
+            240,
+            "a trial running",
+        )
+        time.sleep(3)  # the trial's worker is up and training
+        environs, names = {}, []
+        for pid in _descendants(driver):
+            try:
+                environs[pid] = Path(f"/proc/{pid}/environ").read_bytes()
+                names.append(
+                    Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+                )
+            except OSError:
+                continue
+        assert any("gcs_server" in n for n in names) and any("raylet" in n for n in names), names
+        assert any(n.startswith("ray::") for n in names), names  # the trial workers
+        for pid, env in environs.items():
+            for secret in (TOKEN.encode(), b"read-secret-2", password.encode(), b"RNNTUNE_DB_URL"):
+                assert secret not in env, f"{secret!r} in the environment of pid {pid}"
+        assert client.post("/studies/env/stop").status_code == 202
+        wait_for(client, "env", lambda s: s["status"] == "stopped", 120, "the sweep stopping")
+
+
+def test_api_killed_mid_sweep_adopts_stops_and_resumes_it(tmp_path):
+    """kill -9 of the API while its sweep runs: the sweep runs on; a restarted API shows it running
+    (its lease is live), stops it and starts it again through REST; no completed trial is lost or
+    changed, none is left RUNNING."""
+    db = f"sqlite:///{tmp_path / 's.db'}"
+    env = {"RNNTUNE_API_TOKEN": TOKEN}
+    with api_process(tmp_path, env, db, AUTH) as (api, client):
+        create(client, "adopt", n_trials=8, parallel=1, max_steps=100)
+        driver = client.post("/studies/adopt/start").json()["process"]["pid"]
+        wait_for(
+            client,
+            "adopt",
+            lambda s: s["counts"]["COMPLETE"] >= 1 and s["counts"]["RUNNING"] >= 1,
+            300,
+            "a trial completing",
+        )
+        api.send_signal(signal.SIGKILL)
+        api.wait(30)
+    os.kill(driver, 0)  # the sweep survived its API
+    with api_process(tmp_path, env, db, AUTH) as (_, client):
+        study = client.get("/studies/adopt").json()
+        assert study["status"] == "running" and study["process"] is None
+        assert study["driver"]["state"] == "live" and study["driver"]["pid"] == driver
+        assert client.post("/studies/adopt/start").status_code == 409  # one driver per study
+        before = _completed(client, "adopt")
+        stopped = client.post("/studies/adopt/stop")
+        assert stopped.status_code == 202 and stopped.json()["driver"]["stop_requested"]
+        study, _ = wait_for(
+            client, "adopt", lambda s: s["status"] == "stopped", 120, "the adopted sweep stopping"
+        )
+        assert study["counts"]["RUNNING"] == 0 and study["driver"]["state"] == "stopped"
+        after_stop = _completed(client, "adopt")
+        assert before.items() <= after_stop.items()
+        assert client.post("/studies/adopt/start").status_code == 202
+        study, _ = wait_for(
+            client, "adopt", lambda s: s["status"] in ("finished", "failed"), 600, "the resumed sweep ending"
+        )
+        assert study["status"] == "finished" and study["counts"]["RUNNING"] == 0
+        assert after_stop.items() <= _completed(client, "adopt").items()

@@ -8,14 +8,14 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, HTTPException, Query, Request, status
 from starlette.concurrency import run_in_threadpool
 
-from tuner.api import actions, serializers
+from tuner.api import serializers, sweeps
 from tuner.api.auth import require_read, require_write
 from tuner.api.checkpoint import storage_root
-from tuner.api.creation import create
 from tuner.api.models import Action, CreateStudy, StudyDetail, StudyPage
 from tuner.api.routes.common import StudyName, errors, json_body, read_json
 from tuner.api.settings import ApiSettings, resolve_within
 from tuner.api.state import ApiState
+from tuner.lease import read, read_all
 
 router = APIRouter(prefix="/studies", tags=["studies"])
 ERRORS = errors(401, 403, 404, 409, 413, 415, 422, 503)
@@ -35,19 +35,27 @@ async def list_studies(
     state = _state(request)
     rows = state.store.fresh_rows() or await run_in_threadpool(state.store.rows)
     page = rows[offset : offset + limit]
+    leases = await run_in_threadpool(read_all, state.leases) if page else {}
     return {
         "total": len(rows),
         "offset": offset,
         "limit": limit,
-        "items": [serializers.study_summary(r, state.launcher.get(r.name)) for r in page],
+        "items": [_summary(state, r, leases.get(r.name)) for r in page],
     }
+
+
+def _summary(state: ApiState, row, lease) -> dict:
+    """The row's summary with its true status: from the driver lease (tuner.api.sweeps)."""
+    handle = state.launcher.get(row.name)
+    return {**serializers.study_summary(row, handle), "status": sweeps.study_status(row.status, lease, handle)}
 
 
 def detail(state: ApiState, name: str) -> dict:
     row = state.store.row(name)
     snapshot = state.store.snapshot(row)
     best = snapshot.best
-    summary = serializers.study_summary(row, state.launcher.get(name))
+    lease = read(state.leases, name)
+    summary = _summary(state, row, lease)
     summary["best_value"] = serializers.finite(best.value) if best else None
     handle = state.launcher.get(name)
     return {
@@ -56,6 +64,7 @@ def detail(state: ApiState, name: str) -> dict:
         "user_attrs": serializers.clean(row.user_attrs),
         "best_trial": serializers.trial_summary(best) if best else None,
         "process": handle.as_dict() if handle else None,
+        "driver": sweeps.driver_info(lease),
     }
 
 
@@ -90,7 +99,7 @@ async def create_study(request: Request) -> dict:
     body: CreateStudy = await read_json(request, CreateStudy)
     state = _state(request)
     check_data_dirs(body, state.settings)
-    await run_in_threadpool(create, state, body)
+    await run_in_threadpool(sweeps.create, state, body)
     return await run_in_threadpool(detail, state, body.name)
 
 
@@ -108,9 +117,11 @@ def get_study(request: Request, name: StudyName) -> dict:
     responses=ERRORS,
 )
 def start_study(request: Request, name: StudyName) -> dict:
-    """Launch the study's sweep in the background (409 if it is already running)."""
-    handle = actions.start(_state(request), name)
-    return {"name": name, "status": "running", "process": handle.as_dict()}
+    """Launch the study's sweep in the background (409 while a driver holds its lease, or finished)."""
+    state = _state(request)
+    handle = sweeps.start(state, name)
+    return {"name": name, "status": "running", "process": handle.as_dict(),
+            "driver": sweeps.driver_info(read(state.leases, name))}
 
 
 @router.post(
@@ -121,6 +132,8 @@ def start_study(request: Request, name: StudyName) -> dict:
     responses=ERRORS,
 )
 def stop_study(request: Request, name: StudyName) -> dict:
-    """Ask the study's sweep to stop cleanly (SIGINT); completed trials are kept. 409 if not running."""
-    handle = actions.stop(_state(request), name)
-    return {"name": name, "status": "stopping", "process": handle.as_dict()}
+    """Store a stop request for the study's sweep, wherever it runs; it stops cleanly and keeps its
+    completed trials. 409 if no sweep drives it."""
+    handle, lease = sweeps.stop(_state(request), name)
+    return {"name": name, "status": "stopping", "process": handle.as_dict() if handle else None,
+            "driver": sweeps.driver_info(lease)}
