@@ -49,10 +49,15 @@ def available(like: Tensor) -> bool:
     return ENABLED and like.device.type == "cpu" and like.dtype == torch.float32 and _probe()
 
 
+def _dense(t: Tensor) -> Tensor:
+    """t itself when it is a row-major or a transposed (column-major) dense matrix, else a copy."""
+    return t if t.is_contiguous() or t.t().is_contiguous() else t.contiguous()
+
+
 def matmul(a: Tensor, b: Tensor, bias: Tensor | None = None) -> Tensor:
-    """a @ b (+ bias) for 2-D a, b of any strides, e.g. transposed views (no copies are made)."""
+    """a @ b (+ bias) for 2-D a, b; dense transposed views are used as they are, without a copy."""
     if available(a):
-        return torch.ops.mkldnn._linear_pointwise(a, b.t(), bias, "none", [], "")
+        return torch.ops.mkldnn._linear_pointwise(_dense(a), _dense(b).t(), bias, "none", [], "")
     return torch.mm(a, b) if bias is None else torch.addmm(bias, a, b)
 
 
