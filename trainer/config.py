@@ -17,7 +17,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 Cell = Literal["lstm", "mogrifier_lstm", "rlstm", "mlstm", "tmlstm", "mgru", "tmgru"]
 Architecture = Literal["residual", "skip"]
 Dataset = Literal["builtin", "ptb", "ptb_char", "wikitext2", "enwik8", "text8", "reverse_copy"]
-Optimizer = Literal["radam", "adam_beta1_0"]
+Optimizer = Literal["radam", "adam"]
+# The spelling older configs and checkpoints use for Adam with beta1 = 0; read as optimizer: adam.
+LEGACY_ADAM_BETA1_0 = "adam_beta1_0"
 
 # Word-level datasets report perplexity and tie input/output embeddings (thesis §4.2);
 # the others are character-level and report bits per character.
@@ -50,7 +52,10 @@ class TrainConfig(BaseModel):
     cell_output_dropout: float = _dropout("on each cell's output in the residual architecture (§4.2)")
     state_dropout: float = _dropout("variational: one mask on h_prev per sequence and layer")
     output_dropout: float = _dropout("before the softmax, a fresh mask per time step")
-    mogrifier_rounds: int = Field(5, ge=0, le=12, description="mogrifier_lstm only; 0 = LSTM")
+    mogrifier_rounds: int = Field(
+        5, ge=0, le=12,
+        description="rounds r of mogrifier_lstm (0 = LSTM) and of rlstm (> 0: the Mogrifier RLSTM, 0 = RLSTM)",
+    )
     mogrifier_rank: int = Field(
         40, ge=-1000, le=10000, description="rank k of Q^i, R^i; k <= 0 means full rank"
     )
@@ -81,7 +86,11 @@ class TrainConfig(BaseModel):
     dropout_samples: int = Field(
         1, ge=1, le=64, description="D: predictions averaged over D dropout samples (§4.3)"
     )
-    optimizer: Optimizer = "radam"
+    optimizer: Optimizer = Field("radam", description="radam (thesis §4.4) or adam")
+    adam_beta1: float = Field(
+        0.0, ge=0.0, lt=1.0,
+        description="β1 of RAdam/Adam; 0 as the baseline's Adam (Mogrifier paper §3.3), kept by thesis §4.6",
+    )
     grad_clip: float = Field(10.0, gt=0.0, description="clip the gradient to this global norm")
 
     # --- run control ---
@@ -96,6 +105,16 @@ class TrainConfig(BaseModel):
     seed: int = Field(0, ge=0)
     device: str = Field("auto", description="auto, cpu, cuda or cuda:N")
     run_dir: Path = Field(Path("runs/train"), description="where config, metrics and checkpoints go")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _legacy_optimizer(cls, values: Any) -> Any:
+        """`optimizer: adam_beta1_0` (older configs and checkpoints) is Adam with adam_beta1 = 0."""
+        if isinstance(values, dict) and values.get("optimizer") == LEGACY_ADAM_BETA1_0:
+            if values.get("adam_beta1", 0.0) != 0.0:
+                raise ValueError(f"optimizer: {LEGACY_ADAM_BETA1_0} means adam_beta1 = 0, not {values['adam_beta1']}")
+            values = {**values, "optimizer": "adam", "adam_beta1": 0.0}
+        return values
 
     @model_validator(mode="after")
     def _check_combinations(self) -> "TrainConfig":

@@ -24,6 +24,7 @@ from .data import batchify, load_corpus
 from .dyneval import dynamic_evaluate, mean_squared_gradients
 from .evaluate import evaluate, headline, select_temperature
 from .model import build_model, detach_state
+from .optim import make_optimizer
 from .objective import multi_sample_log_likelihood, repeat_for_samples, training_loss
 
 # On divergence the run restores its best checkpoint and multiplies the learning rate by this
@@ -77,9 +78,7 @@ class Trainer:
         self.model = build_model(cfg, self.corpus.vocab_size).to(self.device)
         self.names = [n for n, _ in self.model.named_parameters()]
         self.params = [p for _, p in self.model.named_parameters()]
-        betas = (0.9, 0.999) if cfg.optimizer == "radam" else (0.0, 0.999)
-        opt_cls = torch.optim.RAdam if cfg.optimizer == "radam" else torch.optim.Adam
-        self.optimizer = opt_cls(self.params, lr=cfg.learning_rate, betas=betas)
+        self.optimizer = make_optimizer(cfg, self.params)
         self.train_data = batchify(self.corpus.train, cfg.batch_size).to(self.device)
         self.valid_data = batchify(self.corpus.valid, cfg.eval_batch_size).to(self.device)
         self.test_data = batchify(self.corpus.test, cfg.eval_batch_size).to(self.device)

@@ -84,16 +84,17 @@ class LanguageModel(nn.Module):
                 total = h if total is None else total + h
             out = total
         else:
-            # Skip connections (Melis et al. 2018, Mogrifier paper §3.3): each layer reads the one
-            # below through inter-layer dropout and every layer's output feeds the softmax.
+            # Skip connections (Melis et al. 2018, Mogrifier paper §3.3), as lamb's SkipMultiRNNCell:
+            # every layer's undropped output feeds the softmax (only output dropout applies there),
+            # and inter-layer dropout masks only the next layer's input.
             out = None
             inp = x
             for layer, cell in enumerate(self.layers):
                 mask = variational_mask(batch, self.hidden_size, cfg.state_dropout, x) if drop else None
                 h, s = cell(inp, state[layer], mask)
                 new_state.append(s)
+                out = h if out is None else out + h
                 inp = F.dropout(h, cfg.inter_layer_dropout, drop)
-                out = inp if out is None else out + inp
         assert out is not None
         out = F.dropout(out, cfg.output_dropout, drop)  # ⊙ M^out_t
         if self.projection is not None:

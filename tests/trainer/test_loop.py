@@ -36,7 +36,7 @@ def unigram_loss(corpus) -> float:
 def test_short_run_beats_the_unigram_baseline(tmp_path):
     # Adam with beta1 = 0 (Mogrifier paper §3.3): RAdam's variance rectification warms up over
     # ~1/(1 - beta2) = 1000 steps, too slow to show learning in a 150-step test.
-    cfg = tiny(tmp_path, max_steps=150, eval_every=50, optimizer="adam_beta1_0")
+    cfg = tiny(tmp_path, max_steps=150, eval_every=50, optimizer="adam")
     result = train(cfg)
     baseline = unigram_loss(load_corpus(cfg))
     assert result.best_val_loss < 0.5 * baseline
@@ -120,7 +120,7 @@ def test_checkpoint_loads_into_a_ready_model(tmp_path):
 
 
 def test_dynamic_evaluation_adapts_and_restores_weights(tmp_path):
-    cfg = tiny(tmp_path, max_steps=60, eval_every=30, optimizer="adam_beta1_0", dyneval=True,
+    cfg = tiny(tmp_path, max_steps=60, eval_every=30, optimizer="adam", dyneval=True,
                max_time_steps=10, dyneval_learning_rate=3e-3, dyneval_decay_rate=1e-4)
     result = train(cfg)
     assert result.dyneval_val_loss is not None and result.dyneval_test_loss is not None

@@ -87,3 +87,24 @@ def test_budget_solver_is_largest_size_within_budget(budget):
 def test_budget_too_small_is_a_clear_error():
     with pytest.raises(ValueError, match="too small"):
         build_model(make_config({"num_params": 10}), vocab_size=1000)
+
+
+def test_skip_sums_undropped_outputs_and_drops_only_the_next_layers_input():
+    """lamb's SkipMultiRNNCell: softmax input Σ_l h^l; inter-layer dropout on layer l+1's input only."""
+    model = LanguageModel(cfg(architecture="skip", num_layers=3, inter_layer_dropout=0.5),
+                          vocab_size=7, hidden_size=16).train()
+    inputs, outputs = [], []
+
+    def record(mod, args, out):
+        inputs.append(args[0])
+        outputs.append(out[0])
+
+    for layer in model.layers:
+        layer.register_forward_hook(record)
+    torch.manual_seed(0)
+    features, _ = model.features(torch.randint(0, 7, (5, 2)), model.zero_state(2))
+    torch.testing.assert_close(features, outputs[0] + outputs[1] + outputs[2], rtol=0, atol=0)
+    for below, above in zip(outputs[:-1], inputs[1:]):
+        dropped = above == 0
+        assert dropped.any() and (below[dropped] != 0).all()  # a real mask on the next input
+        torch.testing.assert_close(above[~dropped], 2.0 * below[~dropped])  # inverted dropout, p = 0.5

@@ -7,7 +7,7 @@ from .lstm import LSTMCell
 from .mgru import MGRUCell
 from .mlstm import MLSTMCell
 from .mogrifier import MogrifierLSTMCell
-from .rlstm import RLSTMCell
+from .rlstm import MogrifierRLSTMCell, RLSTMCell
 from .tmgru import TMGRUCell
 from .tmlstm import TMLSTMCell
 
@@ -33,13 +33,19 @@ def make_cell(
 ) -> RecurrentCell:
     """Build the cell called `name` (a TrainConfig.cell value) for one layer.
 
-    `mogrifier_rounds` and `mogrifier_rank` go to the Mogrifier LSTM only; every cell takes `t_max`
-    for the Chrono initialization of its forget (or update) gate bias (thesis §4.4).
+    `mogrifier_rounds` and `mogrifier_rank` apply where the papers mogrify: the Mogrifier LSTM,
+    and the RLSTM, which with rounds > 0 is Circling Back's Mogrifier RLSTM (§3; thesis §4.2 eq. 1)
+    and with 0 the plain RLSTM. The other cells ignore them. Every cell takes `t_max` for the
+    Chrono initialization of its forget (or update) gate bias (thesis §4.4).
     """
     if name not in CELLS:
         raise ValueError(f"cell must be one of {sorted(CELLS)}, not {name!r}")
     if name == "mogrifier_lstm":
         return MogrifierLSTMCell(
+            input_size, hidden_size, t_max=t_max, rounds=mogrifier_rounds, rank=mogrifier_rank
+        )
+    if name == "rlstm" and mogrifier_rounds > 0:
+        return MogrifierRLSTMCell(
             input_size, hidden_size, t_max=t_max, rounds=mogrifier_rounds, rank=mogrifier_rank
         )
     return CELLS[name](input_size, hidden_size, t_max=t_max)

@@ -32,6 +32,12 @@ class MogrifierGate(nn.Module):
             self.weight = nn.Parameter(_uniform(in_features, out_features))
         self.bias = nn.Parameter(torch.zeros(out_features))
 
+    def forward(self, u: Tensor) -> Tensor:
+        """Q u + b for row vectors u [B, in]."""
+        if self.rank > 0:
+            return torch.addmm(self.bias, u @ self.w_in, self.w_out)
+        return torch.addmm(self.bias, u, self.weight)
+
     def tensors(self) -> tuple[Tensor, ...]:
         """(w_in, w_out, bias) for a low-rank gate, (weight, bias) for a full-rank one."""
         return (self.w_in, self.w_out, self.bias) if self.rank > 0 else (self.weight, self.bias)
@@ -41,6 +47,30 @@ def _uniform(fan_in: int, fan_out: int) -> Tensor:
     """U(±1/sqrt(fan_in)) like nn.Linear: small, so 2σ(Q u) starts near the identity (Mogrifier §2)."""
     bound = 1.0 / math.sqrt(fan_in)
     return torch.empty(fan_in, fan_out).uniform_(-bound, bound)
+
+
+def make_gates(input_size: int, hidden_size: int, rounds: int, rank: int) -> nn.ModuleList:
+    """Q^i: h → x-sized gate for odd i (eq. 1); R^i: x → h-sized gate for even i (eq. 2)."""
+    if rounds < 0:
+        raise ValueError(f"mogrifier_rounds must be >= 0, not {rounds}")
+    m, n = input_size, hidden_size
+    return nn.ModuleList(
+        MogrifierGate(n, m, rank) if i % 2 == 1 else MogrifierGate(m, n, rank) for i in range(1, rounds + 1)
+    )
+
+
+def mogrify(x: Tensor, h: Tensor, gates: nn.ModuleList) -> tuple[Tensor, Tensor]:
+    """x↑, h↑ after len(gates) rounds (Mogrifier paper §2 eqs. (1)-(2); Circling Back §3 `mogrify`).
+
+    x^i = 2σ(Q^i h^{i-1}) ⊙ x^{i-2} for odd i, h^i = 2σ(R^i x^{i-1}) ⊙ h^{i-2} for even i, with
+    x^{-1} = x and h^0 = h (the state-dropped ĥ_prev in thesis §4.2 eq. 1).
+    """
+    for i, gate in enumerate(gates, start=1):
+        if i % 2 == 1:
+            x = 2.0 * torch.sigmoid(gate(h)) * x
+        else:
+            h = 2.0 * torch.sigmoid(gate(x)) * h
+    return x, h
 
 
 class MogrifierLSTMCell(LSTMCell):
@@ -55,15 +85,8 @@ class MogrifierLSTMCell(LSTMCell):
         self, input_size: int, hidden_size: int, t_max: float = 20.0, rounds: int = 5, rank: int = 0
     ) -> None:
         super().__init__(input_size, hidden_size, t_max=t_max)
-        if rounds < 0:
-            raise ValueError(f"mogrifier_rounds must be >= 0, not {rounds}")
-        m, n = input_size, hidden_size
         self.rounds = rounds
-        # Q^i: h → x-sized gate for odd i (eq. 1); R^i: x → h-sized gate for even i (eq. 2).
-        self.gates = nn.ModuleList(
-            MogrifierGate(n, m, rank) if i % 2 == 1 else MogrifierGate(m, n, rank)
-            for i in range(1, rounds + 1)
-        )
+        self.gates = make_gates(input_size, hidden_size, rounds, rank)
 
     def forward(self, x: Tensor, state: State, state_mask: Tensor | None = None) -> tuple[Tensor, State]:
         if self.rounds == 0:

@@ -1,4 +1,7 @@
-"""Rewired LSTM: f is computed from i⊙j, i is capped at 1 - f, o is computed from c (thesis §4.1)."""
+"""Rewired LSTM: f is computed from i⊙j, i is capped at 1 - f, o is computed from c (thesis §4.1).
+
+And the Mogrifier RLSTM, Circling Back's headline model (§3, Tables 1-2): the RLSTM on mogrified inputs.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +10,7 @@ from torch import Tensor, nn
 
 from .base import RecurrentCell, State, chrono_init_, uniform_init_
 from .deferred import DeferredMatmul, zeros_base
+from .mogrifier import make_gates, mogrify
 
 
 class RLSTMCell(RecurrentCell):
@@ -48,5 +52,43 @@ class RLSTMCell(RecurrentCell):
             c_hat = c if state_mask is None else c * state_mask  # c ⊙ M^state (thesis §4.2)
             o = torch.sigmoid(from_c(t, c_hat))  # o = σ(W^oc (c ⊙ M^state) + b^o)
             h = o * torch.tanh(c)  # h = o ⊙ tanh(c)
+            outs.append(h)
+        return torch.stack(outs), (h, c)
+
+
+class MogrifierRLSTMCell(RLSTMCell):
+    """The Mogrifier RLSTM of Circling Back §3 / thesis §4.2 eq. 1: RLSTM(c_prev, mogrify(ĥ_prev, x)).
+
+    The RLSTM weights are created first, exactly as RLSTMCell creates them, so r = 0 is the RLSTM.
+    x↑ depends on h_prev, so the input projection runs inside the time loop. The state mask
+    multiplies h_prev before mogrification and c where the output gate reads it (thesis §4.2).
+    """
+
+    def __init__(
+        self, input_size: int, hidden_size: int, t_max: float = 20.0, rounds: int = 5, rank: int = 0
+    ) -> None:
+        super().__init__(input_size, hidden_size, t_max=t_max)
+        self.rounds = rounds
+        self.gates = make_gates(input_size, hidden_size, rounds, rank)
+
+    def forward(self, x: Tensor, state: State, state_mask: Tensor | None = None) -> tuple[Tensor, State]:
+        if self.rounds == 0:
+            return super().forward(x, state, state_mask)
+        n = self.hidden_size
+        h, c = state
+        b_ij, b_f, b_o = self.bias[: 2 * n], self.bias[2 * n : 3 * n], self.bias[3 * n :]
+        outs = []
+        for t in range(x.shape[0]):
+            h_hat = h if state_mask is None else h * state_mask  # ĥ = h ⊙ M^state
+            x_up, h_up = mogrify(x[t], h_hat, self.gates)  # mogrify(ĥ_prev, x) (thesis §4.2 eq. 1)
+            gi, gj = torch.addmm(b_ij, x_up, self.w_x).chunk(2, dim=1)
+            hi, hj, hf = (h_up @ self.w_h).chunk(3, dim=1)
+            i = torch.sigmoid(gi + hi)  # i = σ(W^ix x↑ + W^ih h↑ + b^i)
+            j = torch.tanh(gj + hj)  # j = tanh(W^jx x↑ + W^jh h↑ + b^j)
+            f = torch.sigmoid(torch.addmm(hf + b_f, i * j, self.w_fu))  # f = σ(W^fu (i⊙j) + W^fh h↑ + b^f)
+            c = f * c + torch.minimum(i, 1.0 - f) * j  # c = f ⊙ c_prev + min(i, 1 - f) ⊙ j
+            c_hat = c if state_mask is None else c * state_mask  # c ⊙ M^state (thesis §4.2)
+            o = torch.sigmoid(torch.addmm(b_o, c_hat, self.w_oc))  # o = σ(W^oc (c ⊙ M^state) + b^o)
+            h = o * torch.tanh(c)
             outs.append(h)
         return torch.stack(outs), (h, c)

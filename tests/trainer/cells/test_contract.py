@@ -9,11 +9,15 @@ from trainer.cells import CELLS, make_cell
 
 T, B, M, N = 5, 3, 6, 4
 GRU_CELLS = {"mgru", "tmgru"}
+# Each case: (cell setting, mogrifier rounds). `rlstm` with rounds > 0 is the Mogrifier RLSTM.
+CASES = {name: (name, 3) for name in CELLS} | {"rlstm": ("rlstm", 0), "mogrifier_rlstm": ("rlstm", 3)}
 
 
-def build(name: str, seed: int = 0) -> torch.nn.Module:
+def build(name: str, seed: int = 0, rounds: int | None = None, rank: int = 2) -> torch.nn.Module:
     torch.manual_seed(seed)
-    return make_cell(name, M, N, t_max=12.0, mogrifier_rounds=3, mogrifier_rank=2).double()
+    cell, default_rounds = CASES[name]
+    rounds = default_rounds if rounds is None else min(rounds, default_rounds)
+    return make_cell(cell, M, N, t_max=12.0, mogrifier_rounds=rounds, mogrifier_rank=rank)
 
 
 def random_state(cell, batch: int = B) -> tuple[torch.Tensor, ...]:
@@ -24,7 +28,7 @@ def inputs(steps: int = T, batch: int = B) -> torch.Tensor:
     return torch.randn(steps, batch, M, dtype=torch.float64)
 
 
-@pytest.fixture(params=sorted(CELLS))
+@pytest.fixture(params=sorted(CASES))
 def name(request) -> str:
     return request.param
 
@@ -36,7 +40,7 @@ def test_registry_names_and_unknown_name():
 
 
 def test_zero_state(name):
-    cell = build(name)
+    cell = build(name).double()
     state = cell.zero_state(B, "cpu", torch.float64)
     assert len(state) == (1 if name in GRU_CELLS else 2)  # (h,) for GRUs, (h, c) otherwise
     for s in state:
@@ -44,7 +48,7 @@ def test_zero_state(name):
 
 
 def test_shapes(name):
-    cell = build(name)
+    cell = build(name).double()
     torch.manual_seed(1)
     h_seq, state = cell(inputs(), random_state(cell))
     assert h_seq.shape == (T, B, N)
@@ -53,7 +57,7 @@ def test_shapes(name):
 
 
 def test_gradients_reach_every_parameter(name):
-    cell = build(name)
+    cell = build(name).double()
     torch.manual_seed(1)
     mask = torch.rand(B, N, dtype=torch.float64) * 2
     h_seq, state = cell(inputs(), random_state(cell), mask)
@@ -64,7 +68,7 @@ def test_gradients_reach_every_parameter(name):
 
 def test_state_mask_is_the_same_at_every_step(name):
     """A window run at once equals the same steps run one at a time with the one mask."""
-    cell = build(name)
+    cell = build(name).double()
     torch.manual_seed(1)
     x, state = inputs(), random_state(cell)
     mask = (torch.rand(B, N, dtype=torch.float64) > 0.4).double() / 0.6
@@ -79,7 +83,7 @@ def test_state_mask_is_the_same_at_every_step(name):
 
 
 def test_state_mask_changes_outputs_and_ones_mask_is_none(name):
-    cell = build(name)
+    cell = build(name).double()
     torch.manual_seed(1)
     x, state = inputs(), random_state(cell)
     plain, _ = cell(x, state)
@@ -91,7 +95,7 @@ def test_state_mask_changes_outputs_and_ones_mask_is_none(name):
 
 def test_zero_mask_cuts_h_prev_out_of_the_recurrence(name):
     """With M^state = 0, h_prev reaches the first output only through a GRU's carry (1-z) ⊙ h_prev."""
-    cell = build(name)
+    cell = build(name).double()
     torch.manual_seed(1)
     x1, (h0, *rest) = inputs(steps=1), random_state(cell)
     zero = torch.zeros(B, N, dtype=torch.float64)
@@ -109,7 +113,7 @@ def test_zero_mask_cuts_h_prev_out_of_the_recurrence(name):
 
 
 def test_deterministic(name):
-    a, b = build(name, seed=3), build(name, seed=3)
+    a, b = build(name, seed=3).double(), build(name, seed=3).double()
     for (pa_name, pa), (_, pb) in zip(a.named_parameters(), b.named_parameters()):
         assert torch.equal(pa, pb), pa_name
     torch.manual_seed(1)
@@ -119,7 +123,7 @@ def test_deterministic(name):
 
 
 def test_batch_elements_are_independent(name):
-    cell = build(name)
+    cell = build(name).double()
     torch.manual_seed(1)
     x, state = inputs(), random_state(cell)
     mask = torch.rand(B, N, dtype=torch.float64) * 2
@@ -137,7 +141,7 @@ def test_batch_elements_are_independent(name):
 
 def test_exact_gradients(name):
     """Autograd through the cell (with its batched weight gradients) matches finite differences."""
-    cell = build(name)
+    cell = build(name).double()
     torch.manual_seed(1)
     x = inputs(steps=3, batch=2).requires_grad_()
     state = tuple(s.requires_grad_() for s in random_state(cell, batch=2))
@@ -154,8 +158,7 @@ def test_exact_gradients(name):
 
 
 def test_runs_without_grad_and_in_float32(name):
-    torch.manual_seed(0)
-    cell = make_cell(name, M, N, t_max=12.0, mogrifier_rounds=2, mogrifier_rank=0)
+    cell = build(name, rounds=2, rank=0)
     with torch.no_grad():
         h_seq, _ = cell(torch.randn(T, B, M), cell.zero_state(B, "cpu", torch.float32))
     assert h_seq.dtype == torch.float32 and torch.isfinite(h_seq).all() and not h_seq.requires_grad

@@ -36,6 +36,11 @@ def lstm_step(p, x, h_hat, c):
 
 def mogrifier_step(p, x, h_hat, c, rounds):
     """Mogrifier paper §2 eqs. (1)-(2), x^{-1} = x, h^0 = ĥ_prev, then the capped LSTM."""
+    return lstm_step(p, *mogrify(p, x, h_hat, rounds), c)
+
+
+def mogrify(p, x, h_hat, rounds):
+    """x↑, h↑: the highest-indexed x^i, h^i of Mogrifier paper §2 eqs. (1)-(2)."""
     xs, hs = {-1: x}, {0: h_hat}
     for i in range(1, rounds + 1):
         b = p[f"gates.{i - 1}.bias"]
@@ -48,7 +53,7 @@ def mogrifier_step(p, x, h_hat, c, rounds):
             xs[i] = 2 * sigmoid(hs[i - 1] @ Q.T + b) * xs[i - 2]  # eq. (1)
         else:
             hs[i] = 2 * sigmoid(xs[i - 1] @ Q.T + b) * hs[i - 2]  # eq. (2)
-    return lstm_step(p, xs[max(xs)], hs[max(hs)], c)
+    return xs[max(xs)], hs[max(hs)]
 
 
 def rlstm_step(p, x, h_hat, c, mask):
@@ -136,8 +141,9 @@ def naive(name, p, x, state, mask, rounds=0):
     h, c = state
     for t in range(x.shape[0]):
         h_hat = h * mask  # ĥ_{t-1} = h_{t-1} ⊙ M^state (thesis §4.2 eq. 1)
-        if name == "rlstm":
-            h, c = rlstm_step(p, x[t], h_hat, c, mask)
+        if name == "rlstm":  # the Mogrifier RLSTM when rounds > 0 (Circling Back §3)
+            x_up, h_up = mogrify(p, x[t], h_hat, rounds)
+            h, c = rlstm_step(p, x_up, h_up, c, mask)
         elif name == "mogrifier_lstm":
             h, c = mogrifier_step(p, x[t], h_hat, c, rounds)
         else:
@@ -152,6 +158,8 @@ CASES = [
     ("mogrifier_lstm", 4, 0),  # full rank, ends on an h round
     ("mogrifier_lstm", 1, -3),
     ("rlstm", 0, 0),
+    ("rlstm", 5, 2),  # the Mogrifier RLSTM, low rank
+    ("rlstm", 4, 0),  # full rank
     ("mlstm", 0, 0),
     ("tmlstm", 0, 0),
     ("mgru", 0, 0),

@@ -32,3 +32,18 @@ def test_the_stress_test_reaches_the_bound():
     """The same stress test does move c near the bound, so the bound above is not vacuous."""
     assert long_run_max_abs_c(RLSTMCell(6, 16)) > 0.9
     assert long_run_max_abs_c(LSTMCell(6, 16)) <= 1.0  # the capped LSTM shares the bound
+
+
+def test_rlstm_with_rounds_is_the_mogrifier_rlstm_sharing_the_rlstm_weights():
+    """`cell: rlstm` + mogrifier_rounds > 0 is Circling Back's Mogrifier RLSTM; r = 0 the RLSTM."""
+    from trainer.cells import make_cell
+    from trainer.cells.rlstm import MogrifierRLSTMCell
+
+    torch.manual_seed(0)
+    mog = make_cell("rlstm", 6, 4, mogrifier_rounds=3, mogrifier_rank=2)
+    torch.manual_seed(0)
+    plain = make_cell("rlstm", 6, 4, mogrifier_rounds=0, mogrifier_rank=2)
+    assert isinstance(mog, MogrifierRLSTMCell) and len(mog.gates) == 3
+    assert type(plain) is RLSTMCell
+    for name, p in plain.named_parameters():  # created first, exactly as RLSTMCell creates them
+        assert torch.equal(p, dict(mog.named_parameters())[name]), name
