@@ -260,8 +260,13 @@ def values_for(row: Row, label: str, run: dict[str, Any]) -> float | None:
     return to_bits(run["test_loss"])
 
 
-def job_key(config: dict[str, Any], tails: bool) -> str:
-    return json.dumps({"config": {k: config[k] for k in sorted(config) if k != "run_dir"}, "tails": tails})
+# Settings that change only what is measured after training: runs that differ in these alone are
+# one run, with the union of the measurements.
+MEASUREMENT_ONLY = frozenset({"run_dir", "dyneval"})
+
+
+def job_key(config: dict[str, Any]) -> str:
+    return json.dumps({k: config[k] for k in sorted(config) if k not in MEASUREMENT_ONLY})
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -301,9 +306,12 @@ def main(argv: list[str] | None = None) -> None:
                 if args.steps:
                     config["max_steps"] = args.steps
                 config["eval_every"] = min(config["eval_every"], config["max_steps"])
-                key = job_key(config, row.tails)
+                key = job_key(config)
                 if key not in jobs:
-                    jobs[key] = {"config": {**config, "run_dir": str(work / f"run{len(jobs)}")}, "tails": row.tails}
+                    jobs[key] = {"config": {**config, "run_dir": str(work / f"run{len(jobs)}")}, "tails": False}
+                job = jobs[key]
+                job["tails"] |= row.tails
+                job["config"]["dyneval"] = job["config"].get("dyneval", False) or config.get("dyneval", False)
                 keys.append(key)
             plan[(row.name, label)] = keys
     print(f"{len(jobs)} runs on {args.workers} worker(s), {args.scale} scale, device {args.device}", flush=True)

@@ -173,9 +173,10 @@ class CappedLSTMWindow(torch.autograd.Function):
         dx = x.new_empty(x.shape)  # contiguous, whatever x's layout
         dh = torch.zeros_like(h_hat[0]) if d_h_last is None else d_h_last
         dc = torch.zeros_like(h_hat[0]) if d_c_last is None else d_c_last
-        # Contiguous transposes: on MKL the per-step dU = dG W^T runs ~20% faster as a plain product.
         weight = w_h if rounds == 0 else torch.cat([w_x, w_h], dim=0)
-        recurrent_t = RightFactor(weight.t().contiguous(), batch)
+        # On oneDNN W^T's blocked layout is made from W directly; on MKL the per-step dU = dG W^T
+        # runs ~20% faster with a contiguous transpose.
+        recurrent_t = RightFactor(weight.t() if onednn.available(weight) else weight.t().contiguous(), batch)
         gates_t = [tuple(p.t().contiguous() for p in params[:-1]) for params in gates]
         d_weight = torch.zeros_like(weight)
         d_w_x, d_bias = torch.zeros_like(w_x), w_x.new_zeros(4 * n)

@@ -49,15 +49,19 @@ def available(like: Tensor) -> bool:
     return ENABLED and like.device.type == "cpu" and like.dtype == torch.float32 and _probe()
 
 
-def _dense(t: Tensor) -> Tensor:
-    """t itself when it is a row-major or a transposed (column-major) dense matrix, else a copy."""
-    return t if t.is_contiguous() or t.t().is_contiguous() else t.contiguous()
+def _dense(t: Tensor) -> bool:
+    """Whether t is a row-major or a transposed (column-major) dense matrix, as oneDNN needs."""
+    return t.is_contiguous() or t.t().is_contiguous()
 
 
 def matmul(a: Tensor, b: Tensor, bias: Tensor | None = None) -> Tensor:
-    """a @ b (+ bias) for 2-D a, b; dense transposed views are used as they are, without a copy."""
-    if available(a):
-        return torch.ops.mkldnn._linear_pointwise(_dense(a), _dense(b).t(), bias, "none", [], "")
+    """a @ b (+ bias) for 2-D a, b; dense transposed views go to oneDNN without a copy.
+
+    Operands with gaps between rows (slices of wider buffers) go to torch.mm, which reads any
+    strides, rather than being copied.
+    """
+    if available(a) and _dense(a) and _dense(b):
+        return torch.ops.mkldnn._linear_pointwise(a, b.t(), bias, "none", [], "")
     return torch.mm(a, b) if bias is None else torch.addmm(bias, a, b)
 
 
@@ -70,8 +74,10 @@ class RightFactor:
 
     def __init__(self, weight: Tensor, rows: int) -> None:
         self.onednn = available(weight)
-        if self.onednn:
-            self.weight = torch.ops.mkldnn._reorder_linear_weight(weight.t().contiguous(), rows)
+        if self.onednn:  # oneDNN's weight is [out, in]: W^T, and for W = V^T that is V itself
+            w_t = weight.t()
+            w_t = w_t if w_t.is_contiguous() else w_t.contiguous()
+            self.weight = torch.ops.mkldnn._reorder_linear_weight(w_t, rows)
         else:
             self.weight = weight
 
