@@ -3,9 +3,14 @@
 The forward pass writes every step into preallocated buffers; the hand-written backward walks the
 window in reverse with no autograd graph and takes weight gradients as GEMMs over many steps' rows
 at once, as cuDNN and oneDNN do, instead of a thin GEMM per step. Measured on the PTB-size layer
-(bench/trainer_speed.py) this beat per-step autograd by ~5-8%; torch.compile of the elementwise
-step was slower here (its per-call overhead exceeds what fusing ~10 small kernels saves) and
-TorchScript matched eager. Equations: thesis §4.1 (LSTM, capped input gate), Mogrifier paper §2.
+(bench/trainer_speed.py) this beat per-step autograd by ~5-8%. The large products and the per-step
+recurrent one (with its weight reordered once per window) run through oneDNN (onednn.py): on an
+AVX-512 EPYC, where torch.mm's MKL takes its AVX2 path, that made the layer ~1.7x faster.
+Measured and not kept: torch.compile of the elementwise backward step (36 -> 5 ms per 70 steps,
+but 1-2 minutes of compilation in every new process, which short tuning trials cannot repay);
+computing the backward's local derivatives for a whole chunk of steps at once (memory-bound
+there, no faster than per step, where a step's [B, n] tensors stay in L2); TorchScript (matched
+eager). Equations: thesis §4.1 (LSTM, capped input gate), Mogrifier paper §2.
 
 Mogrifier values are indexed as in the paper: V[-1] = x, V[0] = h^0 = ĥ_prev, and round i >= 1
 computes V[i] = 2σ(z_i) ⊙ V[i-2] with z_i = G_i(V[i-1]) (a Q^i gate for odd i, an R^i gate for

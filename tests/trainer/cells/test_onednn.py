@@ -6,6 +6,7 @@ import pytest
 import torch
 
 from trainer.cells import onednn
+from trainer.cells.deferred import DeferredMatmul
 
 
 @pytest.mark.skipif(not onednn._probe(), reason="this torch build has no usable oneDNN linear op")
@@ -30,3 +31,20 @@ def test_float64_and_disabled_use_torch_mm(monkeypatch):
     torch.testing.assert_close(onednn.matmul(a, a.t()), a @ a.t(), rtol=0, atol=0)
     monkeypatch.setattr(onednn, "ENABLED", False)
     assert not onednn.available(a.float())
+
+
+@pytest.mark.skipif(not onednn._probe(), reason="this torch build has no usable oneDNN linear op")
+def test_deferred_weight_gradient_through_onednn_matches_mm(monkeypatch):
+    torch.manual_seed(0)
+    weight = torch.randn(5, 6, requires_grad=True)
+    base = torch.randn(4, 3, 6)
+    grads = []
+    for enabled in (True, False):
+        monkeypatch.setattr(onednn, "ENABLED", enabled)
+        step = DeferredMatmul(weight, base)
+        u, outs = torch.randn(3, 5, generator=torch.Generator().manual_seed(1)), []
+        for t in range(4):
+            outs.append(torch.tanh(step(t, u)))
+            u = outs[-1][:, :5]
+        grads.append(torch.autograd.grad(torch.stack(outs).sum(), weight)[0])
+    torch.testing.assert_close(grads[0], grads[1], rtol=1e-5, atol=1e-5)
