@@ -15,7 +15,7 @@ from typing import Any
 import torch
 
 from .config import TrainConfig, make_config
-from .model import LanguageModel
+from .model import LanguageModel, make_model
 
 FORMAT_VERSION = 1
 
@@ -49,11 +49,13 @@ def read_checkpoint(path: str | Path, map_location: str | torch.device = "cpu") 
 def load_checkpoint(path: str | Path, device: str | torch.device = "cpu") -> tuple[LanguageModel, TrainConfig]:
     """A ready model (evaluation mode, the checkpoint's best weights) and its config.
 
+    A `reverse_copy` checkpoint gives the task's encoder–decoder (trainer.model.ReverseCopyModel).
+
     The vocabulary rides along as `model.vocab`.
     """
     ckpt = read_checkpoint(path, map_location=device)
     cfg = make_config(ckpt["config"])
-    model = LanguageModel(cfg, len(ckpt["vocab"]), ckpt["hidden_size"])
+    model = make_model(cfg, len(ckpt["vocab"]), ckpt["hidden_size"])
     model.load_state_dict(ckpt["model"])
     model.vocab = ckpt["vocab"]
     return model.to(device).eval(), cfg

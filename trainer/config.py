@@ -102,6 +102,16 @@ class TrainConfig(BaseModel):
         None, gt=0, description="cap on validation tokens per evaluation (None: the whole split)"
     )
     dyneval: bool = Field(False, description="also report dynamic evaluation at the end (§4.5)")
+    mc_dropout_samples: int = Field(
+        0, ge=0, le=100000,
+        description="> 0: also report Monte Carlo dropout evaluation over this many masks (Mogrifier §3.3: 200)",
+    )
+    reverse_copy_length: int = Field(
+        50, ge=1, le=100000, description="reverse copy: tokens per sequence (Mogrifier paper §4.3: 50-200)"
+    )
+    reverse_copy_vocab: int = Field(
+        1000, ge=2, le=1_000_000, description="reverse copy: symbols drawn uniformly (paper: 1000)"
+    )
     seed: int = Field(0, ge=0)
     device: str = Field("auto", description="auto, cpu, cuda or cuda:N")
     run_dir: Path = Field(Path("runs/train"), description="where config, metrics and checkpoints go")
@@ -124,6 +134,20 @@ class TrainConfig(BaseModel):
             raise ValueError(f"device must be auto, cpu, cuda or cuda:N, not {self.device!r}")
         if self.dataset not in ("builtin", "reverse_copy") and self.data_dir is None:
             raise ValueError(f"dataset {self.dataset!r} needs data_dir (the folder with its files)")
+        return self
+
+    @model_validator(mode="after")
+    def _check_reverse_copy(self) -> TrainConfig:
+        """Reverse copy trains without dropout (Mogrifier paper §4.3) and has no text to adapt to."""
+        if self.dataset == "reverse_copy":
+            dropouts = ("input_dropout", "inter_layer_dropout", "cell_output_dropout", "state_dropout", "output_dropout")
+            for name in dropouts:
+                if getattr(self, name) != 0.0:
+                    raise ValueError(f"{name} must be 0 for dataset reverse_copy (no dropout, Mogrifier paper §4.3)")
+            if self.dropout_samples != 1:
+                raise ValueError("dropout_samples must be 1 for dataset reverse_copy (no dropout)")
+            if self.dyneval:
+                raise ValueError("dyneval does not apply to dataset reverse_copy")
         return self
 
     @property

@@ -1,5 +1,7 @@
 """Corpora: the standard files of PTB, Wikitext-2, Enwik8 and Text8, a built-in corpus, reverse copy.
 
+For reverse copy the splits are example tensors [N, L] rather than token streams.
+
 Every loader returns a `Corpus` of token-id tensors and a vocabulary. A missing or malformed file
 raises `DataError` naming what was expected where.
 """
@@ -12,16 +14,13 @@ from pathlib import Path
 import torch
 from torch import Tensor
 
+from . import reverse_copy
 from .config import TrainConfig
 
 EOS = "<eos>"
 UNK = "<unk>"
 # Enwik8 / Text8: the first 90M characters train, the next 5M validate, the last 5M test.
 HUTTER_SPLIT = (0.90, 0.05, 0.05)
-# The reverse copy task (Mogrifier paper §4.3): vocabulary and example length defaults.
-REVERSE_COPY_VOCAB = 1000
-REVERSE_COPY_LENGTH = 50
-REVERSE_COPY_EXAMPLES = (20000, 1000, 1000)
 MIN_SPLIT_TOKENS = 16
 
 
@@ -144,21 +143,11 @@ def _builtin(cfg: TrainConfig) -> Corpus:
 
 
 def _reverse_copy(cfg: TrainConfig) -> Corpus:
-    """Reverse copy (Mogrifier paper §4.3): i.i.d. tokens, a marker, then the tokens reversed.
-
-    Examples are concatenated into one stream for language modelling; the first half of each
-    example is unpredictable by construction, so only the reversed half measures the model.
-    """
-    gen = torch.Generator().manual_seed(cfg.seed)
-    marker, end = REVERSE_COPY_VOCAB, REVERSE_COPY_VOCAB + 1
-    parts = []
-    for count in REVERSE_COPY_EXAMPLES:
-        x = torch.randint(0, REVERSE_COPY_VOCAB, (count, REVERSE_COPY_LENGTH), generator=gen)
-        sep = torch.full((count, 1), marker)
-        stop = torch.full((count, 1), end)
-        parts.append(torch.cat([x, sep, x.flip(1), stop], dim=1).reshape(-1))
-    vocab = [str(i) for i in range(REVERSE_COPY_VOCAB)] + ["<rev>", EOS]
-    return Corpus("reverse_copy", vocab, parts[0], parts[1], parts[2], word_level=False)
+    """Reverse copy (Mogrifier paper §4.3): source sequences [N, L] of the fixed validation and
+    test sets; training batches are drawn per step (trainer.reverse_copy.train_batch)."""
+    splits = reverse_copy.split_examples(cfg)
+    empty = torch.empty(0, cfg.reverse_copy_length, dtype=torch.long)
+    return Corpus("reverse_copy", reverse_copy.vocabulary(cfg), empty, splits["valid"], splits["test"], word_level=False)
 
 
 def load_corpus(cfg: TrainConfig) -> Corpus:

@@ -1,57 +1,118 @@
-"""Dynamic evaluation (thesis §4.5; Krause et al. 2017, the RMS variant; settings: thesis App. 2.A).
+"""Dynamic evaluation, the one implementation the trainer and `rnntune evaluate --dyneval` share.
 
-The evaluated text is read in windows of `max_time_steps`; after scoring a window, the weights take
-one step on its loss, θ ← θ − η·g/(√MS + ε) + λ·(θ₀ − θ), where MS is the mean squared gradient
-estimated on training data and λ decays the weights back towards the trained θ₀. As in the thesis,
-gradient clipping is off and the l2 penalty is zero.
+Thesis §4.5 and App. 2.A; Krause et al. 2018 (arXiv 1709.07432), the RMS variant that lamb's
+dynamic evaluation follows:
+
+* The evaluated split is read as ONE stream (batch size 1, as lamb and Krause force at
+  evaluation: the weights adapt to the local context of that stream) in windows of
+  `max_time_steps`. After scoring a window, every weight takes one step on its loss:
+  θ ← θ − η·g/(RMS + ε) + λ_i·(θ₀ − θ), with RMS = √MS.
+* MS, the mean squared gradient, is estimated over the training data at batch size 1024
+  (App. 2.A), one pass over it; a training split too short for 1024 streams of one window each
+  uses the most streams it has (`stats_batch_size`).
+* The decay is Krause's RMS decay: λ_i = min(λ · RMS_i / mean(RMS), 1), the global rate scaled per
+  weight by its RMS gradient relative to the mean over all weights, capped at 1 (no overshoot
+  past θ₀).
+* As App. 2.A says, gradient clipping is off and the l2 penalty is zero; dropout is off.
+
+The per-window update is vectorised over all parameter tensors with torch._foreach_* kernels
+(the multi-tensor ops torch.optim's `foreach` implementations run on); they are private API, so
+their presence is checked at import and tests/trainer/test_dyneval.py checks their result
+against the formula.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import torch
 from torch import Tensor
 
 from .config import TrainConfig
+from .data import batchify
 from .model import LanguageModel, detach_state
 from .objective import token_log_likelihood
 
-# Training windows used to estimate the mean squared gradients MS (Krause et al. 2017 use a
-# fixed sample of the training set).
-MS_WINDOWS = 32
+# Batch size for estimating the mean squared gradients (thesis App. 2.A, Mogrifier paper App. A).
+STATS_BATCH_SIZE = 1024
+# Batch size of the evaluated stream (lamb, Krause et al. 2018).
+EVAL_BATCH_SIZE = 1
+
+_FOREACH = (
+    "_foreach_sub", "_foreach_mul", "_foreach_mul_", "_foreach_add", "_foreach_add_", "_foreach_addcmul_",
+    "_foreach_div", "_foreach_sqrt", "_foreach_reciprocal", "_foreach_clamp_max_", "_foreach_copy_",
+)
+if not all(hasattr(torch, name) for name in _FOREACH):  # pragma: no cover - older torch
+    raise ImportError(f"dynamic evaluation needs torch's multi-tensor ops {_FOREACH}; upgrade torch")
 
 
-def mean_squared_gradients(model: LanguageModel, train: Tensor, cfg: TrainConfig) -> list[Tensor]:
-    """MS_i = E[g_i²] over MS_WINDOWS training windows of max_time_steps tokens (dropout off)."""
-    params = [p for p in model.parameters()]
+@dataclass
+class GradientStatistics:
+    """Per-parameter 1/(RMS + ε) and decay rates min(λ·RMS/mean RMS, 1), and the batch size used."""
+
+    scale: list[Tensor]
+    decay: list[Tensor]
+    batch_size: int
+    windows: int
+
+
+def stats_batch_size(train_tokens: int, window: int) -> int:
+    """1024 streams (App. 2.A), or as many as leave every stream one window of `window` tokens."""
+    return max(1, min(STATS_BATCH_SIZE, train_tokens // (window + 1)))
+
+
+def gradient_statistics(model: LanguageModel, train_ids: Tensor, cfg: TrainConfig) -> GradientStatistics:
+    """MS over one pass of the training tokens at batch 1024 (App. 2.A), then scale and decay."""
+    params = list(model.parameters())
     ms = [torch.zeros_like(p) for p in params]
     steps = cfg.max_time_steps
-    n, batch = train.shape
-    windows = 0
+    batch = stats_batch_size(train_ids.numel(), steps)
+    data = batchify(train_ids, batch)
+    n = data.shape[0]
     state = model.zero_state(batch)
+    was_training = model.training
     model.eval()
-    for start in range(0, n - 1, steps):
-        end = min(start + steps, n - 1)
-        logits, state = model(train[start:end], state)
-        loss = -token_log_likelihood(logits, train[start + 1 : end + 1]).sum(0).mean()
-        grads = torch.autograd.grad(loss, params)
-        for m, g in zip(ms, grads):
-            m.add_(g.pow(2))
-        state = detach_state(state)
-        windows += 1
-        if windows >= MS_WINDOWS:
-            break
-    return [m / max(1, windows) for m in ms]
+    windows = 0
+    try:
+        for start in range(0, n - 1, steps):
+            end = min(start + steps, n - 1)
+            logits, state = model(data[start:end], state)
+            loss = -token_log_likelihood(logits, data[start + 1 : end + 1]).sum(0).mean()
+            grads = torch.autograd.grad(loss, params)
+            torch._foreach_addcmul_(ms, grads, grads)
+            state = detach_state(state)
+            windows += 1
+    finally:
+        model.train(was_training)
+    rms = torch._foreach_sqrt(torch._foreach_div(ms, float(windows)))
+    mean_rms = sum(r.sum() for r in rms) / sum(r.numel() for r in rms)
+    scale = torch._foreach_reciprocal(torch._foreach_add(rms, cfg.dyneval_epsilon))
+    # Krause et al. 2018: λ_i = λ · RMS_i / mean(RMS), capped at 1.
+    decay = torch._foreach_mul(rms, cfg.dyneval_decay_rate / max(mean_rms.item(), 1e-30))
+    torch._foreach_clamp_max_(decay, 1.0)
+    return GradientStatistics(scale=scale, decay=decay, batch_size=batch, windows=windows)
 
 
-def dynamic_evaluate(model: LanguageModel, data: Tensor, ms: list[Tensor], cfg: TrainConfig) -> float:
-    """Mean nats/token on a batchified split [N, B] while adapting the weights; restores them after."""
-    params = [p for p in model.parameters()]
+def dyneval_update(
+    params: list[Tensor], grads: list[Tensor], theta0: list[Tensor], stats: GradientStatistics, lr: float
+) -> None:
+    """θ ← θ + λ_i·(θ₀ − θ) − η·g/(RMS + ε), for all tensors at once (Krause et al. 2018)."""
+    with torch.no_grad():
+        pull = torch._foreach_sub(theta0, params)
+        torch._foreach_mul_(pull, stats.decay)
+        torch._foreach_add_(params, pull)
+        torch._foreach_addcmul_(params, grads, stats.scale, value=-lr)
+
+
+def dynamic_evaluate(model: LanguageModel, ids: Tensor, stats: GradientStatistics, cfg: TrainConfig) -> float:
+    """Mean nats/token of a split's token stream [N] read at batch 1 while adapting; restores θ₀."""
+    params = list(model.parameters())
     theta0 = [p.detach().clone() for p in params]
-    scale = [1.0 / (m.sqrt() + cfg.dyneval_epsilon) for m in ms]
-    lr, decay = cfg.dyneval_learning_rate, cfg.dyneval_decay_rate
-    n, batch = data.shape
-    state = model.zero_state(batch)
+    data = batchify(ids, EVAL_BATCH_SIZE)
+    n = data.shape[0]
+    state = model.zero_state(EVAL_BATCH_SIZE)
     total, count = 0.0, 0
+    was_training = model.training
     model.eval()
     try:
         for start in range(0, n - 1, cfg.max_time_steps):
@@ -59,15 +120,20 @@ def dynamic_evaluate(model: LanguageModel, data: Tensor, ms: list[Tensor], cfg: 
             y = data[start + 1 : end + 1]
             logits, state = model(data[start:end], state)
             ll = token_log_likelihood(logits, y)
-            total -= ll.sum().item()
+            loss = -ll.sum()
+            total += loss.item()
             count += y.numel()
-            grads = torch.autograd.grad(-ll.sum(0).mean(), params)
-            with torch.no_grad():
-                for p, g, s, p0 in zip(params, grads, scale, theta0):
-                    p.sub_(lr * g * s).add_(decay * (p0 - p))
+            grads = torch.autograd.grad(loss, params)
+            dyneval_update(params, list(grads), theta0, stats, cfg.dyneval_learning_rate)
             state = detach_state(state)
     finally:
         with torch.no_grad():
-            for p, p0 in zip(params, theta0):
-                p.copy_(p0)
+            torch._foreach_copy_(params, theta0)
+        model.train(was_training)
     return total / count
+
+
+def run_dynamic_evaluation(model: LanguageModel, train_ids: Tensor, splits: dict[str, Tensor], cfg: TrainConfig) -> dict[str, float]:
+    """Statistics from `train_ids`, then the dynamic-evaluation loss of each split (name → nats/token)."""
+    stats = gradient_statistics(model, train_ids, cfg)
+    return {name: dynamic_evaluate(model, ids, stats, cfg) for name, ids in splits.items()}

@@ -1,4 +1,5 @@
-"""Evaluation with deterministic dropout, softmax temperature chosen on validation data (thesis §4.6).
+"""Evaluation with deterministic dropout, softmax temperature chosen on validation data (thesis §4.6),
+or with Monte Carlo dropout (Mogrifier paper §3.3): predictions averaged over sampled masks.
 
 Losses are mean cross-entropy in nats per token; `perplexity` and `bits_per_char` convert them
 to what word- and character-level papers report.
@@ -13,10 +14,12 @@ import torch
 from torch import Tensor
 
 from .model import LanguageModel, detach_state
-from .objective import token_log_likelihood
+from .objective import repeat_for_samples, token_log_likelihood
 
 # Temperatures tried when choosing the softmax temperature on validation data.
 TEMPERATURE_GRID = tuple(round(0.70 + 0.05 * i, 2) for i in range(13))  # 0.70 … 1.30
+# Monte Carlo dropout runs at most this many rows (samples × streams) through the model at once.
+MC_CHUNK_ROWS = 1024
 
 
 @torch.no_grad()
@@ -51,9 +54,58 @@ def evaluate(
         model.train(was_training)
 
 
-def select_temperature(model: LanguageModel, valid: Tensor, bptt: int) -> tuple[float, float]:
-    """The softmax temperature that minimizes validation loss, and that loss (Melis et al. 2018)."""
-    losses = evaluate(model, valid, bptt, TEMPERATURE_GRID)
+@torch.no_grad()
+def mc_evaluate(
+    model: LanguageModel,
+    data: Tensor,
+    bptt: int,
+    samples: int,
+    temperatures: Sequence[float] = (1.0,),
+    max_tokens: int | None = None,
+) -> list[float]:
+    """Monte Carlo dropout evaluation (Mogrifier paper §3.3; Gal & Ghahramani 2016).
+
+    Mean nats/token of −ln (1/N Σ_n p(w_t | w_<t, M^n)) over N = `samples` dropout masks, each
+    sample its own copy of the batch with its own carried state and masks, dropout on exactly as
+    in training (the multi-sample objective of thesis §4.3, at evaluation). One loss per temperature.
+    """
+    if samples < 1:
+        raise ValueError(f"mc samples must be at least 1, not {samples}")
+    was_training = model.training
+    model.train()
+    try:
+        n, batch = data.shape
+        if max_tokens is not None:
+            n = min(n, max(2, max_tokens // batch + 1))
+        chunk = max(1, min(samples, MC_CHUNK_ROWS // batch))
+        sizes = [min(chunk, samples - i) for i in range(0, samples, chunk)]
+        states = [model.zero_state(k * batch) for k in sizes]
+        totals = [0.0] * len(temperatures)
+        count = 0
+        for start in range(0, n - 1, bptt):
+            end = min(start + bptt, n - 1)
+            x, y = data[start:end], data[start + 1 : end + 1]
+            log_sum: list[Tensor | None] = [None] * len(temperatures)  # ln Σ_n p(w_t | M^n)
+            for c, k in enumerate(sizes):
+                logits, states[c] = model(repeat_for_samples(x, k), states[c])
+                for i, temp in enumerate(temperatures):
+                    ll = token_log_likelihood(logits, y.repeat(1, k), temp).view(-1, k, batch).logsumexp(1)
+                    log_sum[i] = ll if log_sum[i] is None else torch.logaddexp(log_sum[i], ll)
+            for i, acc in enumerate(log_sum):
+                totals[i] -= (acc - math.log(samples)).sum().item()
+            count += y.numel()
+        return [t / count for t in totals]
+    finally:
+        model.train(was_training)
+
+
+def select_temperature(model: LanguageModel, valid: Tensor, bptt: int, mc_samples: int = 0) -> tuple[float, float]:
+    """The softmax temperature that minimizes validation loss, and that loss (Melis et al. 2018);
+    with `mc_samples` > 0, of Monte Carlo dropout evaluation."""
+    if mc_samples > 0:
+        losses = mc_evaluate(model, valid, bptt, mc_samples, TEMPERATURE_GRID)
+    else:
+        losses = evaluate(model, valid, bptt, TEMPERATURE_GRID)
     best = min(range(len(losses)), key=losses.__getitem__)
     return TEMPERATURE_GRID[best], losses[best]
 

@@ -17,15 +17,16 @@ from typing import Any
 import torch
 from torch import Tensor
 
+from . import reverse_copy
 from .averaging import Decision, TwoTailedAverage, swap_in
 from .checkpoint import FORMAT_VERSION, read_checkpoint, save_atomic
 from .config import ConfigError, TrainConfig, make_config
 from .data import batchify, load_corpus
-from .dyneval import dynamic_evaluate, mean_squared_gradients
-from .evaluate import evaluate, headline, select_temperature
+from .evaluate import evaluate, headline
+from .figures import test_figures
 from .model import build_model, detach_state
-from .optim import make_optimizer
 from .objective import multi_sample_log_likelihood, repeat_for_samples, training_loss
+from .optim import make_optimizer
 
 # On divergence the run restores its best checkpoint and multiplies the learning rate by this
 # (thesis §4.4); after MAX_RESTORES restores it fails with TrainingDiverged.
@@ -50,12 +51,15 @@ class TrainResult:
     best_step: int | None
     run_dir: str
     best_checkpoint: str | None
-    test_loss: float | None
-    temperature: float | None
     stopped: str
     steps: int
+    test_loss: float | None = None
+    temperature: float | None = None
     dyneval_val_loss: float | None = None
     dyneval_test_loss: float | None = None
+    test_accuracy: float | None = None
+    mc_test_loss: float | None = None
+    mc_temperature: float | None = None
 
 
 def resolve_device(name: str) -> torch.device:
@@ -79,10 +83,16 @@ class Trainer:
         self.names = [n for n, _ in self.model.named_parameters()]
         self.params = [p for _, p in self.model.named_parameters()]
         self.optimizer = make_optimizer(cfg, self.params)
-        self.train_data = batchify(self.corpus.train, cfg.batch_size).to(self.device)
-        self.valid_data = batchify(self.corpus.valid, cfg.eval_batch_size).to(self.device)
-        self.test_data = batchify(self.corpus.test, cfg.eval_batch_size).to(self.device)
+        self.copy_task = cfg.dataset == "reverse_copy"  # examples [N, L], not token streams
+        if self.copy_task:
+            self.train_data = self.corpus.train
+            self.valid_data, self.test_data = self.corpus.valid.to(self.device), self.corpus.test.to(self.device)
+        else:
+            self.train_data = batchify(self.corpus.train, cfg.batch_size).to(self.device)
+            self.valid_data = batchify(self.corpus.valid, cfg.eval_batch_size).to(self.device)
+            self.test_data = batchify(self.corpus.test, cfg.eval_batch_size).to(self.device)
         self.averaging = TwoTailedAverage(cfg.eval_every)
+        self.accuracies: dict[float, float | None] = {}  # this evaluation's accuracy by its loss
         self.run_dir = Path(cfg.run_dir)
         self.step = 0
         self.position = 0
@@ -197,14 +207,21 @@ class Trainer:
         if self.progress:
             print(f"step {self.step}: {reason}; restored the best checkpoint, lr -> {self.lr:.3g}")
 
+    def _forward(self) -> tuple[Tensor, list]:
+        """ln p of the next training batch's targets [T, B] (thesis §4.3), and the state to carry."""
+        if self.copy_task:  # the reversed half of fresh examples (Mogrifier paper §4.3)
+            source = reverse_copy.train_batch(self.cfg, self.step).to(self.device)
+            return reverse_copy.log_likelihood(self.model, source), self.state
+        x, y = self._next_window()
+        d = self.cfg.dropout_samples
+        logits, state = self.model(repeat_for_samples(x, d), self.state)
+        return multi_sample_log_likelihood(logits, y, d), state
+
     def train_step(self) -> float:
         """One optimizer step on the next window; returns the training loss in nats per token."""
         cfg = self.cfg
-        x, y = self._next_window()
         self.model.train()
-        d = cfg.dropout_samples
-        logits, state = self.model(repeat_for_samples(x, d), self.state)
-        ll = multi_sample_log_likelihood(logits, y, d)
+        ll, state = self._forward()
         loss = training_loss(ll, self.params, cfg.l2_penalty)
         per_token = -ll.mean().item()
         self.optimizer.zero_grad(set_to_none=True)
@@ -220,12 +237,21 @@ class Trainer:
         self.state = detach_state(state)
         self.averaging.add_weights(self.params)
         self.step += 1
-        self.tokens += y.numel()
+        self.tokens += ll.numel()
         return per_token
+
+    def _validate(self) -> tuple[float, float | None]:
+        """Validation loss (nats/token) of the current weights, and reverse copy's sequence accuracy."""
+        cfg = self.cfg
+        if self.copy_task:
+            return reverse_copy.evaluate_examples(self.model, self.valid_data, cfg.eval_batch_size, cfg.max_eval_tokens)
+        return evaluate(self.model, self.valid_data, cfg.bptt, max_tokens=cfg.max_eval_tokens)[0], None
 
     def _loss_of(self, weights: list[Tensor] | None) -> float:
         def run() -> float:
-            return evaluate(self.model, self.valid_data, self.cfg.bptt, max_tokens=self.cfg.max_eval_tokens)[0]
+            loss, accuracy = self._validate()
+            self.accuracies[loss] = accuracy
+            return loss
 
         if weights is None:
             return run()
@@ -236,6 +262,7 @@ class Trainer:
             swap_in(self.params, saved)
 
     def evaluate_2ta(self) -> Decision:
+        self.accuracies.clear()
         return self.averaging.evaluate_and_adapt(self._loss_of)
 
     def run(self, report: Report | None = None) -> TrainResult:
@@ -303,6 +330,8 @@ class Trainer:
             "best_val_loss": self.best_val_loss,
             "restores": self.restores,
         }
+        if self.copy_task:  # sequence accuracy of the weights 2TA chose (Mogrifier paper §4.3)
+            metrics["accuracy"] = self.accuracies.get(decision.loss)
         if (self.run_dir / "best.pt").is_file():
             metrics["best_checkpoint"] = str((self.run_dir / "best.pt").resolve())
         with open(self.run_dir / "metrics.jsonl", "a") as f:
@@ -311,17 +340,12 @@ class Trainer:
 
     def _finish(self, stopped: str) -> TrainResult:
         best = self.run_dir / "best.pt"
-        test_loss = temperature = dyn_val = dyn_test = None
+        figures: dict[str, float | None] = {}
         if best.is_file() and stopped != "callback":
             ckpt = read_checkpoint(best, self.device)
             saved = swap_in(self.params, [ckpt["model"][n].to(self.device) for n in self.names])
             try:
-                temperature, _ = select_temperature(self.model, self.valid_data, self.cfg.bptt)
-                test_loss = evaluate(self.model, self.test_data, self.cfg.bptt, (temperature,))[0]
-                if self.cfg.dyneval:
-                    ms = mean_squared_gradients(self.model, self.train_data, self.cfg)
-                    dyn_val = dynamic_evaluate(self.model, self.valid_data, ms, self.cfg)
-                    dyn_test = dynamic_evaluate(self.model, self.test_data, ms, self.cfg)
+                figures = test_figures(self.model, self.cfg, self.corpus, self.valid_data, self.test_data)
             finally:
                 swap_in(self.params, saved)
         result = TrainResult(
@@ -329,12 +353,9 @@ class Trainer:
             best_step=self.best_step,
             run_dir=str(self.run_dir.resolve()),
             best_checkpoint=str(best.resolve()) if best.is_file() else None,
-            test_loss=test_loss,
-            temperature=temperature,
             stopped=stopped,
             steps=self.step,
-            dyneval_val_loss=dyn_val,
-            dyneval_test_loss=dyn_test,
+            **figures,
         )
         (self.run_dir / "result.json").write_text(json.dumps(asdict(result), indent=2) + "\n")
         return result

@@ -34,7 +34,8 @@ def variational_mask(batch: int, size: int, p: float, like: Tensor) -> Tensor | 
 class LanguageModel(nn.Module):
     """Thesis §4.2 eq. (1): next-token distributions from token ids, time-major [T, B]."""
 
-    def __init__(self, cfg: TrainConfig, vocab_size: int, hidden_size: int) -> None:
+    def __init__(self, cfg: TrainConfig, vocab_size: int, hidden_size: int, output_layer: bool = True) -> None:
+        """`output_layer=False` builds only embedding and layers (`features`): a seq2seq encoder."""
         super().__init__()
         self.cfg = cfg
         self.vocab_size = vocab_size
@@ -55,12 +56,13 @@ class LanguageModel(nn.Module):
             for layer in range(cfg.num_layers)
         )
         # A bias-free projection into the embedding space when the sizes differ (Mogrifier App. A).
-        self.projection = nn.Linear(n, e, bias=False) if e != n else None
-        self.out_embedding = None if self.tied else nn.Parameter(torch.empty(vocab_size, e).uniform_(-0.1, 0.1))
-        self.out_bias = nn.Parameter(torch.zeros(vocab_size))
+        self.projection = nn.Linear(n, e, bias=False) if e != n and output_layer else None
+        untied = not self.tied and output_layer
+        self.out_embedding = nn.Parameter(torch.empty(vocab_size, e).uniform_(-0.1, 0.1)) if untied else None
+        self.out_bias = nn.Parameter(torch.zeros(vocab_size)) if output_layer else None
 
     def zero_state(self, batch_size: int, device: torch.device | str | None = None) -> list[State]:
-        p = self.out_bias
+        p = self.embedding.weight
         return [cell.zero_state(batch_size, device or p.device, p.dtype) for cell in self.layers]
 
     @property
@@ -107,6 +109,40 @@ class LanguageModel(nn.Module):
         return F.linear(out, self.output_weight, self.out_bias), new_state
 
 
+class ReverseCopyModel(nn.Module):
+    """The reverse copy task's encoder–decoder (Mogrifier paper §4.3): two independent stacks.
+
+    The encoder reads the sequence; the decoder starts from the encoder's last state, reads the
+    marker and then the reversed sequence so far (teacher forcing), and predicts the next reversed
+    token. Both use the configured cell and architecture; the decoder alone has a softmax.
+    """
+
+    def __init__(self, cfg: TrainConfig, vocab_size: int, hidden_size: int) -> None:
+        super().__init__()
+        self.cfg = cfg
+        self.vocab_size = vocab_size
+        self.hidden_size = hidden_size
+        self.encoder = LanguageModel(cfg, vocab_size, hidden_size, output_layer=False)
+        self.decoder = LanguageModel(cfg, vocab_size, hidden_size)
+
+    def zero_state(self, batch_size: int, device: torch.device | str | None = None) -> list[State]:
+        """No state is carried between batches: every example starts from zero."""
+        return []
+
+    def forward(self, source: Tensor, decoder_input: Tensor) -> Tensor:
+        """Decoder logits [L, B, V] for source [L, B] and decoder input [L, B] (marker first)."""
+        _, state = self.encoder.features(source, self.encoder.zero_state(source.shape[1]))
+        logits, _ = self.decoder(decoder_input, state)
+        return logits
+
+
+def make_model(cfg: TrainConfig, vocab_size: int, hidden_size: int) -> nn.Module:
+    """The configured task's model: the reverse copy encoder–decoder or a language model."""
+    if cfg.dataset == "reverse_copy":
+        return ReverseCopyModel(cfg, vocab_size, hidden_size)
+    return LanguageModel(cfg, vocab_size, hidden_size)
+
+
 def detach_state(state: list[State]) -> list[State]:
     """Cut the graph between BPTT windows while carrying the values across."""
     return [tuple(t.detach() for t in s) for s in state]
@@ -129,7 +165,7 @@ def solve_hidden_size(cfg: TrainConfig, vocab_size: int) -> int:
 
     def size(n: int) -> int:
         with torch.device("meta"):
-            return count_parameters(LanguageModel(cfg, vocab_size, n))
+            return count_parameters(make_model(cfg, vocab_size, n))
 
     if size(1) > budget:
         raise ValueError(
@@ -148,6 +184,6 @@ def solve_hidden_size(cfg: TrainConfig, vocab_size: int) -> int:
     return lo
 
 
-def build_model(cfg: TrainConfig, vocab_size: int) -> LanguageModel:
-    """A model of the configured cell and architecture, sized by hidden_size or the budget."""
-    return LanguageModel(cfg, vocab_size, solve_hidden_size(cfg, vocab_size))
+def build_model(cfg: TrainConfig, vocab_size: int) -> nn.Module:
+    """A model of the configured task, cell and architecture, sized by hidden_size or the budget."""
+    return make_model(cfg, vocab_size, solve_hidden_size(cfg, vocab_size))

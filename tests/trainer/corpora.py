@@ -31,3 +31,24 @@ def write_ptb_char(folder: Path, n: int = 300) -> Path:
         lines = [" ".join(s.replace(" ", "_")) for s in sentences(n, seed)]
         (folder / f"ptb.char.{split}.txt").write_text("\n".join(lines) + "\n")
     return folder
+
+
+def documents(n: int, seed: int, per_document: int = 12) -> list[str]:
+    """Sentences in documents that each keep to two subjects, one verb and two objects.
+
+    One source for every split, with local context to adapt to: what dynamic evaluation exploits.
+    """
+    rng = random.Random(seed)
+    out: list[str] = []
+    while len(out) < n:
+        subjects, verb, objects = rng.sample(SUBJECTS, 2), rng.choice(VERBS), rng.sample(OBJECTS, 2)
+        out.extend(f"{rng.choice(subjects)} {verb} {rng.choice(objects)}" for _ in range(per_document))
+    return out[:n]
+
+
+def write_ptb_documents(folder: Path, train: int = 1500, valid: int = 60, test: int = 60) -> Path:
+    """ptb.{train,valid,test}.txt of `documents`, one sentence a line."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for split, n, seed in (("train", train, 0), ("valid", valid, 1), ("test", test, 2)):
+        (folder / f"ptb.{split}.txt").write_text("\n".join(documents(n, seed)) + "\n")
+    return folder

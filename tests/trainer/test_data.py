@@ -67,11 +67,14 @@ def test_enwik8_is_bytes(tmp_path):
     assert corpus.vocab_size == 256
 
 
-def test_reverse_copy_examples_are_reversed():
-    corpus = load_corpus(make_config({"dataset": "reverse_copy"}))
-    n = 50
-    example = corpus.train[: 2 * n + 2]
-    assert torch.equal(example[n + 1 : 2 * n + 1], example[:n].flip(0))
+def test_reverse_copy_splits_are_fixed_example_sets():
+    cfg = make_config({"dataset": "reverse_copy", "reverse_copy_length": 7, "reverse_copy_vocab": 30})
+    corpus = load_corpus(cfg)
+    assert corpus.valid.shape == corpus.test.shape == (10_000, 7)  # Mogrifier paper §4.3
+    assert corpus.vocab[-1] == "<rev>" and corpus.vocab_size == 31
+    assert 0 <= corpus.valid.min() and corpus.valid.max() < 30
+    assert not torch.equal(corpus.valid, corpus.test)
+    assert torch.equal(load_corpus(cfg).valid, corpus.valid)
 
 
 def test_batchify_is_time_major():

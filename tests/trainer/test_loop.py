@@ -117,15 +117,3 @@ def test_checkpoint_loads_into_a_ready_model(tmp_path):
     assert loaded_cfg == cfg and not model.training and len(model.vocab) == model.vocab_size
     valid = batchify(load_corpus(cfg).valid, cfg.eval_batch_size)
     assert evaluate(model, valid, cfg.bptt)[0] == pytest.approx(result.best_val_loss, rel=1e-5)
-
-
-def test_dynamic_evaluation_adapts_and_restores_weights(tmp_path):
-    cfg = tiny(tmp_path, max_steps=60, eval_every=30, optimizer="adam", dyneval=True,
-               max_time_steps=10, dyneval_learning_rate=3e-3, dyneval_decay_rate=1e-4)
-    result = train(cfg)
-    assert result.dyneval_val_loss is not None and result.dyneval_test_loss is not None
-    # Adapting to the (stationary) test text helps an undertrained model.
-    model, _ = load_checkpoint(result.best_checkpoint)
-    valid = batchify(load_corpus(cfg).valid, cfg.eval_batch_size)
-    static = evaluate(model, valid, cfg.max_time_steps)[0]
-    assert result.dyneval_val_loss < static

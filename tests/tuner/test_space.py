@@ -18,7 +18,7 @@ from tuner.space import (
     space_from_dict,
 )
 
-SHIPPED = ["mogrifier_lstm", "mogrifier_lstm_enwik8", "lstm", "rlstm", "dyneval", "tiny"]
+SHIPPED = ["mogrifier_lstm", "mogrifier_lstm_enwik8", "lstm", "rlstm", "dyneval", "tiny", "reverse_copy"]
 
 TABLE_2_4 = {
     "learning_rate": (0.001, 0.004, "log"),
@@ -264,3 +264,13 @@ def test_spaces_command_lists_and_shows(capsys):
     assert "[7.38906, 148.413]" in out
     assert main(["spaces", "show", "nope"]) == 2
     assert "unknown search space" in capsys.readouterr().err
+
+
+def test_reverse_copy_space_follows_the_mogrifier_paper():
+    """Mogrifier paper §4.3: 10M weights, vocabulary 1000, no dropout; lr, l2, embedding size, r, k tuned."""
+    space = load_space("reverse_copy")
+    fixed = space.fixed
+    assert (fixed["dataset"], fixed["num_params"], fixed["reverse_copy_vocab"]) == ("reverse_copy", 10_000_000, 1000)
+    names = {p.name for p in space.params}
+    assert names == {"cell", "learning_rate", "l2_penalty", "input_embedding_ratio", "mogrifier_rounds", "mogrifier_rank"}
+    assert not any("dropout" in n for n in names | set(fixed))

@@ -1,0 +1,100 @@
+"""Evaluation: deterministic dropout and Monte Carlo dropout (Mogrifier paper §3.3)."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from trainer.config import make_config
+from trainer.evaluate import mc_evaluate, select_temperature
+from trainer.evaluate import evaluate as deterministic
+from trainer.model import LanguageModel
+from trainer.objective import repeat_for_samples
+
+DROPOUT = {"input_dropout": 0.3, "state_dropout": 0.4, "cell_output_dropout": 0.2, "output_dropout": 0.5}
+
+
+def model_and_data(**kw):
+    cfg = make_config({"hidden_size": 12, "num_layers": 2, **kw})
+    torch.manual_seed(0)
+    model = LanguageModel(cfg, vocab_size=9, hidden_size=12).eval()
+    with torch.no_grad():  # weights far from init, so predictions differ from uniform
+        for p in model.parameters():
+            p.normal_(0.0, 0.7)
+    return model, torch.randint(0, 9, (7, 3))
+
+
+@pytest.mark.parametrize("temperature", [1.0, 0.8])
+def test_mc_is_the_average_of_sampled_mask_predictions(temperature):
+    """−ln (1/N Σ_n p(w | M^n)): probabilities averaged over N masks, by hand from the same draws."""
+    model, data = model_and_data(**DROPOUT)
+    samples = 5
+    torch.manual_seed(7)
+    got = mc_evaluate(model, data, bptt=10, samples=samples, temperatures=(temperature,))[0]
+    assert not model.training  # the mode is restored
+    torch.manual_seed(7)
+    model.train()
+    with torch.no_grad():
+        x, y = data[:-1], data[1:]
+        logits, _ = model(repeat_for_samples(x, samples), model.zero_state(samples * 3))
+    probs = torch.softmax(logits / temperature, -1).view(6, samples, 3, 9)  # [T, N, B, V]
+    mean_p = probs.mean(1).gather(-1, y[..., None])[..., 0]
+    want = -mean_p.log().mean().item()
+    assert got == pytest.approx(want, rel=1e-5)
+    # ...and it is not the deterministic figure nor the average of per-mask log-likelihoods.
+    per_mask = -probs.gather(-1, y[:, None, :, None].expand(6, samples, 3, 1)).log().mean().item()
+    assert abs(got - per_mask) > 1e-4 and abs(got - deterministic(model, data, 10)[0]) > 1e-4
+
+
+def test_mc_samples_in_chunks_carry_their_own_state(monkeypatch):
+    from trainer import evaluate as module
+
+    model, data = model_and_data(**DROPOUT)
+    monkeypatch.setattr(module, "MC_CHUNK_ROWS", 6)  # chunks of 2 samples x 3 streams: 2 + 2 + 1
+    losses = [mc_evaluate(model, data, bptt=3, samples=5)[0] for _ in range(3)]
+    assert all(math.isfinite(v) and v > 0 for v in losses)
+    assert len(set(losses)) == 3  # fresh masks every call
+
+
+def test_without_dropout_mc_equals_deterministic_evaluation():
+    model, data = model_and_data()
+    for bptt in (3, 10):
+        want = deterministic(model, data, bptt, (1.0, 0.9))
+        got = mc_evaluate(model, data, bptt, samples=4, temperatures=(1.0, 0.9))
+        assert got == pytest.approx(want, rel=1e-6)
+    assert select_temperature(model, data, 4, mc_samples=3) == pytest.approx(select_temperature(model, data, 4))
+
+
+def test_mc_needs_a_sample():
+    model, data = model_and_data()
+    with pytest.raises(ValueError, match="samples"):
+        mc_evaluate(model, data, 4, samples=0)
+
+
+@pytest.mark.slow
+def test_trainer_reports_mc_and_evaluate_command_takes_mc_samples(tmp_path, capsys):
+    import json
+
+    from tests.trainer.corpora import write_ptb
+    from trainer import train
+    from tuner.cli import main
+
+    cfg = make_config({
+        "dataset": "ptb", "data_dir": str(write_ptb(tmp_path / "data", train=300, valid=40, test=40)),
+        "hidden_size": 16, "batch_size": 8, "bptt": 10, "max_steps": 10, "eval_every": 10,
+        "output_dropout": 0.5, "state_dropout": 0.3, "mc_dropout_samples": 3, "run_dir": str(tmp_path / "run"),
+    })
+    result = train(cfg)
+    assert result.mc_test_loss is not None and math.isfinite(result.mc_test_loss)
+    assert result.mc_temperature is not None and result.mc_test_loss != result.test_loss
+
+    def command(*extra):
+        assert main(["evaluate", result.best_checkpoint, "--json", *extra]) == 0
+        return json.loads(capsys.readouterr().out)
+
+    assert command("--mc-samples", "0")["loss"] == pytest.approx(result.test_loss, rel=1e-6)
+    mc = command("--mc-samples", "3")
+    assert mc["mc_samples"] == 3 and math.isfinite(mc["loss"]) and mc["loss"] != result.test_loss
+    assert command("--mc-samples", "3")["loss"] == mc["loss"]  # seeded masks: a repeatable figure

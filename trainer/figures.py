@@ -1,0 +1,37 @@
+"""The end-of-run figures of the best weights: what `result.json` reports besides the training curve.
+
+Language models: the test loss at the softmax temperature chosen on validation (thesis §4.6), with
+`mc_dropout_samples` > 0 the same for Monte Carlo dropout (Mogrifier paper §3.3), and with
+`dyneval` dynamic evaluation (thesis §4.5). Reverse copy: test loss and sequence accuracy.
+"""
+
+from __future__ import annotations
+
+from torch import Tensor, nn
+
+from . import reverse_copy
+from .config import TrainConfig
+from .data import Corpus
+from .dyneval import run_dynamic_evaluation
+from .evaluate import evaluate, mc_evaluate, select_temperature
+
+
+def test_figures(model: nn.Module, cfg: TrainConfig, corpus: Corpus, valid: Tensor, test: Tensor) -> dict[str, float]:
+    """TrainResult fields for the model's current weights; `valid`/`test` as the trainer holds them
+    (batchified streams, or reverse copy's example sets), `corpus` for dynamic evaluation's streams."""
+    if cfg.dataset == "reverse_copy":
+        loss, accuracy = reverse_copy.evaluate_examples(model, test, cfg.eval_batch_size)
+        return {"test_loss": loss, "test_accuracy": accuracy}
+    temperature, _ = select_temperature(model, valid, cfg.bptt)
+    out = {"temperature": temperature, "test_loss": evaluate(model, test, cfg.bptt, (temperature,))[0]}
+    if cfg.mc_dropout_samples > 0:
+        samples = cfg.mc_dropout_samples
+        mc_temperature, _ = select_temperature(model, valid, cfg.bptt, samples)
+        out["mc_temperature"] = mc_temperature
+        out["mc_test_loss"] = mc_evaluate(model, test, cfg.bptt, samples, (mc_temperature,))[0]
+    if cfg.dyneval:
+        device = valid.device
+        splits = {"valid": corpus.valid.to(device), "test": corpus.test.to(device)}
+        dyn = run_dynamic_evaluation(model, corpus.train.to(device), splits, cfg)
+        out["dyneval_val_loss"], out["dyneval_test_loss"] = dyn["valid"], dyn["test"]
+    return out
