@@ -23,7 +23,7 @@ import statistics
 import sys
 import tempfile
 import time
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -41,7 +41,7 @@ TAIL_STARTS = (0.0, 0.25, 0.5, 0.75, 0.9)
 SCALES: dict[str, dict[str, Any]] = {
     "small": {
         "dataset": "builtin", "num_params": 100_000, "num_layers": 2, "bptt": 48, "batch_size": 16,
-        "max_steps": 300, "eval_every": 50, "eval_batch_size": 16, "max_eval_tokens": 8_000,
+        "max_steps": 120, "eval_every": 20, "eval_batch_size": 16, "max_eval_tokens": 8_000,
         "optimizer": "adam", "adam_beta1": 0.0, "learning_rate": 3e-3, "mogrifier_rank": 16,
     },
     "ptb": {
@@ -52,11 +52,11 @@ SCALES: dict[str, dict[str, Any]] = {
     },
 }
 # Reverse copy (Mogrifier paper §4.3): an encoder–decoder with no dropout; sequence lengths per scale.
-# The paper draws from 1000 symbols with 10M parameters; the small scale draws from 50.
+# The paper draws from 1000 symbols with 10M parameters; the small scale draws from 20.
 REVERSE_COPY = {
-    "small": {"lengths": (10, 20, 40), "settings": {
-        "num_params": 60_000, "max_steps": 300, "eval_every": 100, "eval_batch_size": 500,
-        "reverse_copy_vocab": 50}},
+    "small": {"lengths": (5, 10, 20), "settings": {
+        "num_params": 60_000, "max_steps": 120, "batch_size": 64, "eval_every": 60,
+        "eval_batch_size": 500, "reverse_copy_vocab": 20}},
     "ptb": {"lengths": (50, 100, 150, 200), "settings": {
         "num_params": 10_000_000, "max_steps": 60_000, "eval_every": 1_000, "eval_batch_size": 500,
         "reverse_copy_vocab": 1000, "input_dropout": 0.0, "state_dropout": 0.0, "output_dropout": 0.0,
@@ -89,8 +89,11 @@ def mean_sd(values: list[float]) -> tuple[float, float]:
 
 
 def fmt(values: list[float], digits: int = 3) -> str:
+    """mean ± sd, with the number of seeds when some are missing."""
     mean, sd = mean_sd(values)
-    return "n/a" if math.isnan(mean) else f"{mean:.{digits}f} ± {sd:.{digits}f}"
+    count = sum(1 for v in values if v is not None and math.isfinite(v))
+    seeds = "" if count == len(values) else f" (n={count})"
+    return "n/a" if math.isnan(mean) else f"{mean:.{digits}f} ± {sd:.{digits}f}{seeds}"
 
 
 def verdict(better: list[float], worse: list[float]) -> str:
@@ -332,39 +335,55 @@ def main(argv: list[str] | None = None) -> None:
     if args.data_dir:
         base["data_dir"] = args.data_dir
     jobs, plan = plan_jobs(chosen, base, work, args.steps)
+    from trainer import make_config
+
+    for job in jobs.values():  # a bad setting fails here, naming the field, before any training
+        make_config(job["config"])
     print(f"{len(jobs)} runs on {args.workers} worker(s), {args.scale} scale, device {args.device}", flush=True)
 
     started = time.time()
     results: dict[str, dict[str, Any]] = {}
+    # Seed 0 of every run first, then seed 1, then 2: a run cut short still has every row.
+    order = sorted(jobs, key=lambda k: jobs[k]["config"]["seed"])
     with ProcessPoolExecutor(max_workers=args.workers) as pool:
-        futures = {key: pool.submit(run_one, job) for key, job in jobs.items()}
-        for i, (key, future) in enumerate(futures.items()):
+        futures = {pool.submit(run_one, jobs[key]): key for key in order}
+        for i, future in enumerate(as_completed(futures)):
+            key = futures[future]
             try:
                 results[key] = future.result()
             except Exception as err:  # a row whose runs fail is reported as such, not dropped
                 results[key] = {"error": f"{type(err).__name__}: {err}", "config": jobs[key]["config"]}
             print(f"[{i + 1}/{len(jobs)}] {time.time() - started:.0f}s {results[key].get('error', 'done')}", flush=True)
-
-    report = build_report(chosen, plan, results)
-    report["meta"] = {"scale": args.scale, "device": args.device, "workers": args.workers,
-                      "wall_s": time.time() - started, "seeds": list(SEEDS), "base": base}
-    (out / "results.json").write_text(json.dumps({"rows": report["rows"], "meta": report["meta"],
-                                                  "runs": list(results.values())}, indent=2, default=str))
-    table = markdown(report["rows"], args.scale)
-    (out / "replication.md").write_text(table + "\n")
+            meta = {"scale": args.scale, "device": args.device, "workers": args.workers,
+                    "wall_s": time.time() - started, "seeds": list(SEEDS), "base": base,
+                    "runs_done": len(results), "runs_planned": len(jobs)}
+            table = write_outputs(out, chosen, plan, results, meta)
     print(table)
+
+
+def write_outputs(out: Path, chosen: list[Row], plan: dict, results: dict, meta: dict[str, Any]) -> str:
+    """Write results.json and replication.md for the runs finished so far; returns the table."""
+    report = build_report(chosen, plan, results)
+    (out / "results.json").write_text(json.dumps({"rows": report["rows"], "meta": meta,
+                                                  "runs": list(results.values())}, indent=2, default=str))
+    table = markdown(report["rows"], meta["scale"])
+    (out / "replication.md").write_text(table + "\n")
+    return table
 
 
 def build_report(chosen: list[Row], plan: dict, results: dict) -> dict[str, Any]:
     """Per row: each arm's values over the seeds, the comparison and the verdict."""
     out = []
     for row in chosen:
-        values, errors = {}, []
+        values, errors, pending = {}, [], 0
         for label in row.arms:
             vals = []
             for key in plan[(row.name, label)]:
-                run = results[key]
-                if "error" in run:
+                run = results.get(key)
+                if run is None:
+                    pending += 1
+                    vals.append(None)
+                elif "error" in run:
                     errors.append(run["error"])
                     vals.append(None)
                 else:
@@ -372,6 +391,8 @@ def build_report(chosen: list[Row], plan: dict, results: dict) -> dict[str, Any]
             values[label] = vals
         if errors:
             comparison, agrees = f"not run: {errors[0]}", "not run"
+        elif pending:
+            comparison, agrees = f"{pending} of its runs pending", "pending"
         else:
             comparison, agrees = row.judge(values)
         out.append({"name": row.name, "claim": row.claim, "paper": row.paper, "paper_ptb": row.paper_ptb,

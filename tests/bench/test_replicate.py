@@ -76,3 +76,12 @@ def test_report_and_markdown(replicate, tmp_path):
     one_failed = dict(results, **{plan[("mogrifier", "LSTM")][0]: {"error": "RuntimeError: boom"}})
     failed = replicate.build_report(chosen, plan, one_failed)["rows"][0]
     assert failed["agrees"] == "not run" and "boom" in failed["comparison"]
+
+
+def test_pending_runs_leave_the_row_pending(replicate, tmp_path):
+    chosen = [r for r in replicate.rows("small") if r.name == "mogrifier"]
+    jobs, plan = replicate.plan_jobs(chosen, {**replicate.SCALES["small"], "device": "cpu"}, tmp_path)
+    first = plan[("mogrifier", "LSTM")][0]
+    row = replicate.build_report(chosen, plan, {first: {"test_loss": 1.0}})["rows"][0]
+    assert row["agrees"] == "pending" and row["comparison"].startswith("5 of its runs")
+    assert replicate.fmt(row["values"]["LSTM"]).endswith("(n=1)")
