@@ -23,10 +23,11 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -243,7 +244,8 @@ def run_one(job: dict[str, Any]) -> dict[str, Any]:
             average = [t / (trainer.step - s) for t in sums[s]]
             saved = swap_in(trainer.params, average)
             try:
-                tails[s] = evaluate(trainer.model, trainer.valid_data, cfg.bptt, max_tokens=cfg.max_eval_tokens)[0]
+                valid = trainer.valid_data
+                tails[s] = evaluate(trainer.model, valid, cfg.bptt, max_tokens=cfg.max_eval_tokens)[0]
             finally:
                 swap_in(trainer.params, saved)
         summary["tails"] = tails
@@ -298,7 +300,8 @@ def plan_jobs(
                 config["eval_every"] = min(config["eval_every"], config["max_steps"])
                 key = job_key(config)
                 if key not in jobs:
-                    jobs[key] = {"config": {**config, "run_dir": str(work / f"run{len(jobs)}")}, "tails": False}
+                    run_dir = str(work / f"run{len(jobs)}")
+                    jobs[key] = {"config": {**config, "run_dir": run_dir}, "tails": False}
                 job = jobs[key]
                 job["tails"] |= row.tails
                 job["config"]["dyneval"] = job["config"].get("dyneval", False) or config.get("dyneval", False)
@@ -308,14 +311,19 @@ def plan_jobs(
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--device", default="cpu", help="cpu or cuda (default: cpu)")
     parser.add_argument("--scale", choices=sorted(SCALES), default="small")
     parser.add_argument("--workers", type=int, default=1, help="runs in parallel, one torch thread each")
-    parser.add_argument("--only", default="", help="comma-separated rows: " + ",".join(r.name for r in rows("small")))
+    names = ",".join(r.name for r in rows("small"))
+    parser.add_argument("--only", default="", help=f"comma-separated rows: {names}")
     parser.add_argument("--data-dir", help="PTB's folder (ptb.train.txt, …) for --scale ptb")
     parser.add_argument("--steps", type=int, help="override max_steps of every run")
-    parser.add_argument("--out", default="runs/replication", help="folder for results.json, replication.md, the runs")
+    parser.add_argument(
+        "--out", default="runs/replication", help="folder for results.json, replication.md and the runs"
+    )
     args = parser.parse_args(argv)
 
     chosen = rows(args.scale)
@@ -339,7 +347,7 @@ def main(argv: list[str] | None = None) -> None:
 
     for job in jobs.values():  # a bad setting fails here, naming the field, before any training
         make_config(job["config"])
-    print(f"{len(jobs)} runs on {args.workers} worker(s), {args.scale} scale, device {args.device}", flush=True)
+    print(f"{len(jobs)} runs on {args.workers} worker(s), {args.scale} scale, {args.device}", flush=True)
 
     started = time.time()
     results: dict[str, dict[str, Any]] = {}
@@ -351,9 +359,10 @@ def main(argv: list[str] | None = None) -> None:
             key = futures[future]
             try:
                 results[key] = future.result()
-            except Exception as err:  # a row whose runs fail is reported as such, not dropped
+            except Exception as err:  # noqa: BLE001 - a failed run's rows say so, the others go on
                 results[key] = {"error": f"{type(err).__name__}: {err}", "config": jobs[key]["config"]}
-            print(f"[{i + 1}/{len(jobs)}] {time.time() - started:.0f}s {results[key].get('error', 'done')}", flush=True)
+            status = results[key].get("error", "done")
+            print(f"[{i + 1}/{len(jobs)}] {time.time() - started:.0f}s {status}", flush=True)
             meta = {"scale": args.scale, "device": args.device, "workers": args.workers,
                     "wall_s": time.time() - started, "seeds": list(SEEDS), "base": base,
                     "runs_done": len(results), "runs_planned": len(jobs)}
@@ -403,11 +412,11 @@ def build_report(chosen: list[Row], plan: dict, results: dict) -> dict[str, Any]
 def markdown(report_rows: list[dict[str, Any]], scale: str) -> str:
     """The table: claim, what the paper reports, our mean ± sd per arm, the verdict, the PTB column."""
     ours_ptb = "ours at PTB scale"
-    lines = [
+    header = (
         f"| row | paper reports | ours ({scale} scale, mean ± sd, 3 seeds) | comparison | agrees | "
-        f"paper (PTB, 24M) | {ours_ptb} |",
-        "|---|---|---|---|---|---|---|",
-    ]
+        f"paper (PTB, 24M) | {ours_ptb} |"
+    )
+    lines = [header, "|---|---|---|---|---|---|---|"]
     for r in report_rows:
         digits = 3
         ours = "<br>".join(f"{label}: {fmt(v, digits)}" for label, v in r["values"].items())

@@ -80,7 +80,7 @@ def test_report_and_markdown(replicate, tmp_path):
 
 def test_pending_runs_leave_the_row_pending(replicate, tmp_path):
     chosen = [r for r in replicate.rows("small") if r.name == "mogrifier"]
-    jobs, plan = replicate.plan_jobs(chosen, {**replicate.SCALES["small"], "device": "cpu"}, tmp_path)
+    _, plan = replicate.plan_jobs(chosen, {**replicate.SCALES["small"], "device": "cpu"}, tmp_path)
     first = plan[("mogrifier", "LSTM")][0]
     row = replicate.build_report(chosen, plan, {first: {"test_loss": 1.0}})["rows"][0]
     assert row["agrees"] == "pending" and row["comparison"].startswith("5 of its runs")

@@ -81,7 +81,7 @@ def test_onednn_products_match_torch_mm(monkeypatch, name, rounds, rank):
         assert onednn.available(x) == enabled
         cell.zero_grad()
         x.grad = None
-        h_seq, (h, c) = cell(x, state, mask)
+        h_seq, (_, c) = cell(x, state, mask)
         ((h_seq * readout).sum() + c.sum()).backward()
         results.append([h_seq.detach(), x.grad.clone()] + [p.grad.clone() for p in cell.parameters()])
     for a, b in zip(*results, strict=True):
