@@ -53,6 +53,8 @@ def test_rows_share_runs_and_union_their_measurements(replicate, tmp_path):
     seeds = {jobs[k]["config"]["seed"] for k in plan[("rlstm", "Mogrifier RLSTM")]}
     assert seeds == set(replicate.SEEDS)
     assert len({jobs[k]["config"]["run_dir"] for k in jobs}) == len(jobs)
+    assert plan[("reverse_copy", "LSTM T=20")] == plan[("reverse_copy_xent", "LSTM T=20")]
+    assert {jobs[k]["config"]["dataset"] for k in plan[("reverse_copy", "Mogrifier T=5")]} == {"reverse_copy"}
 
 
 def test_report_and_markdown(replicate, tmp_path):
