@@ -15,6 +15,7 @@ On a CPU that other processes share, read the CPU-time columns (see Stopwatch).
 from __future__ import annotations
 
 import argparse
+import platform
 import statistics
 import sys
 import time
@@ -26,7 +27,7 @@ from torch import Tensor, nn
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from trainer.cells import make_cell  # noqa: E402
+from trainer.cells import make_cell, onednn  # noqa: E402
 
 
 @dataclass(frozen=True)
@@ -116,17 +117,54 @@ class Stopwatch:
         return time.perf_counter(), time.process_time() / torch.get_num_threads()
 
 
-def matmul_peak(watch: Stopwatch, dim: int) -> float:
-    """Measured float32 FLOP/s of a dim×dim matrix multiply (the best of a few, CPU-time clock)."""
+def matmul_peaks(watch: Stopwatch, dim: int) -> dict[str, float]:
+    """Measured float32 FLOP/s of a dim×dim product (the best of a few, CPU-time clock).
+
+    On CPU both of torch's libraries are measured: torch.mm (MKL, which takes its AVX2 path on AMD
+    CPUs) and oneDNN (what torch.nn.LSTM and our fused cells use); the machine's peak is the higher.
+    """
     a = torch.randn(dim, dim, device=watch.device)
     b = torch.randn(dim, dim, device=watch.device)
-    a @ b
-    best = float("inf")
-    for _ in range(5):
-        _, start = watch.now()
-        a @ b
-        best = min(best, watch.now()[1] - start)
-    return 2 * dim**3 / best
+    products = {"torch.mm": torch.mm}
+    if onednn.available(a):
+        products["oneDNN"] = onednn.matmul
+    peaks = {}
+    for name, product in products.items():
+        product(a, b)
+        best = float("inf")
+        for _ in range(5):
+            _, start = watch.now()
+            product(a, b)
+            best = min(best, watch.now()[1] - start)
+        peaks[name] = 2 * dim**3 / best
+    return peaks
+
+
+VECTOR_FLAGS = ("avx2", "avx512", "amx", "fma", "avx_vnni")
+
+
+def processor(device: torch.device) -> str:
+    """The CPU model and its vector extensions (avx2, avx512*, amx*), or the GPU's name on CUDA."""
+    if device.type == "cuda":
+        return f"GPU {torch.cuda.get_device_name(device)}"
+    model, family, flags = platform.processor() or platform.machine(), "", []
+    try:
+        info = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        info = ""
+    for line in info.splitlines():
+        key, _, value = (part.strip() for part in line.partition(":"))
+        if key == "model name":
+            model = value
+        elif key in ("cpu family", "model"):
+            family += f", {key} {value}"
+        elif key == "flags":
+            flags = [f for f in value.split() if f.startswith(VECTOR_FLAGS)]
+            break
+    model += f" ({family[2:]})" if family else ""
+    return f"CPU {model}; vector extensions: {' '.join(flags) or 'unknown'}; torch's CPU kernels: " + (
+        torch.backends.cpu.get_cpu_capability()
+    )
 
 
 class Trainee:
@@ -182,7 +220,8 @@ def main(argv: list[str] | None = None) -> None:
         names.insert(0, "torch.nn.LSTM")
 
     watch = Stopwatch(device)
-    peak = matmul_peak(watch, 2048 if args.quick else 4096)
+    peaks = matmul_peaks(watch, 2048 if args.quick else 4096)
+    peak = max(peaks.values())
     trainees = [Trainee(name, size, device, seed=0) for name in names]
     for trainee in trainees:  # warm-up: allocator, lazy initialization
         trainee.step(watch)
@@ -194,7 +233,9 @@ def main(argv: list[str] | None = None) -> None:
 
     tokens = size.bptt * size.batch
     print(f"device {device} ({torch.get_num_threads()} threads), torch {torch.__version__}, {size}")
-    print(f"float32 matmul peak {peak / 1e9:.1f} GFLOP/s; medians of {args.steps} training steps per model;")
+    print(processor(device))
+    measured = ", ".join(f"{name} {flops / 1e9:.1f}" for name, flops in peaks.items())
+    print(f"float32 matmul peak {peak / 1e9:.1f} GFLOP/s ({measured}); medians of {args.steps} training steps;")
     print("'CPU' columns use this process's CPU time per thread (see Stopwatch), FLOP/s counts matmuls.")
     print(
         f"{'model':<26}{'ms/step':>9}{'tokens/s':>10}{'vs nn.LSTM':>12}"

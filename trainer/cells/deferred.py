@@ -13,6 +13,8 @@ import torch
 from torch import Tensor
 from torch.autograd.function import once_differentiable
 
+from . import onednn
+
 
 class _BatchedWeightGrad(torch.autograd.Function):
     """Identity on `base`; its backward turns the stacked dY into dL/dW = U^T dY in one GEMM."""
@@ -34,7 +36,7 @@ class _BatchedWeightGrad(torch.autograd.Function):
         grad_weight = None
         if ctx.needs_input_grad[1]:
             u = torch.stack(inputs).reshape(-1, ctx.weight_shape[0])
-            grad_weight = u.t().mm(grad.reshape(-1, ctx.weight_shape[1]))
+            grad_weight = onednn.matmul(u.t(), grad.reshape(-1, ctx.weight_shape[1]))
         return (grad if ctx.needs_input_grad[0] else None), grad_weight, None
 
 

@@ -3,9 +3,14 @@
 The forward pass writes every step into preallocated buffers; the hand-written backward walks the
 window in reverse with no autograd graph and takes weight gradients as GEMMs over many steps' rows
 at once, as cuDNN and oneDNN do, instead of a thin GEMM per step. Measured on the PTB-size layer
-(bench/trainer_speed.py) this beat per-step autograd by ~5-8%; torch.compile of the elementwise
-step was slower here (its per-call overhead exceeds what fusing ~10 small kernels saves) and
-TorchScript matched eager. Equations: thesis §4.1 (LSTM, capped input gate), Mogrifier paper §2.
+(bench/trainer_speed.py) this beat per-step autograd by ~5-8%. The large products and the per-step
+recurrent one (with its weight reordered once per window) run through oneDNN (onednn.py): on an
+AVX-512 EPYC, where torch.mm's MKL takes its AVX2 path, that made the layer ~1.7x faster.
+Measured and not kept: torch.compile of the elementwise backward step (36 -> 5 ms per 70 steps,
+but 1-2 minutes of compilation in every new process, which short tuning trials cannot repay);
+computing the backward's local derivatives for a whole chunk of steps at once (memory-bound
+there, no faster than per step, where a step's [B, n] tensors stay in L2); TorchScript (matched
+eager). Equations: thesis §4.1 (LSTM, capped input gate), Mogrifier paper §2.
 
 Mogrifier values are indexed as in the paper: V[-1] = x, V[0] = h^0 = ĥ_prev, and round i >= 1
 computes V[i] = 2σ(z_i) ⊙ V[i-2] with z_i = G_i(V[i-1]) (a Q^i gate for odd i, an R^i gate for
@@ -17,6 +22,9 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 from torch.autograd.function import once_differentiable
+
+from . import onednn
+from .onednn import RightFactor
 
 
 def _lstm_cell(g: Tensor, c_prev: Tensor, c_out: Tensor, tanh_c: Tensor, h_out: Tensor) -> Tensor:
@@ -112,9 +120,9 @@ class CappedLSTMWindow(torch.autograd.Function):
         if rounds == 0:
             h_hat = u_all = new(steps, batch, n)  # the recurrent GEMM multiplies ĥ_prev by W^h
             chunk = _chunk_steps(steps, batch, 4 * n, x.element_size())
-            gx = new(chunk * batch, 4 * n)
+            recurrent = RightFactor(w_h, batch)
         else:  # it multiplies [x↑, h↑]; the rounds producing x↑ and h↑ write straight into it
-            weight = torch.cat([w_x, w_h], dim=0)
+            recurrent = RightFactor(torch.cat([w_x, w_h], dim=0), batch)
             u_all = new(steps, batch, m + n)
             x_up, h_up = u_all[..., :m], u_all[..., m:]
             h_hat = h_up if rounds == 1 else new(steps, batch, n)  # V[0]
@@ -135,8 +143,8 @@ class CappedLSTMWindow(torch.autograd.Function):
             if rounds == 0:
                 if t % chunk == 0:  # W^x x + b for the next chunk of steps, hoisted out of the loop
                     xs = x[t : t + chunk].reshape(-1, m)
-                    gx_chunk = torch.addmm(bias, xs, w_x, out=gx[: xs.shape[0]]).view(-1, batch, 4 * n)
-                g = torch.addmm(gx_chunk[t % chunk], h_hat[t], w_h)
+                    gx_chunk = onednn.matmul(xs, w_x, bias).view(-1, batch, 4 * n)
+                g = recurrent(h_hat[t]).add_(gx_chunk[t % chunk])
             else:
                 v = {-1: x[t], 0: h_hat[t]}
                 for i in range(1, rounds + 1):  # Mogrifier paper §2 eqs. (1)-(2)
@@ -144,7 +152,7 @@ class CappedLSTMWindow(torch.autograd.Function):
                     s, v[i] = sigmas[i - 1][t], values[i - 1][t]
                     _gate_forward(v[i - 1], gates[i - 1], low, s).sigmoid_().mul_(2.0)  # s = 2σ(z_i)
                     torch.mul(s, v[i - 2], out=v[i])  # V[i] = 2σ(z_i) ⊙ V[i-2]
-                g = torch.addmm(bias, u_all[t], weight)
+                g = recurrent(u_all[t], bias)
             acts.append(_lstm_cell(g, cells[t], cells[t + 1], tanh_c[t], h_seq[t]))
             h = h_seq[t]
         ctx.save_for_backward(
@@ -170,11 +178,12 @@ class CappedLSTMWindow(torch.autograd.Function):
         dx = x.new_empty(x.shape)  # contiguous, whatever x's layout
         dh = torch.zeros_like(h_hat[0]) if d_h_last is None else d_h_last
         dc = torch.zeros_like(h_hat[0]) if d_c_last is None else d_c_last
-        # Contiguous transposes: on MKL the per-step dU = dG W^T runs ~20% faster as a plain product.
-        weight_t = (w_h if rounds == 0 else torch.cat([w_x, w_h], dim=0)).t().contiguous()
-        w_x_t = w_x.t().contiguous()
+        weight = w_h if rounds == 0 else torch.cat([w_x, w_h], dim=0)
+        # On oneDNN W^T's blocked layout is made from W directly; on MKL the per-step dU = dG W^T
+        # runs ~20% faster with a contiguous transpose.
+        recurrent_t = RightFactor(weight.t() if onednn.available(weight) else weight.t().contiguous(), batch)
         gates_t = [tuple(p.t().contiguous() for p in params[:-1]) for params in gates]
-        d_weight = weight_t.new_zeros(weight_t.shape[1], weight_t.shape[0])
+        d_weight = torch.zeros_like(weight)
         d_w_x, d_bias = torch.zeros_like(w_x), w_x.new_zeros(4 * n)
         chunk = _chunk_steps(steps, batch, 4 * n, x.element_size())
         dg_chunk = x.new_empty(chunk, batch, 4 * n)
@@ -183,7 +192,7 @@ class CappedLSTMWindow(torch.autograd.Function):
             dg = dg_chunk[t % chunk]
             dh = dh + d_h_seq[t]
             dc = _lstm_cell_backward(dh, dc, acts[t], cells[t], tanh_c[t], dg)
-            du = dg @ weight_t
+            du = recurrent_t(dg)
             if rounds == 0:
                 dv = {0: du}
             else:
@@ -209,11 +218,11 @@ class CappedLSTMWindow(torch.autograd.Function):
             if t % chunk == 0:  # the chunk's weight gradients as GEMMs over all its C·B rows
                 span = slice(t, min(t + chunk, steps))
                 dgs = flat(dg_chunk[: span.stop - t])
-                d_weight.addmm_(flat(u_all[span]).t(), dgs)
+                d_weight += onednn.matmul(flat(u_all[span]).t(), dgs)
                 d_bias += dgs.sum(0)
                 if rounds == 0:
-                    d_w_x.addmm_(flat(x[span]).t(), dgs)
-                    torch.mm(dgs, w_x_t, out=dx[span].view(-1, m))
+                    d_w_x += onednn.matmul(flat(x[span]).t(), dgs)
+                    dx[span].view(-1, m).copy_(onednn.matmul(dgs, w_x.t()))
         if rounds:
             d_w_x, d_w_h = d_weight[:m], d_weight[m:]
         else:
@@ -223,8 +232,8 @@ class CappedLSTMWindow(torch.autograd.Function):
             u_in = h_hat if i == 1 else values[i - 2]  # V[i-1]
             dz = flat(dz_all[i - 1])
             if lows[i - 1] is None:
-                d_gates += [flat(u_in).t() @ dz, dz.sum(0)]
+                d_gates += [onednn.matmul(flat(u_in).t(), dz), dz.sum(0)]
             else:
-                d_w_in = flat(u_in).t() @ flat(dlow_all[i - 1])
-                d_gates += [d_w_in, flat(lows[i - 1]).t() @ dz, dz.sum(0)]
+                d_w_in = onednn.matmul(flat(u_in).t(), flat(dlow_all[i - 1]))
+                d_gates += [d_w_in, onednn.matmul(flat(lows[i - 1]).t(), dz), dz.sum(0)]
         return (dx, d_w_x, d_w_h, d_bias, dh, dc, None, None, *d_gates)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from trainer.cells import fused, make_cell
+from trainer.cells import fused, make_cell, onednn
 
 T, B, M, N = 7, 3, 5, 4
 
@@ -61,3 +61,28 @@ def test_non_contiguous_input():
     h_seq2.sum().backward()
     torch.testing.assert_close(h_seq, h_seq2, rtol=0, atol=1e-14)
     torch.testing.assert_close(x.grad, x2.grad, rtol=0, atol=1e-14)
+
+
+@pytest.mark.skipif(not onednn._probe(), reason="this torch build has no usable oneDNN linear op")
+@pytest.mark.parametrize(
+    ("name", "rounds", "rank"), [("lstm", 0, 0), ("mogrifier_lstm", 3, 2), ("mogrifier_lstm", 2, 0)]
+)
+def test_onednn_products_match_torch_mm(monkeypatch, name, rounds, rank):
+    """In float32 the layer runs its products through oneDNN; results match the torch.mm path."""
+    torch.manual_seed(0)
+    cell = make_cell(name, M, N, mogrifier_rounds=rounds, mogrifier_rank=rank)
+    x = torch.randn(T, B, M, requires_grad=True)
+    state = (torch.randn(B, N), torch.randn(B, N))
+    mask = torch.rand(B, N) * 2
+    readout = torch.randn(T, B, N)
+    results = []
+    for enabled in (True, False):
+        monkeypatch.setattr(onednn, "ENABLED", enabled)
+        assert onednn.available(x) == enabled
+        cell.zero_grad()
+        x.grad = None
+        h_seq, (_, c) = cell(x, state, mask)
+        ((h_seq * readout).sum() + c.sum()).backward()
+        results.append([h_seq.detach(), x.grad.clone()] + [p.grad.clone() for p in cell.parameters()])
+    for a, b in zip(*results, strict=True):
+        torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-5)

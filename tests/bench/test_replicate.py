@@ -1,0 +1,89 @@
+"""bench/replicate.py's table logic: verdicts, shared runs, and the markdown a report becomes."""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+import sys
+from pathlib import Path
+
+import pytest
+
+SCRIPT = Path(__file__).resolve().parents[2] / "bench" / "replicate.py"
+
+
+@pytest.fixture(scope="module")
+def replicate():
+    spec = importlib.util.spec_from_file_location("replicate", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["replicate"] = module  # dataclasses look their module up there
+    spec.loader.exec_module(module)
+    yield module
+    del sys.modules["replicate"]
+
+
+def test_verdict_needs_two_standard_errors(replicate):
+    low, high = [1.0, 1.1, 0.9], [2.0, 2.1, 1.9]
+    assert replicate.verdict(low, high) == "yes"
+    assert replicate.verdict(high, low) == "no"
+    noisy = [1.05, 0.2, 1.9]
+    assert replicate.verdict(noisy, [1.1, 1.2, 1.0]).startswith("within noise (same direction")
+    assert replicate.verdict([1.0, None, math.nan], high) == "yes"  # failed seeds are left out
+    assert replicate.verdict([None], high) == "not run"
+
+
+def test_rounds_judge_wants_the_minimum_at_four_to_six(replicate):
+    curve = {f"r={r}": [3.0 - 0.1 * min(r, 5) + d for d in (0.0, 0.01, -0.01)] for r in range(7)}
+    comparison, agrees = replicate.judge_rounds(curve)
+    assert agrees == "yes" and "lowest at r=5" in comparison
+    flat_then_best_at_one = {k: [v[0] + (-1.0 if k == "r=1" else 0.0)] * 3 for k, v in curve.items()}
+    assert replicate.judge_rounds(flat_then_best_at_one)[1] == "partly"
+
+
+def test_rows_share_runs_and_union_their_measurements(replicate, tmp_path):
+    chosen = replicate.rows("small")
+    base = {**replicate.SCALES["small"], "device": "cpu"}
+    jobs, plan = replicate.plan_jobs(chosen, base, tmp_path)
+    mogrifier = plan[("mogrifier", "Mogrifier LSTM")]
+    assert mogrifier == plan[("rounds", "r=5")] == plan[("averaging", "2TA")] == plan[("dyneval", "static")]
+    assert plan[("mogrifier", "LSTM")] == plan[("rounds", "r=0")] == plan[("rlstm", "LSTM")]
+    for key in mogrifier:
+        assert jobs[key]["tails"] and jobs[key]["config"]["dyneval"]
+    assert not any(jobs[k]["tails"] or jobs[k]["config"]["dyneval"] for k in plan[("rounds", "r=3")])
+    seeds = {jobs[k]["config"]["seed"] for k in plan[("rlstm", "Mogrifier RLSTM")]}
+    assert seeds == set(replicate.SEEDS)
+    assert len({jobs[k]["config"]["run_dir"] for k in jobs}) == len(jobs)
+    assert plan[("reverse_copy", "LSTM T=20")] == plan[("reverse_copy_xent", "LSTM T=20")]
+    assert {jobs[k]["config"]["dataset"] for k in plan[("reverse_copy", "Mogrifier T=5")]} == {"reverse_copy"}
+
+
+def test_report_and_markdown(replicate, tmp_path):
+    chosen = [r for r in replicate.rows("small") if r.name in ("mogrifier", "averaging")]
+    base = {**replicate.SCALES["small"], "device": "cpu"}
+    jobs, plan = replicate.plan_jobs(chosen, base, tmp_path)
+    results = {}
+    for key, job in jobs.items():
+        mog = job["config"]["cell"] == "mogrifier_lstm"
+        loss = (1.0 if mog else 1.2) + 0.01 * job["config"]["seed"]
+        results[key] = {"test_loss": loss * math.log(2), "final_val_2ta": loss, "final_val_raw": loss + 0.3,
+                        "tails": {0: loss + 0.2, 150: loss + 0.01}}
+    report = replicate.build_report(chosen, plan, results)
+    rows = {r["name"]: r for r in report["rows"]}
+    assert rows["mogrifier"]["agrees"] == "yes"
+    assert rows["mogrifier"]["values"]["Mogrifier LSTM"] == pytest.approx([1.0, 1.01, 1.02])
+    assert rows["averaging"]["values"]["best fixed tail"] == pytest.approx(
+        [(1.0 + 0.01 * s + 0.01) / math.log(2) for s in replicate.SEEDS])
+    table = replicate.markdown(report["rows"], "small")
+    assert table.count("\n") == 3 and "1.010 ± 0.010" in table and "not run |" in table
+    one_failed = dict(results, **{plan[("mogrifier", "LSTM")][0]: {"error": "RuntimeError: boom"}})
+    failed = replicate.build_report(chosen, plan, one_failed)["rows"][0]
+    assert failed["agrees"] == "not run" and "boom" in failed["comparison"]
+
+
+def test_pending_runs_leave_the_row_pending(replicate, tmp_path):
+    chosen = [r for r in replicate.rows("small") if r.name == "mogrifier"]
+    _, plan = replicate.plan_jobs(chosen, {**replicate.SCALES["small"], "device": "cpu"}, tmp_path)
+    first = plan[("mogrifier", "LSTM")][0]
+    row = replicate.build_report(chosen, plan, {first: {"test_loss": 1.0}})["rows"][0]
+    assert row["agrees"] == "pending" and row["comparison"].startswith("5 of its runs")
+    assert replicate.fmt(row["values"]["LSTM"]).endswith("(n=1)")
