@@ -69,7 +69,11 @@ def _sample(rng: random.Random) -> tuple[dict, float]:
         else:
             params[name] = rng.uniform(dist.low, dist.high)
     # A smooth objective with a basin, so the best trial has a real neighbourhood.
-    value = 3.3 + 4 * (math.log(params["learning_rate"] / 0.002)) ** 2 + 0.5 * (params["state_dropout"] - 0.3) ** 2
+    value = (
+        3.3
+        + 4 * (math.log(params["learning_rate"] / 0.002)) ** 2
+        + 0.5 * (params["state_dropout"] - 0.3) ** 2
+    )
     return params, value + rng.gauss(0, 0.02)
 
 
@@ -77,9 +81,15 @@ def build_study(db_url: str, n_trials: int, storage: Path, seed: int = 0) -> flo
     """Create the study; returns the best objective. See the module docstring for how."""
     rng = random.Random(seed)
     study = optuna.create_study(study_name=NAME, storage=db_url, direction="minimize")
-    for key, value in {"space": "bench", "sampler": "random", "n_trials": n_trials, "parallel": 16,
-                       "status": "finished", "created_at": "2026-11-22T00:00:00+00:00",
-                       "storage_path": str(storage)}.items():
+    for key, value in {
+        "space": "bench",
+        "sampler": "random",
+        "n_trials": n_trials,
+        "parallel": 16,
+        "status": "finished",
+        "created_at": "2026-11-22T00:00:00+00:00",
+        "storage_path": str(storage),
+    }.items():
         study.set_user_attr(key, value)
     params, value = _sample(rng)
     study.add_trial(optuna.trial.create_trial(params=params, distributions=SPACE, value=value))
@@ -87,9 +97,12 @@ def build_study(db_url: str, n_trials: int, storage: Path, seed: int = 0) -> flo
     dist_json = {name: distribution_to_json(d) for name, d in SPACE.items()}
     best = value
     with engine.begin() as conn:
-        study_id, next_id = conn.execute(sqlalchemy.text(
-            "SELECT study_id, (SELECT MAX(trial_id) FROM trials) FROM studies WHERE study_name = :n"),
-            {"n": NAME}).one()
+        study_id, next_id = conn.execute(
+            sqlalchemy.text(
+                "SELECT study_id, (SELECT MAX(trial_id) FROM trials) FROM studies WHERE study_name = :n"
+            ),
+            {"n": NAME},
+        ).one()
         trials, values, prms, steps, attrs = [], [], [], [], []
         for number in range(1, n_trials):
             trial_id = next_id + number
@@ -102,28 +115,58 @@ def build_study(db_url: str, n_trials: int, storage: Path, seed: int = 0) -> flo
                 values.append({"id": trial_id, "v": value})
                 best = min(best, value)
             for name, dist in SPACE.items():
-                prms.append({"id": trial_id, "n": name, "v": dist.to_internal_repr(params[name]), "d": dist_json[name]})
+                prms.append(
+                    {
+                        "id": trial_id,
+                        "n": name,
+                        "v": dist.to_internal_repr(params[name]),
+                        "d": dist_json[name],
+                    }
+                )
             n_steps = len(STEPS) if state == "COMPLETE" else 2 if state == "PRUNED" else 0
             for i, step in enumerate(STEPS[:n_steps]):
                 steps.append({"id": trial_id, "s": step, "v": value + 0.3 / (i + 1)})
             run_dir = storage / f"trial-{number}"
-            for key, val in {"checkpoint": str(run_dir / "best.pt"), "run_dir": str(run_dir), "node": "10.0.0.2",
-                             "wall_time_s": rng.uniform(20, 60),
-                             **({"error": "TrainingDiverged: loss became NaN"} if state == "FAIL" else {})}.items():
+            for key, val in {
+                "checkpoint": str(run_dir / "best.pt"),
+                "run_dir": str(run_dir),
+                "node": "10.0.0.2",
+                "wall_time_s": rng.uniform(20, 60),
+                **({"error": "TrainingDiverged: loss became NaN"} if state == "FAIL" else {}),
+            }.items():
                 attrs.append({"id": trial_id, "k": key, "v": json.dumps(val)})
-        conn.execute(sqlalchemy.text(
-            "INSERT INTO trials (trial_id, number, study_id, state, datetime_start, datetime_complete) "
-            "VALUES (:id, :number, :sid, :state, :t, :t)"), trials)
-        conn.execute(sqlalchemy.text(
-            "INSERT INTO trial_values (trial_id, objective, value, value_type) VALUES (:id, 0, :v, 'FINITE')"), values)
-        conn.execute(sqlalchemy.text(
-            "INSERT INTO trial_params (trial_id, param_name, param_value, distribution_json) VALUES (:id, :n, :v, :d)"),
-            prms)
-        conn.execute(sqlalchemy.text(
-            "INSERT INTO trial_intermediate_values (trial_id, step, intermediate_value, intermediate_value_type) "
-            "VALUES (:id, :s, :v, 'FINITE')"), steps)
-        conn.execute(sqlalchemy.text(
-            "INSERT INTO trial_user_attributes (trial_id, key, value_json) VALUES (:id, :k, :v)"), attrs)
+        conn.execute(
+            sqlalchemy.text(
+                "INSERT INTO trials (trial_id, number, study_id, state, datetime_start, datetime_complete) "
+                "VALUES (:id, :number, :sid, :state, :t, :t)"
+            ),
+            trials,
+        )
+        conn.execute(
+            sqlalchemy.text(
+                "INSERT INTO trial_values (trial_id, objective, value, value_type) VALUES (:id, 0, :v, 'FINITE')"
+            ),
+            values,
+        )
+        conn.execute(
+            sqlalchemy.text(
+                "INSERT INTO trial_params (trial_id, param_name, param_value, distribution_json) VALUES (:id, :n, :v, :d)"
+            ),
+            prms,
+        )
+        conn.execute(
+            sqlalchemy.text(
+                "INSERT INTO trial_intermediate_values (trial_id, step, intermediate_value, intermediate_value_type) "
+                "VALUES (:id, :s, :v, 'FINITE')"
+            ),
+            steps,
+        )
+        conn.execute(
+            sqlalchemy.text(
+                "INSERT INTO trial_user_attributes (trial_id, key, value_json) VALUES (:id, :k, :v)"
+            ),
+            attrs,
+        )
     engine.dispose()
     _check_with_optuna(db_url, n_trials, best, rng)
     return best
@@ -139,7 +182,9 @@ def _check_with_optuna(db_url: str, n_trials: int, best: float, rng: random.Rand
         trial = storage.get_trial(storage.get_trial_id_from_study_id_trial_number(study_id, number))
         assert trial.number == number and set(trial.params) == set(SPACE)
         assert trial.state in (TrialState.COMPLETE, TrialState.PRUNED, TrialState.FAIL)
-        assert trial.state != TrialState.COMPLETE or (trial.value is not None and len(trial.intermediate_values) == 6)
+        assert trial.state != TrialState.COMPLETE or (
+            trial.value is not None and len(trial.intermediate_values) == 6
+        )
     storage.engine.dispose()
 
 
@@ -154,8 +199,22 @@ def _start_server(db_url: str, storage: Path) -> tuple[subprocess.Popen, str]:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     env.pop("RNNTUNE_API_READ_TOKEN", None)
     proc = subprocess.Popen(
-        [sys.executable, "-m", "tuner.cli", "serve", "--port", str(port), "--db", db_url, "--storage", str(storage)],
-        env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        [
+            sys.executable,
+            "-m",
+            "tuner.cli",
+            "serve",
+            "--port",
+            str(port),
+            "--db",
+            db_url,
+            "--storage",
+            str(storage),
+        ],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
     )
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 60
@@ -215,8 +274,10 @@ def main() -> int:
         storage = Path(tmp) / "storage"
         start = time.perf_counter()
         best = build_study(db_url, args.trials, storage)
-        print(f"built {args.trials} trials in {time.perf_counter() - start:.1f} s (best {best:.4f}; "
-              f"checked through Optuna's storage API)")
+        print(
+            f"built {args.trials} trials in {time.perf_counter() - start:.1f} s (best {best:.4f}; "
+            f"checked through Optuna's storage API)"
+        )
 
         records = TrialDB(optuna.storages.RDBStorage(db_url)).trials(1)
         start = time.perf_counter()
@@ -226,12 +287,16 @@ def main() -> int:
         pruned = [t for t in records if t.state == "PRUNED"]
         start = time.perf_counter()
         drawn = sensitivity.points(completed, pruned, "all")
-        near = {completed[0].number} | {t.number for t in sensitivity.neighbourhood(completed[0], drawn, 0.15)}
+        near = {completed[0].number} | {
+            t.number for t in sensitivity.neighbourhood(completed[0], drawn, 0.15)
+        }
         plot = plots.parallel_coordinates(drawn, near)
         plot_s = time.perf_counter() - start
-        print(f"in-process: load {len(records)} trials {load_s * 1000:.0f} ms; parallel-coordinates figure "
-              f"({len(drawn)} lines, {len(near)} red, {len(plot['figure']) / 1e6:.1f} MB JSON) built in "
-              f"{plot_s * 1000:.0f} ms")
+        print(
+            f"in-process: load {len(records)} trials {load_s * 1000:.0f} ms; parallel-coordinates figure "
+            f"({len(drawn)} lines, {len(near)} red, {len(plot['figure']) / 1e6:.1f} MB JSON) built in "
+            f"{plot_s * 1000:.0f} ms"
+        )
 
         proc, url = _start_server(db_url, storage)
         try:
@@ -239,7 +304,9 @@ def main() -> int:
             cold = {
                 "trials (cold: snapshot built)": _timed_get(url, f"{base}/trials?sort=objective"),
                 "sensitivity (cold: analysis + importances)": _timed_get(url, f"{base}/sensitivity"),
-                "parallel-coordinates (cold: figure built)": _timed_get(url, f"{base}/plots/parallel-coordinates"),
+                "parallel-coordinates (cold: figure built)": _timed_get(
+                    url, f"{base}/plots/parallel-coordinates"
+                ),
                 "parallel-coordinates (warm)": _timed_get(url, f"{base}/plots/parallel-coordinates"),
                 "importances (cold: bootstrap intervals)": _timed_get(url, f"{base}/importances"),
                 "importances (warm)": _timed_get(url, f"{base}/importances"),
@@ -251,14 +318,19 @@ def main() -> int:
             states = ["", "&state=COMPLETE", "&state=PRUNED"]
             workloads = {
                 "GET /studies": ["/studies"] * n,
-                "GET trials page": [f"{base}/trials?sort=objective&limit=50&offset={rng.randrange(0, 8000)}"
-                                    f"{rng.choice(states)}" for _ in range(n)],
+                "GET trials page": [
+                    f"{base}/trials?sort=objective&limit=50&offset={rng.randrange(0, 8000)}"
+                    f"{rng.choice(states)}"
+                    for _ in range(n)
+                ],
                 "GET sensitivity": [f"{base}/sensitivity"] * n,
             }
             goals = {"GET /studies": 0.2, "GET trials page": 0.2, "GET sensitivity": 1.0}
             load = os.getloadavg()
-            print(f"{args.clients} concurrent clients, {n} requests per endpoint (loopback; {os.cpu_count()} CPUs, "
-                  f"load average {load[0]:.1f} {load[1]:.1f} {load[2]:.1f}):")
+            print(
+                f"{args.clients} concurrent clients, {n} requests per endpoint (loopback; {os.cpu_count()} CPUs, "
+                f"load average {load[0]:.1f} {load[1]:.1f} {load[2]:.1f}):"
+            )
             ok = True
             for what, paths in workloads.items():
                 start = time.perf_counter()
@@ -267,9 +339,11 @@ def main() -> int:
                 p50, p99 = _percentile(latencies, 0.5), _percentile(latencies, 0.99)
                 met = p99 < goals[what]
                 ok &= met
-                print(f"  {what:<18} p50 {p50 * 1000:7.1f} ms  p99 {p99 * 1000:7.1f} ms  "
-                      f"mean {statistics.fmean(latencies) * 1000:6.1f} ms  {len(latencies) / wall:6.0f} req/s  "
-                      f"goal p99 < {goals[what] * 1000:.0f} ms: {'met' if met else 'MISSED'}")
+                print(
+                    f"  {what:<18} p50 {p50 * 1000:7.1f} ms  p99 {p99 * 1000:7.1f} ms  "
+                    f"mean {statistics.fmean(latencies) * 1000:6.1f} ms  {len(latencies) / wall:6.0f} req/s  "
+                    f"goal p99 < {goals[what] * 1000:.0f} ms: {'met' if met else 'MISSED'}"
+                )
         finally:
             proc.terminate()
             proc.wait(timeout=30)

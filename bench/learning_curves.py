@@ -43,8 +43,9 @@ def draw_configs(space_name: str, n: int, seed: int) -> list[dict[str, Any]]:
     space = load_space(space_name)
     with warnings.catch_warnings():  # QMCSampler is experimental in Optuna 5; chosen on purpose
         warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
-        sampler = optuna.samplers.QMCSampler(qmc_type="sobol", scramble=True, seed=seed,
-                                             warn_independent_sampling=False)
+        sampler = optuna.samplers.QMCSampler(
+            qmc_type="sobol", scramble=True, seed=seed, warn_independent_sampling=False
+        )
     study = optuna.create_study(sampler=sampler)
     configs = []
     for _ in range(n):
@@ -78,15 +79,21 @@ def run_one(job: dict[str, Any]) -> dict[str, Any]:
             error = None
         except Exception as err:  # a diverged configuration is data too: its curve so far
             error = f"{type(err).__name__}: {err}"
-    return {"config": job["config"], "seed": job["seed"], "params": job["params"],
-            "curve": {str(k): (v if math.isfinite(v) else None) for k, v in sorted(curve.items())},
-            "error": error, "wall_s": round(time.perf_counter() - t0, 2)}
+    return {
+        "config": job["config"],
+        "seed": job["seed"],
+        "params": job["params"],
+        "curve": {str(k): (v if math.isfinite(v) else None) for k, v in sorted(curve.items())},
+        "error": error,
+        "wall_s": round(time.perf_counter() - t0, 2),
+    }
 
 
 def git_commit() -> str:
     try:
-        return subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True,
-                              text=True, check=True).stdout.strip()
+        return subprocess.run(
+            ["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True, text=True, check=True
+        ).stdout.strip()
     except (OSError, subprocess.CalledProcessError):
         return "unknown"
 
@@ -96,14 +103,24 @@ def main() -> None:
     ap.add_argument("--space", default="tiny")
     ap.add_argument("--configs", type=int, default=200, help="configurations (default 200)")
     ap.add_argument("--repeat-configs", type=int, default=6, help="configurations run with extra seeds")
-    ap.add_argument("--repeat-seeds", type=int, default=2, help="extra trainer seeds per repeated configuration")
+    ap.add_argument(
+        "--repeat-seeds", type=int, default=2, help="extra trainer seeds per repeated configuration"
+    )
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--seed", type=int, default=0, help="seed of the Sobol sequence")
-    ap.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
-                    help="override a fixed setting of the space (recorded in the file)")
+    ap.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="override a fixed setting of the space (recorded in the file)",
+    )
     ap.add_argument("--out", type=Path, default=OUT)
-    ap.add_argument("--finish", action="store_true",
-                    help="write the data file from the runs recorded so far, without running more")
+    ap.add_argument(
+        "--finish",
+        action="store_true",
+        help="write the data file from the runs recorded so far, without running more",
+    )
     args = ap.parse_args()
 
     from trainer.config import parse_set
@@ -116,10 +133,12 @@ def main() -> None:
     # The repeated seeds of the first configurations come right after those configurations, so
     # an interrupted recording (`--finish`) still has the seed noise.
     jobs = [{"config": i, "seed": 0, "params": p, "fixed": fixed} for i, p in enumerate(configs)]
-    repeats = [{"config": i, "seed": s, "params": configs[i], "fixed": fixed}
-               for i in range(min(args.repeat_configs, args.configs))
-               for s in range(1, args.repeat_seeds + 1)]
-    jobs = jobs[: args.repeat_configs] + repeats + jobs[args.repeat_configs:]
+    repeats = [
+        {"config": i, "seed": s, "params": configs[i], "fixed": fixed}
+        for i in range(min(args.repeat_configs, args.configs))
+        for s in range(1, args.repeat_seeds + 1)
+    ]
+    jobs = jobs[: args.repeat_configs] + repeats + jobs[args.repeat_configs :]
 
     # Finished runs are appended to a journal as they end, so an interrupted recording resumes.
     journal = args.out.with_suffix(".partial.jsonl")
@@ -159,8 +178,10 @@ def main() -> None:
     with gzip.open(args.out, "wt") as f:
         json.dump(data, f, separators=(",", ":"))
     journal.unlink()
-    print(f"{len(runs)} of {len(jobs)} planned curves ({time.perf_counter() - t0:.0f} s in this call) -> "
-          f"{args.out} ({args.out.stat().st_size // 1024} kB)")
+    print(
+        f"{len(runs)} of {len(jobs)} planned curves ({time.perf_counter() - t0:.0f} s in this call) -> "
+        f"{args.out} ({args.out.stat().st_size // 1024} kB)"
+    )
 
 
 if __name__ == "__main__":

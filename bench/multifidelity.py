@@ -64,6 +64,7 @@ K_NEAREST = 4
 
 def methods() -> dict[str, tuple[Callable[[int], Any], str]]:
     """Compared methods: name -> (sampler factory taking a seed, scheduler name)."""
+
     def ours(name: str) -> Callable[[int], Any]:
         return lambda s: make_sampler(name, seed=s)
 
@@ -188,8 +189,14 @@ def run_one(job: dict[str, Any]) -> dict[str, Any]:
         curve = sur.curve(params) + rng.standard_normal() * sur.sigma
         ray_trial = _RayTrial(str(trial.number))
         scheduler.on_trial_add(None, ray_trial)
-        live[worker] = {"trial": trial, "ray": ray_trial, "curve": curve, "step": 0,
-                        "true": float(sur.curve(params).min()), "seen": []}
+        live[worker] = {
+            "trial": trial,
+            "ray": ray_trial,
+            "curve": curve,
+            "step": 0,
+            "true": float(sur.curve(params).min()),
+            "seen": [],
+        }
         started.append(used)
         heapq.heappush(events, (now + every, worker))
 
@@ -218,9 +225,16 @@ def run_one(job: dict[str, Any]) -> dict[str, Any]:
         del live[worker]
         if used < limit:
             start(worker, now)
-    out = {"method": job["method"], "seed": job["seed"], "policy": job["policy"], "best_true": {},
-           "started": {}, "ask_s": float(np.mean(ask_s)),
-           "ask_cpu_s": float(np.mean(ask_cpu)), "n_trials": len(study.trials)}
+    out = {
+        "method": job["method"],
+        "seed": job["seed"],
+        "policy": job["policy"],
+        "best_true": {},
+        "started": {},
+        "ask_s": float(np.mean(ask_s)),
+        "ask_cpu_s": float(np.mean(ask_cpu)),
+        "n_trials": len(study.trials),
+    }
     for b in budgets:
         done = [f for f in finished if f[0] <= b * max_steps]
         out["best_true"][str(b)] = min(done, key=lambda f: f[1])[2] if done else None
@@ -240,27 +254,37 @@ def _load(path: str) -> dict[str, Any]:
 
 def report(rows: list[dict[str, Any]], sur: Surrogate, budgets: tuple[int, ...]) -> None:
     f_min, f_ref = sur.reference()
-    print(f"surrogate: {len(sur.curves)} configurations ({sur.n_diverged} with a non-finite value), "
-          f"seed noise from {sur.n_repeated} repeated ones: sigma {np.round(sur.sigma, 4).tolist()} "
-          f"at steps {sur.steps}; f_min {f_min:.4f}, f_ref (median) {f_ref:.4f}")
+    print(
+        f"surrogate: {len(sur.curves)} configurations ({sur.n_diverged} with a non-finite value), "
+        f"seed noise from {sur.n_repeated} repeated ones: sigma {np.round(sur.sigma, 4).tolist()} "
+        f"at steps {sur.steps}; f_min {f_min:.4f}, f_ref (median) {f_ref:.4f}"
+    )
     groups: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
     for r in rows:
         groups[(r["method"], json.dumps(r["policy"], sort_keys=True))].append(r)
-    print(f"\n# median normalised regret of the best COMPLETE trial (noise-free final), "
-          f"[trials started], {WORKERS} in flight")
+    print(
+        f"\n# median normalised regret of the best COMPLETE trial (noise-free final), "
+        f"[trials started], {WORKERS} in flight"
+    )
     head = "".join(f"{f'{b} full trials':>22}" for b in budgets)
     print(f"{'method':38} {'policy':14} seeds{head}   s/suggest (CPU s)")
     for (method, pol), rs in sorted(groups.items()):
         cells = []
         for b in budgets:
-            regrets = [(r["best_true"][str(b)] - f_min) / (f_ref - f_min)
-                       if r["best_true"][str(b)] is not None else 1.0 for r in rs]
+            regrets = [
+                (r["best_true"][str(b)] - f_min) / (f_ref - f_min)
+                if r["best_true"][str(b)] is not None
+                else 1.0
+                for r in rs
+            ]
             started = statistics.median(r["started"][str(b)] for r in rs)
             cells.append(f"{statistics.median(regrets):>14.4f} [{started:>4.0f}]")
         p = json.loads(pol)
         policy = f"{p['grace_steps'] or 'default'}:{p['reduction_factor']}"
-        print(f"{method:38} {policy:14} {len(rs):>5}{''.join(c.rjust(22) for c in cells)}"
-              f"   {statistics.mean(r['ask_s'] for r in rs):.3f} ({statistics.mean(r['ask_cpu_s'] for r in rs):.3f})")
+        print(
+            f"{method:38} {policy:14} {len(rs):>5}{''.join(c.rjust(22) for c in cells)}"
+            f"   {statistics.mean(r['ask_s'] for r in rs):.3f} ({statistics.mean(r['ask_cpu_s'] for r in rs):.3f})"
+        )
 
 
 def suggest_timing(n: int, data: str, policy: EarlyStopping, name: str) -> None:
@@ -304,9 +328,11 @@ def suggest_timing(n: int, data: str, policy: EarlyStopping, name: str) -> None:
     states = defaultdict(int)
     for t in study.trials:
         states[t.state.name] += 1
-    print(f"{name}: {n} finished trials {dict(states)}: "
-          f"{statistics.median(times):.3f} s per suggestion (median of 5, max {max(times):.3f}; "
-          f"CPU time of the process {statistics.median(cpu):.3f} s), 3 to 7 trials in flight")
+    print(
+        f"{name}: {n} finished trials {dict(states)}: "
+        f"{statistics.median(times):.3f} s per suggestion (median of 5, max {max(times):.3f}; "
+        f"CPU time of the process {statistics.median(cpu):.3f} s), 3 to 7 trials in flight"
+    )
 
 
 def main() -> None:
@@ -315,10 +341,18 @@ def main() -> None:
     ap.add_argument("--seeds", type=int, default=10)
     ap.add_argument("--jobs", type=int, default=1, help="processes (default 1)")
     ap.add_argument("--methods", nargs="*", help="subset of the methods (default: all)")
-    ap.add_argument("--policy", action="append", default=None, metavar="GRACE:FACTOR",
-                    help="early-stopping policy to run (repeatable; default: the built-in one)")
-    ap.add_argument("--budgets", default=",".join(map(str, BUDGETS)),
-                    help="budgets in full trials' worth of steps (default 24,48,96)")
+    ap.add_argument(
+        "--policy",
+        action="append",
+        default=None,
+        metavar="GRACE:FACTOR",
+        help="early-stopping policy to run (repeatable; default: the built-in one)",
+    )
+    ap.add_argument(
+        "--budgets",
+        default=",".join(map(str, BUDGETS)),
+        help="budgets in full trials' worth of steps (default 24,48,96)",
+    )
     ap.add_argument("--results", type=Path, help="JSON-lines file of finished runs (resumable)")
     ap.add_argument("--report-only", action="store_true")
     ap.add_argument("--suggest-timing", type=int, metavar="N", help="only time suggestions at N trials")
@@ -331,8 +365,10 @@ def main() -> None:
         return
     policies = [default_policy.model_dump()]
     if args.policy:
-        policies = [EarlyStopping(grace_steps=int(g), reduction_factor=int(f)).model_dump()
-                    for g, f in (p.split(":") for p in args.policy)]
+        policies = [
+            EarlyStopping(grace_steps=int(g), reduction_factor=int(f)).model_dump()
+            for g, f in (p.split(":") for p in args.policy)
+        ]
     budgets = tuple(int(b) for b in args.budgets.split(","))
     sur = Surrogate(_load(args.data))
     names = args.methods or list(methods())
@@ -341,9 +377,13 @@ def main() -> None:
         rows = [json.loads(line) for line in args.results.read_text().splitlines() if line.strip()]
     if not args.report_only:
         done = {(r["method"], r["seed"], json.dumps(r["policy"], sort_keys=True)) for r in rows}
-        jobs = [{"method": m, "seed": s, "policy": p, "data": args.data, "budgets": budgets}
-                for s in range(args.seeds) for p in policies for m in names
-                if (m, s, json.dumps(p, sort_keys=True)) not in done]
+        jobs = [
+            {"method": m, "seed": s, "policy": p, "data": args.data, "budgets": budgets}
+            for s in range(args.seeds)
+            for p in policies
+            for m in names
+            if (m, s, json.dumps(p, sort_keys=True)) not in done
+        ]
         if importlib.util.find_spec("hpbandster") is None and importlib.util.find_spec("smac") is None:
             print("BOHB skipped: neither hpbandster (Ray's TuneBOHB) nor smac is installed in this venv")
         t0 = time.perf_counter()
@@ -354,8 +394,11 @@ def main() -> None:
                 if sink:
                     sink.write(json.dumps(row) + "\n")
                     sink.flush()
-                print(f"{n}/{len(jobs)} runs ({row['method']}, seed {row['seed']}), "
-                      f"{time.perf_counter() - t0:.0f} s", flush=True)
+                print(
+                    f"{n}/{len(jobs)} runs ({row['method']}, seed {row['seed']}), "
+                    f"{time.perf_counter() - t0:.0f} s",
+                    flush=True,
+                )
         if sink:
             sink.close()
     report([r for r in rows if all(str(b) in r["best_true"] for b in budgets)], sur, budgets)

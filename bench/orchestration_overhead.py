@@ -38,7 +38,11 @@ def synthetic_loss(params: dict[str, Any]) -> float:
     total = 4.0
     for name, value in params.items():
         if name in target and isinstance(value, float):
-            a, b = (math.log(value), math.log(target[name])) if name in ("learning_rate", "l2_penalty") else (value, target[name])
+            a, b = (
+                (math.log(value), math.log(target[name]))
+                if name in ("learning_rate", "l2_penalty")
+                else (value, target[name])
+            )
             total += (a - b) ** 2
     return total
 
@@ -55,7 +59,9 @@ def instant_trial(config: dict[str, Any]) -> dict[str, Any]:
     return {FINAL: True, "step": 1, "val_loss": loss, "best_val_loss": loss, "best_step": 1}
 
 
-def bench_stack(space: SearchSpace, trials: int, parallel: int, sampler: str, workdir: Path) -> dict[str, float]:
+def bench_stack(
+    space: SearchSpace, trials: int, parallel: int, sampler: str, workdir: Path
+) -> dict[str, float]:
     import ray
 
     from tuner.orchestration import run_sweep
@@ -65,9 +71,19 @@ def bench_stack(space: SearchSpace, trials: int, parallel: int, sampler: str, wo
     start_ray(None, num_cpus=parallel, verbose=False)
     ray_start = time.perf_counter() - t0
     db = f"sqlite:///{workdir / 'stack.db'}"
-    create_study("stack", storage_url=db, space=space.with_overrides(fixed={"max_steps": 1, "eval_every": 1, "dataset": "builtin", "data_dir": None}),
-                 sampler=sampler, n_trials=trials, parallel=parallel, scheduler="none",
-                 storage_path=workdir / "stack", seed=0)
+    create_study(
+        "stack",
+        storage_url=db,
+        space=space.with_overrides(
+            fixed={"max_steps": 1, "eval_every": 1, "dataset": "builtin", "data_dir": None}
+        ),
+        sampler=sampler,
+        n_trials=trials,
+        parallel=parallel,
+        scheduler="none",
+        storage_path=workdir / "stack",
+        seed=0,
+    )
     t0 = time.perf_counter()
     run_sweep("stack", db, out=io.StringIO(), trainable=instant_trial, cpus_per_trial=1)
     sweep = time.perf_counter() - t0
@@ -75,8 +91,15 @@ def bench_stack(space: SearchSpace, trials: int, parallel: int, sampler: str, wo
     # Steady state: throughput between the first and the last completion, once workers are up.
     done = sorted(t.datetime_complete for t in optuna.load_study(study_name="stack", storage=db).trials)
     steady = (done[-1] - done[0]).total_seconds() / max(1, len(done) - 1)
-    return {"ray_start_s": ray_start, "sweep_s": sweep, "per_trial_s": sweep / trials, "steady_s": steady,
-            "first_s": (done[0] - min(t.datetime_start for t in optuna.load_study(study_name="stack", storage=db).trials)).total_seconds()}
+    return {
+        "ray_start_s": ray_start,
+        "sweep_s": sweep,
+        "per_trial_s": sweep / trials,
+        "steady_s": steady,
+        "first_s": (
+            done[0] - min(t.datetime_start for t in optuna.load_study(study_name="stack", storage=db).trials)
+        ).total_seconds(),
+    }
 
 
 def bench_plain(space: SearchSpace, trials: int, sampler: str, workdir: Path) -> dict[str, float]:
@@ -99,7 +122,11 @@ def fill_history(space: SearchSpace, n: int, workdir: Path) -> str:
     for _ in range(n):
         t = scratch.ask()
         params = space.suggest(t)
-        trials.append(optuna.trial.create_trial(params=params, distributions=t.distributions, value=synthetic_loss(params)))
+        trials.append(
+            optuna.trial.create_trial(
+                params=params, distributions=t.distributions, value=synthetic_loss(params)
+            )
+        )
         scratch.tell(t, 0.0)
     study.add_trials(trials)
     return url
@@ -107,7 +134,9 @@ def fill_history(space: SearchSpace, n: int, workdir: Path) -> str:
 
 def bench_sampler(space: SearchSpace, url: str, sampler: str, suggestions: int) -> float:
     """Median seconds per suggestion; each suggestion is told before the next (history grows by one)."""
-    study = optuna.load_study(study_name="history", storage=open_storage(url), sampler=make_sampler(sampler, seed=0))
+    study = optuna.load_study(
+        study_name="history", storage=open_storage(url), sampler=make_sampler(sampler, seed=0)
+    )
     times = []
     for _ in range(suggestions):
         t0 = time.perf_counter()
@@ -126,7 +155,9 @@ def main() -> None:
     parser.add_argument("--trials", type=int, default=40)
     parser.add_argument("--parallel", type=int, default=2)
     parser.add_argument("--sampler", default=DEFAULT_SAMPLER, help="sampler of the stack comparison")
-    parser.add_argument("--samplers", default=",".join(SAMPLERS), help="samplers timed per suggestion ('' to skip)")
+    parser.add_argument(
+        "--samplers", default=",".join(SAMPLERS), help="samplers timed per suggestion ('' to skip)"
+    )
     parser.add_argument("--history", default="100,500", help="completed trials before timing suggestions")
     parser.add_argument("--suggestions", type=int, default=5)
     args = parser.parse_args()
@@ -134,18 +165,26 @@ def main() -> None:
     space = load_space(SPACE)
     with tempfile.TemporaryDirectory(prefix="rnntune-bench-") as tmp:
         workdir = Path(tmp)
-        print(f"space {SPACE} ({len(space.params)} params), SQLite storage, sampler {args.sampler}, "
-              f"{args.trials} trials, {args.parallel} in flight")
+        print(
+            f"space {SPACE} ({len(space.params)} params), SQLite storage, sampler {args.sampler}, "
+            f"{args.trials} trials, {args.parallel} in flight"
+        )
         stack = bench_stack(space, args.trials, args.parallel, args.sampler, workdir)
         plain = bench_plain(space, args.trials, args.sampler, workdir)
         print(f"  Ray start-up (once per sweep):          {stack['ray_start_s']:7.2f} s")
         print(f"  first trial (worker start-up included): {stack['first_s']:7.2f} s")
-        print(f"  rnntune stack, whole sweep:             {stack['per_trial_s'] * 1000:7.1f} ms/trial "
-              f"({stack['sweep_s']:.1f} s total)")
+        print(
+            f"  rnntune stack, whole sweep:             {stack['per_trial_s'] * 1000:7.1f} ms/trial "
+            f"({stack['sweep_s']:.1f} s total)"
+        )
         print(f"  rnntune stack, steady state:            {stack['steady_s'] * 1000:7.1f} ms/trial")
-        print(f"  plain optuna study.optimize:            {plain['per_trial_s'] * 1000:7.1f} ms/trial "
-              f"({plain['sweep_s']:.1f} s total)")
-        print(f"  overhead of the stack, steady state:    {(stack['steady_s'] - plain['per_trial_s']) * 1000:7.1f} ms/trial")
+        print(
+            f"  plain optuna study.optimize:            {plain['per_trial_s'] * 1000:7.1f} ms/trial "
+            f"({plain['sweep_s']:.1f} s total)"
+        )
+        print(
+            f"  overhead of the stack, steady state:    {(stack['steady_s'] - plain['per_trial_s']) * 1000:7.1f} ms/trial"
+        )
         if not args.samplers:
             return
         print(f"\nsampler time per suggestion (median of {args.suggestions}), SQLite storage:")
@@ -154,7 +193,9 @@ def main() -> None:
         header = "  sampler " + "".join(f"{f'at {n} trials':>16}" for n in histories)
         print(header)
         for name in args.samplers.split(","):
-            cells = "".join(f"{bench_sampler(space, urls[n], name, args.suggestions) * 1000:13.1f} ms" for n in histories)
+            cells = "".join(
+                f"{bench_sampler(space, urls[n], name, args.suggestions) * 1000:13.1f} ms" for n in histories
+            )
             print(f"  {name:<7} {cells}")
 
 

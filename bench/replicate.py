@@ -41,27 +41,66 @@ TAIL_STARTS = (0.0, 0.25, 0.5, 0.75, 0.9)
 # Mogrifier paper §3.3 baseline (RAdam's rectification needs ~1000 steps to warm up).
 SCALES: dict[str, dict[str, Any]] = {
     "small": {
-        "dataset": "builtin", "num_params": 100_000, "num_layers": 2, "bptt": 48, "batch_size": 16,
-        "max_steps": 120, "eval_every": 20, "eval_batch_size": 16, "max_eval_tokens": 8_000,
-        "optimizer": "adam", "adam_beta1": 0.0, "learning_rate": 3e-3, "mogrifier_rank": 16,
+        "dataset": "builtin",
+        "num_params": 100_000,
+        "num_layers": 2,
+        "bptt": 48,
+        "batch_size": 16,
+        "max_steps": 120,
+        "eval_every": 20,
+        "eval_batch_size": 16,
+        "max_eval_tokens": 8_000,
+        "optimizer": "adam",
+        "adam_beta1": 0.0,
+        "learning_rate": 3e-3,
+        "mogrifier_rank": 16,
     },
     "ptb": {
-        "dataset": "ptb", "num_params": 24_000_000, "num_layers": 2, "bptt": 70, "batch_size": 64,
-        "max_steps": 60_000, "eval_every": 1_000, "optimizer": "adam", "adam_beta1": 0.0,
-        "learning_rate": 2e-3, "mogrifier_rank": 50, "input_dropout": 0.5, "state_dropout": 0.3,
-        "output_dropout": 0.5, "cell_output_dropout": 0.2,
+        "dataset": "ptb",
+        "num_params": 24_000_000,
+        "num_layers": 2,
+        "bptt": 70,
+        "batch_size": 64,
+        "max_steps": 60_000,
+        "eval_every": 1_000,
+        "optimizer": "adam",
+        "adam_beta1": 0.0,
+        "learning_rate": 2e-3,
+        "mogrifier_rank": 50,
+        "input_dropout": 0.5,
+        "state_dropout": 0.3,
+        "output_dropout": 0.5,
+        "cell_output_dropout": 0.2,
     },
 }
 # Reverse copy (Mogrifier paper §4.3): an encoder–decoder with no dropout; sequence lengths per scale.
 # The paper draws from 1000 symbols with 10M parameters; the small scale draws from 20.
 REVERSE_COPY = {
-    "small": {"lengths": (5, 10, 20), "settings": {
-        "num_params": 60_000, "max_steps": 1000, "batch_size": 64, "eval_every": 250,
-        "eval_batch_size": 500, "reverse_copy_vocab": 20}},
-    "ptb": {"lengths": (50, 100, 150, 200), "settings": {
-        "num_params": 10_000_000, "max_steps": 60_000, "eval_every": 1_000, "eval_batch_size": 500,
-        "reverse_copy_vocab": 1000, "input_dropout": 0.0, "state_dropout": 0.0, "output_dropout": 0.0,
-        "cell_output_dropout": 0.0}},
+    "small": {
+        "lengths": (5, 10, 20),
+        "settings": {
+            "num_params": 60_000,
+            "max_steps": 1000,
+            "batch_size": 64,
+            "eval_every": 250,
+            "eval_batch_size": 500,
+            "reverse_copy_vocab": 20,
+        },
+    },
+    "ptb": {
+        "lengths": (50, 100, 150, 200),
+        "settings": {
+            "num_params": 10_000_000,
+            "max_steps": 60_000,
+            "eval_every": 1_000,
+            "eval_batch_size": 500,
+            "reverse_copy_vocab": 1000,
+            "input_dropout": 0.0,
+            "state_dropout": 0.0,
+            "output_dropout": 0.0,
+            "cell_output_dropout": 0.0,
+        },
+    },
 }
 MOGRIFIER = {"cell": "mogrifier_lstm", "mogrifier_rounds": 5}
 LSTM = {"cell": "lstm", "mogrifier_rounds": 0}
@@ -117,15 +156,19 @@ def verdict(better: list[float], worse: list[float]) -> str:
 
 def lower(a: str, b: str) -> Callable[[dict[str, list[float]]], tuple[str, str]]:
     """Judge 'arm a is lower than arm b'."""
+
     def judge(v: dict[str, list[float]]) -> tuple[str, str]:
         return f"{a} < {b}", verdict(v[a], v[b])
+
     return judge
 
 
 def higher(a: str, b: str) -> Callable[[dict[str, list[float]]], tuple[str, str]]:
     """Judge 'arm a is higher than arm b' (accuracies)."""
+
     def judge(v: dict[str, list[float]]) -> tuple[str, str]:
         return f"{a} > {b}", verdict([-x for x in v[b]], [-x for x in v[a]])
+
     return judge
 
 
@@ -135,7 +178,8 @@ def judge_rounds(v: dict[str, list[float]]) -> tuple[str, str]:
     best = min(means, key=lambda r: means[r])
     falls = verdict(v[f"r={best}"], v["r=0"])
     return f"lowest at r={best}; r={best} < r=0: {falls}", "yes" if best >= 4 and falls == "yes" else (
-        "partly" if falls == "yes" else "no")
+        "partly" if falls == "yes" else "no"
+    )
 
 
 def judge_averaging(v: dict[str, list[float]]) -> tuple[str, str]:
@@ -144,7 +188,8 @@ def judge_averaging(v: dict[str, list[float]]) -> tuple[str, str]:
     vs_tail = verdict(v["2TA"], v["best fixed tail"])
     on_par = vs_tail == "yes" or vs_tail.startswith("within noise")
     return f"2TA < raw: {vs_raw}; 2TA vs best tail: {vs_tail}", (
-        "yes" if vs_raw == "yes" and on_par else "no" if vs_raw == "no" or vs_tail == "no" else "partly")
+        "yes" if vs_raw == "yes" and on_par else "no" if vs_raw == "no" or vs_tail == "no" else "partly"
+    )
 
 
 def rows(scale: str) -> list[Row]:
@@ -155,47 +200,91 @@ def rows(scale: str) -> list[Row]:
     for length in rc["lengths"]:
         for label, cell in (("LSTM", LSTM), ("Mogrifier", MOGRIFIER)):
             reverse_arms[f"{label} T={length}"] = {
-                **cell, **rc["settings"], "dataset": "reverse_copy", "reverse_copy_length": length,
+                **cell,
+                **rc["settings"],
+                "dataset": "reverse_copy",
+                "reverse_copy_length": length,
             }
     return [
-        Row("mogrifier", "Mogrifier LSTM (r=5) < LSTM, equal parameter budget (test bpc)",
+        Row(
+            "mogrifier",
+            "Mogrifier LSTM (r=5) < LSTM, equal parameter budget (test bpc)",
             "Mogrifier below LSTM on every dataset (Tables 1, 2: PTB word 51.0 vs 54.6 test ppl; "
             "char-level gaps 0.012-0.046 bpc)",
-            {"Mogrifier LSTM": MOGRIFIER, "LSTM": LSTM}, "test_bpc", lower("Mogrifier LSTM", "LSTM"),
-            paper_ptb="Mogrifier 52.1 / LSTM 55.8 val ppl (24M)"),
-        Row("rounds", "Rounds curve r = 0…6 (Mogrifier LSTM, equal budget, test bpc)",
+            {"Mogrifier LSTM": MOGRIFIER, "LSTM": LSTM},
+            "test_bpc",
+            lower("Mogrifier LSTM", "LSTM"),
+            paper_ptb="Mogrifier 52.1 / LSTM 55.8 val ppl (24M)",
+        ),
+        Row(
+            "rounds",
+            "Rounds curve r = 0…6 (Mogrifier LSTM, equal budget, test bpc)",
             "perplexity falls steeply with r and is lowest at r = 5-6 (Fig. 3; optimum r ∈ {5, 6}, §4.1)",
             {f"r={r}": {**MOGRIFIER, "mogrifier_rounds": r} if r else LSTM for r in range(7)},
-            "test_bpc", judge_rounds, paper_ptb="57.5 (r=0) → 54.1 (r=6) val ppl, ablation"),
-        Row("rlstm", "RLSTM < LSTM and Mogrifier RLSTM < Mogrifier LSTM (test bpc)",
+            "test_bpc",
+            judge_rounds,
+            paper_ptb="57.5 (r=0) → 54.1 (r=6) val ppl, ablation",
+        ),
+        Row(
+            "rlstm",
+            "RLSTM < LSTM and Mogrifier RLSTM < Mogrifier LSTM (test bpc)",
             "Mogrifier RLSTM below Mogrifier LSTM (Circling Back Table 1: 48.9 vs 49.9 val ppl on PTB; "
             "§5: the RLSTM outperformed the LSTM by a small margin)",
-            {"Mogrifier RLSTM": {**MOGRIFIER, "cell": "rlstm"}, "Mogrifier LSTM": MOGRIFIER,
-             "RLSTM": {**LSTM, "cell": "rlstm"}, "LSTM": LSTM},
-            "test_bpc", lambda v: ("; ".join(f"{a} < {b}: {verdict(v[a], v[b])}" for a, b in (
-                ("RLSTM", "LSTM"), ("Mogrifier RLSTM", "Mogrifier LSTM"))),
-                _all_yes(verdict(v["RLSTM"], v["LSTM"]), verdict(v["Mogrifier RLSTM"], v["Mogrifier LSTM"]))),
-            paper_ptb="Mogrifier RLSTM 48.9 / Mogrifier LSTM 49.9 val ppl (24M)"),
-        Row("averaging", "2TA vs raw iterate vs best fixed tail average (Mogrifier LSTM, final val bpc)",
+            {
+                "Mogrifier RLSTM": {**MOGRIFIER, "cell": "rlstm"},
+                "Mogrifier LSTM": MOGRIFIER,
+                "RLSTM": {**LSTM, "cell": "rlstm"},
+                "LSTM": LSTM,
+            },
+            "test_bpc",
+            lambda v: (
+                "; ".join(
+                    f"{a} < {b}: {verdict(v[a], v[b])}"
+                    for a, b in (("RLSTM", "LSTM"), ("Mogrifier RLSTM", "Mogrifier LSTM"))
+                ),
+                _all_yes(verdict(v["RLSTM"], v["LSTM"]), verdict(v["Mogrifier RLSTM"], v["Mogrifier LSTM"])),
+            ),
+            paper_ptb="Mogrifier RLSTM 48.9 / Mogrifier LSTM 49.9 val ppl (24M)",
+        ),
+        Row(
+            "averaging",
+            "2TA vs raw iterate vs best fixed tail average (Mogrifier LSTM, final val bpc)",
             "2TA on par with well-tuned Tail Averaging at the end, both below the noisy raw iterate "
             "(thesis §3.6 Fig. 3.3; Circling Back §5: 2TA does not improve on well-tuned TA)",
             {"2TA": MOGRIFIER, "raw iterate": MOGRIFIER, "best fixed tail": MOGRIFIER},
-            "", judge_averaging, tails=True),
-        Row("dyneval", "Dynamic evaluation's gain (Mogrifier LSTM, test bpc)",
+            "",
+            judge_averaging,
+            tails=True,
+        ),
+        Row(
+            "dyneval",
+            "Dynamic evaluation's gain (Mogrifier LSTM, test bpc)",
             "dynamic evaluation lowers test perplexity (Table 1: PTB 51.0 → 45.0; thesis §4.5)",
             {"dynamic evaluation": {**MOGRIFIER, "dyneval": True}, "static": {**MOGRIFIER, "dyneval": True}},
-            "", lower("dynamic evaluation", "static"), paper_ptb="52.1 → 45.1 val ppl (Mogrifier, 24M)"),
-        Row("reverse_copy", f"Reverse copy sequence accuracy vs length (longest T={longest})",
+            "",
+            lower("dynamic evaluation", "static"),
+            paper_ptb="52.1 → 45.1 val ppl (Mogrifier, 24M)",
+        ),
+        Row(
+            "reverse_copy",
+            f"Reverse copy sequence accuracy vs length (longest T={longest})",
             "both solve short sequences; at longer ones the Mogrifier is clearly better (Fig. 4, "
             "cross-entropy vs length 50-200)",
-            reverse_arms, "accuracy", higher(f"Mogrifier T={longest}", f"LSTM T={longest}"),
-            paper_ptb="Fig. 4a: equal at T=50, 100; Mogrifier better at 150, 200"),
-        Row("reverse_copy_xent",
+            reverse_arms,
+            "accuracy",
+            higher(f"Mogrifier T={longest}", f"LSTM T={longest}"),
+            paper_ptb="Fig. 4a: equal at T=50, 100; Mogrifier better at 150, 200",
+        ),
+        Row(
+            "reverse_copy_xent",
             f"Reverse copy test cross-entropy vs length (nats/token, longest T={longest})",
             "Fig. 4 plots cross-entropy against length: near 0 for both at 50 and 100, the Mogrifier "
             "clearly lower at 150 and 200 (10M parameters, 1000 symbols)",
-            reverse_arms, "test_loss", lower(f"Mogrifier T={longest}", f"LSTM T={longest}"),
-            paper_ptb="Fig. 4a: LSTM ~1-4 nats vs Mogrifier lower at T=150, 200"),
+            reverse_arms,
+            "test_loss",
+            lower(f"Mogrifier T={longest}", f"LSTM T={longest}"),
+            paper_ptb="Fig. 4a: LSTM ~1-4 nats vs Mogrifier lower at T=150, 200",
+        ),
     ]
 
 
@@ -239,9 +328,13 @@ def run_one(job: dict[str, Any]) -> dict[str, Any]:
     metrics = [json.loads(line) for line in (Path(cfg.run_dir) / "metrics.jsonl").read_text().splitlines()]
     last = metrics[-1] if metrics else {}
     summary = {
-        "config": job["config"], "seconds": time.perf_counter() - t0, "steps": result.steps,
-        "final_val_2ta": last.get("val_loss"), "final_val_raw": last.get("raw_val_loss"),
-        "test_loss": result.test_loss, "dyneval_test_loss": result.dyneval_test_loss,
+        "config": job["config"],
+        "seconds": time.perf_counter() - t0,
+        "steps": result.steps,
+        "final_val_2ta": last.get("val_loss"),
+        "final_val_raw": last.get("raw_val_loss"),
+        "test_loss": result.test_loss,
+        "dyneval_test_loss": result.dyneval_test_loss,
         "accuracy": getattr(result, "test_accuracy", None),  # reverse copy, on the test examples
     }
     if starts:
@@ -367,13 +460,20 @@ def main(argv: list[str] | None = None) -> None:
             key = futures[future]
             try:
                 results[key] = future.result()
-            except Exception as err:  # noqa: BLE001 - a failed run's rows say so, the others go on
+            except Exception as err:
                 results[key] = {"error": f"{type(err).__name__}: {err}", "config": jobs[key]["config"]}
             status = results[key].get("error", "done")
             print(f"[{i + 1}/{len(jobs)}] {time.time() - started:.0f}s {status}", flush=True)
-            meta = {"scale": args.scale, "device": args.device, "workers": args.workers,
-                    "wall_s": time.time() - started, "seeds": list(SEEDS), "base": base,
-                    "runs_done": len(results), "runs_planned": len(jobs)}
+            meta = {
+                "scale": args.scale,
+                "device": args.device,
+                "workers": args.workers,
+                "wall_s": time.time() - started,
+                "seeds": list(SEEDS),
+                "base": base,
+                "runs_done": len(results),
+                "runs_planned": len(jobs),
+            }
             table = write_outputs(out, chosen, plan, results, meta)
     print(table)
 
@@ -381,8 +481,11 @@ def main(argv: list[str] | None = None) -> None:
 def write_outputs(out: Path, chosen: list[Row], plan: dict, results: dict, meta: dict[str, Any]) -> str:
     """Write results.json and replication.md for the runs finished so far; returns the table."""
     report = build_report(chosen, plan, results)
-    (out / "results.json").write_text(json.dumps({"rows": report["rows"], "meta": meta,
-                                                  "runs": list(results.values())}, indent=2, default=str))
+    (out / "results.json").write_text(
+        json.dumps(
+            {"rows": report["rows"], "meta": meta, "runs": list(results.values())}, indent=2, default=str
+        )
+    )
     table = markdown(report["rows"], meta["scale"])
     (out / "replication.md").write_text(table + "\n")
     return table
@@ -412,8 +515,17 @@ def build_report(chosen: list[Row], plan: dict, results: dict) -> dict[str, Any]
             comparison, agrees = f"{pending} of its runs pending", "pending"
         else:
             comparison, agrees = row.judge(values)
-        out.append({"name": row.name, "claim": row.claim, "paper": row.paper, "paper_ptb": row.paper_ptb,
-                    "values": values, "comparison": comparison, "agrees": agrees})
+        out.append(
+            {
+                "name": row.name,
+                "claim": row.claim,
+                "paper": row.paper,
+                "paper_ptb": row.paper_ptb,
+                "values": values,
+                "comparison": comparison,
+                "agrees": agrees,
+            }
+        )
     return {"rows": out}
 
 
@@ -429,8 +541,10 @@ def markdown(report_rows: list[dict[str, Any]], scale: str) -> str:
         digits = 3
         ours = "<br>".join(f"{label}: {fmt(v, digits)}" for label, v in r["values"].items())
         ptb = "see the ours column" if scale == "ptb" else "not run"
-        lines.append(f"| {r['claim']} | {r['paper']} | {ours} | {r['comparison']} | {r['agrees']} | "
-                     f"{r['paper_ptb']} | {ptb} |")
+        lines.append(
+            f"| {r['claim']} | {r['paper']} | {ours} | {r['comparison']} | {r['agrees']} | "
+            f"{r['paper_ptb']} | {ptb} |"
+        )
     return "\n".join(lines)
 
 

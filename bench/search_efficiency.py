@@ -42,7 +42,7 @@ import optuna
 from scipy.stats import rankdata
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from tuner.samplers import DEFAULT_SAMPLER, make_sampler  # noqa: E402
+from tuner.samplers import DEFAULT_SAMPLER, make_sampler
 
 # Thesis Table 2.4 (DESIGN.md): name, low, high, scale.
 SPACE = [
@@ -71,8 +71,9 @@ STOCK: dict[str, Callable[[int], optuna.samplers.BaseSampler]] = {
 OURS = ("gp_warped", "tpe", "qmc")
 LABELS = {"gp": "gp (= stock GPSampler)", "random": "random (= stock RandomSampler)"}
 
-FULL = dict(functions=[1, 8, 10, 15, 21], noisy_functions=[8, 10], seeds=5,
-            in_flight=[1, 4], budgets=[30, 60, 100])
+FULL = dict(
+    functions=[1, 8, 10, 15, 21], noisy_functions=[8, 10], seeds=5, in_flight=[1, 4], budgets=[30, 60, 100]
+)
 QUICK = dict(functions=[1, 8, 15], noisy_functions=[8], seeds=2, in_flight=[4], budgets=[15, 30])
 
 
@@ -155,7 +156,11 @@ def run(job: tuple[str, int, bool, int, int, list[int]]) -> dict:
             cpu_times.append(time.process_time() - c0)
     best = np.minimum.accumulate(true_values)
     return {
-        "optimizer": optimizer, "function": function, "noisy": noisy, "seed": seed, "k": k,
+        "optimizer": optimizer,
+        "function": function,
+        "noisy": noisy,
+        "seed": seed,
+        "k": k,
         "regret": {str(b): problem.regret(float(best[b - 1])) for b in budgets},
         "suggest_s": statistics.fmean(times) if times else None,
         "suggest_cpu_s": statistics.fmean(cpu_times) if cpu_times else None,
@@ -166,8 +171,13 @@ def problem_name(function: int, noisy: bool) -> str:
     return f"f{function}{'~' if noisy else ''}"
 
 
-def report(records: list[dict], optimizers: list[str], problems: list[tuple[int, bool]],
-           in_flight: list[int], budgets: list[int]) -> None:
+def report(
+    records: list[dict],
+    optimizers: list[str],
+    problems: list[tuple[int, bool]],
+    in_flight: list[int],
+    budgets: list[int],
+) -> None:
     """Print median normalized regret per problem, mean ranks and time per suggestion."""
     by = defaultdict(list)
     for r in records:
@@ -177,14 +187,20 @@ def report(records: list[dict], optimizers: list[str], problems: list[tuple[int,
     summary: dict[tuple[int, int], dict[str, float]] = {}
     for k in in_flight:
         for b in budgets:
-            med = np.array([[statistics.median(by[(o, f, nz, k, b)] or [math.inf])
-                             for f, nz in problems] for o in optimizers])
+            med = np.array(
+                [
+                    [statistics.median(by[(o, f, nz, k, b)] or [math.inf]) for f, nz in problems]
+                    for o in optimizers
+                ]
+            )
             ranks = np.array([rankdata(col) for col in med.T]).T  # ties share the average rank
             mean_rank = ranks.mean(axis=1)
             summary[(k, b)] = dict(zip(optimizers, mean_rank))
             seeds = sorted({len(by[(o, f, nz, k, b)]) for o in optimizers for f, nz in problems})
-            print(f"\n## median normalized regret, {b} trials, {k} in flight (~ = noisy; "
-                  f"{'-'.join(map(str, sorted({seeds[0], seeds[-1]})))} seeds per cell)")
+            print(
+                f"\n## median normalized regret, {b} trials, {k} in flight (~ = noisy; "
+                f"{'-'.join(map(str, sorted({seeds[0], seeds[-1]})))} seeds per cell)"
+            )
             head = " ".join(f"{problem_name(f, nz):>9}" for f, nz in problems)
             print(f"{'optimizer':<{width}} {head} {'mean rank':>9}")
             for i, o in enumerate(optimizers):
@@ -194,20 +210,22 @@ def report(records: list[dict], optimizers: list[str], problems: list[tuple[int,
     cols = [(k, b) for k in in_flight for b in budgets]
     print(f"{'optimizer':<{width}} " + " ".join(f"{f'K={k} n={b}':>10}" for k, b in cols))
     for o in optimizers:
-        print(f"{LABELS.get(o, o):<{width}} "
-              + " ".join(f"{summary[c][o]:10.2f}" for c in cols))
+        print(f"{LABELS.get(o, o):<{width}} " + " ".join(f"{summary[c][o]:10.2f}" for c in cols))
     times = defaultdict(list)
     for r in records:
         for clock in ("suggest_s", "suggest_cpu_s"):
             if r.get(clock) is not None:
                 times[(r["optimizer"], r["k"], clock)].append(r[clock])
     if times:
-        print("\n## seconds per suggestion at 100 completed trials, mean over runs: wall clock "
-              "(inflated when other processes share the cores) / CPU time of the process")
+        print(
+            "\n## seconds per suggestion at 100 completed trials, mean over runs: wall clock "
+            "(inflated when other processes share the cores) / CPU time of the process"
+        )
         print(f"{'optimizer':<{width}} " + " ".join(f"{f'K={k}':>15}" for k in in_flight))
 
         def cell(o: str, k: int) -> str:
             wall, cpu = times[(o, k, "suggest_s")], times[(o, k, "suggest_cpu_s")]
+
             def mean(xs: list[float]) -> str:
                 return f"{statistics.fmean(xs):.3f}" if xs else "-"
 
@@ -227,18 +245,25 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--seeds", type=int)
     p.add_argument("--in-flight", type=lambda s: [int(v) for v in s.split(",")])
     p.add_argument("--budgets", type=lambda s: sorted(int(v) for v in s.split(",")))
-    p.add_argument("--optimizers", type=lambda s: s.split(","),
-                   default=list(OURS) + list(STOCK))
+    p.add_argument("--optimizers", type=lambda s: s.split(","), default=list(OURS) + list(STOCK))
     p.add_argument("--jobs", type=int, default=1, help="worker processes (the machine has 2 cores)")
-    p.add_argument("--results", type=Path, help="JSON-lines file: runs found there are reused, "
-                   "new runs appended (resume or extend a benchmark)")
-    p.add_argument("--report-only", action="store_true",
-                   help="print the tables from the runs in --results without running the rest")
+    p.add_argument(
+        "--results",
+        type=Path,
+        help="JSON-lines file: runs found there are reused, new runs appended (resume or extend a benchmark)",
+    )
+    p.add_argument(
+        "--report-only",
+        action="store_true",
+        help="print the tables from the runs in --results without running the rest",
+    )
     args = p.parse_args(argv)
     if args.report_only and not args.results:
         p.error("--report-only needs --results")
-    cfg = {**(QUICK if args.quick else FULL),
-           **{k: v for k, v in vars(args).items() if k in FULL and v is not None}}
+    cfg = {
+        **(QUICK if args.quick else FULL),
+        **{k: v for k, v in vars(args).items() if k in FULL and v is not None},
+    }
     problems = [(f, False) for f in cfg["functions"]] + [(f, True) for f in cfg["noisy_functions"]]
     unknown = [o for o in args.optimizers if o not in STOCK and o not in OURS]
     if unknown:

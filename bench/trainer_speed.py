@@ -27,7 +27,7 @@ from torch import Tensor, nn
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from trainer.cells import make_cell, onednn  # noqa: E402
+from trainer.cells import make_cell, onednn
 
 
 @dataclass(frozen=True)
@@ -183,9 +183,10 @@ class Trainee:
         """One timed training step: summed cross-entropy over the window, averaged over the batch."""
         start, cpu_start = watch.now()
         logits = self.model(self.tokens[:-1])
-        loss = nn.functional.cross_entropy(
-            logits.flatten(0, 1), self.tokens[1:].flatten(), reduction="sum"
-        ) / self.tokens.shape[1]
+        loss = (
+            nn.functional.cross_entropy(logits.flatten(0, 1), self.tokens[1:].flatten(), reduction="sum")
+            / self.tokens.shape[1]
+        )
         self.optimizer.zero_grad(set_to_none=True)
         loss.backward()
         self.optimizer.step()
@@ -235,7 +236,9 @@ def main(argv: list[str] | None = None) -> None:
     print(f"device {device} ({torch.get_num_threads()} threads), torch {torch.__version__}, {size}")
     print(processor(device))
     measured = ", ".join(f"{name} {flops / 1e9:.1f}" for name, flops in peaks.items())
-    print(f"float32 matmul peak {peak / 1e9:.1f} GFLOP/s ({measured}); medians of {args.steps} training steps;")
+    print(
+        f"float32 matmul peak {peak / 1e9:.1f} GFLOP/s ({measured}); medians of {args.steps} training steps;"
+    )
     print("'CPU' columns use this process's CPU time per thread (see Stopwatch), FLOP/s counts matmuls.")
     print(
         f"{'model':<26}{'ms/step':>9}{'tokens/s':>10}{'vs nn.LSTM':>12}"

@@ -21,6 +21,7 @@ def pytest_runtest_makereport(item, call):
         report.outcome = "failed"
         report.longrepr = f"skipped under RNNTUNE_REQUIRE_E2E=1: {report.longrepr}"
 
+
 # Trainer settings small enough that a trial takes about a second on one CPU core.
 TINY_SETTINGS = {
     "hidden_size": 16,

@@ -20,7 +20,10 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-PG_BIN_DIRS = [Path(os.environ.get("RNNTUNE_PG_BIN", "/usr/lib/postgresql/15/bin")), *sorted(Path("/usr/lib/postgresql").glob("*/bin"), reverse=True)]
+PG_BIN_DIRS = [
+    Path(os.environ.get("RNNTUNE_PG_BIN", "/usr/lib/postgresql/15/bin")),
+    *sorted(Path("/usr/lib/postgresql").glob("*/bin"), reverse=True),
+]
 USER = "rnntune"
 DATABASE = "rnntune"
 
@@ -33,7 +36,9 @@ def pg_bin() -> Path:
     for d in PG_BIN_DIRS:
         if (d / "initdb").is_file() and (d / "pg_ctl").is_file():
             return d
-    raise PostgresUnavailable(f"PostgreSQL binaries (initdb, pg_ctl) not found in {', '.join(map(str, PG_BIN_DIRS))}")
+    raise PostgresUnavailable(
+        f"PostgreSQL binaries (initdb, pg_ctl) not found in {', '.join(map(str, PG_BIN_DIRS))}"
+    )
 
 
 def free_port() -> int:
@@ -49,7 +54,9 @@ def _run_as() -> tuple[list[str], pwd.struct_passwd | None]:
     try:
         user = pwd.getpwnam("postgres")
     except KeyError:
-        raise PostgresUnavailable("running as root and there is no `postgres` user to run the server as") from None
+        raise PostgresUnavailable(
+            "running as root and there is no `postgres` user to run the server as"
+        ) from None
     runuser = shutil.which("runuser")
     if not runuser:
         raise PostgresUnavailable("running as root and `runuser` is missing (util-linux)")
@@ -75,14 +82,32 @@ def postgres_server(base_dir: str | os.PathLike | None = None) -> Iterator[str]:
         root.chmod(0o755)
         for p in (root, sockets, pwfile):
             os.chown(p, user.pw_uid, user.pw_gid)
-    init = _call(prefix, [str(bindir / "initdb"), "-D", str(data), "-U", USER, "--pwfile", str(pwfile),
-                          "-A", "scram-sha-256", "-E", "UTF8", "--no-sync"])
+    init = _call(
+        prefix,
+        [
+            str(bindir / "initdb"),
+            "-D",
+            str(data),
+            "-U",
+            USER,
+            "--pwfile",
+            str(pwfile),
+            "-A",
+            "scram-sha-256",
+            "-E",
+            "UTF8",
+            "--no-sync",
+        ],
+    )
     if init.returncode != 0:
         shutil.rmtree(root, ignore_errors=True)
         raise PostgresUnavailable(f"initdb failed: {init.stderr.strip() or init.stdout.strip()}")
     port = free_port()
     options = f"-p {port} -h 127.0.0.1 -k {sockets} -F -c max_connections=100"
-    start = _call(prefix, [str(bindir / "pg_ctl"), "-D", str(data), "-o", options, "-l", str(log), "-w", "-t", "60", "start"])
+    start = _call(
+        prefix,
+        [str(bindir / "pg_ctl"), "-D", str(data), "-o", options, "-l", str(log), "-w", "-t", "60", "start"],
+    )
     if start.returncode != 0:
         text = log.read_text() if log.exists() else ""
         shutil.rmtree(root, ignore_errors=True)
@@ -93,7 +118,9 @@ def postgres_server(base_dir: str | os.PathLike | None = None) -> Iterator[str]:
         deadline = time.monotonic() + 30
         while True:
             try:
-                conn = psycopg2.connect(host="127.0.0.1", port=port, user=USER, password=password, dbname="postgres")
+                conn = psycopg2.connect(
+                    host="127.0.0.1", port=port, user=USER, password=password, dbname="postgres"
+                )
                 break
             except psycopg2.OperationalError:
                 if time.monotonic() > deadline:

@@ -46,7 +46,9 @@ def read_checkpoint(path: str | Path, map_location: str | torch.device = "cpu") 
     return ckpt
 
 
-def load_checkpoint(path: str | Path, device: str | torch.device = "cpu") -> tuple[LanguageModel, TrainConfig]:
+def load_checkpoint(
+    path: str | Path, device: str | torch.device = "cpu"
+) -> tuple[LanguageModel, TrainConfig]:
     """A ready model (evaluation mode, the checkpoint's best weights) and its config.
 
     A `reverse_copy` checkpoint gives the task's encoder–decoder (trainer.model.ReverseCopyModel).

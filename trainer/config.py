@@ -27,7 +27,6 @@ LEGACY_ADAM_BETA1_0 = "adam_beta1_0"
 WORD_LEVEL_DATASETS = frozenset({"ptb", "wikitext2"})
 
 
-
 # Marks a field that search spaces may tune (`tunable(...)` instead of `Field(...)`): the tuner derives
 # its hyperparameter names and types from these fields, so a new hyperparameter is one field here.
 TUNABLE = "tunable"
@@ -54,7 +53,9 @@ class TrainConfig(BaseModel):
     # --- tuned hyperparameters (DESIGN.md table; ranges: thesis Tables 2.4-2.6, §4.6) ---
     learning_rate: float = tunable(3e-3, gt=0.0, le=1.0, description="RAdam/Adam learning rate")
     input_embedding_ratio: float = tunable(
-        1.0, ge=0.0, le=8.0,
+        1.0,
+        ge=0.0,
+        le=8.0,
         description="embedding size = ratio x hidden size; >= 1: equal sizes, no output projection",
     )
     l2_penalty: float = tunable(1e-5, ge=0.0, lt=1.0, description="l2_penalty * sum ||w||^2 / 2")
@@ -64,7 +65,9 @@ class TrainConfig(BaseModel):
     state_dropout: float = _dropout("variational: one mask on h_prev per sequence and layer")
     output_dropout: float = _dropout("before the softmax, a fresh mask per time step")
     mogrifier_rounds: int = tunable(
-        5, ge=0, le=12,
+        5,
+        ge=0,
+        le=12,
         description="rounds r of mogrifier_lstm (0 = LSTM) and of rlstm (> 0: the Mogrifier RLSTM, 0 = RLSTM)",
     )
     mogrifier_rank: int = tunable(
@@ -99,7 +102,9 @@ class TrainConfig(BaseModel):
     )
     optimizer: Optimizer = Field("radam", description="radam (thesis §4.4) or adam")
     adam_beta1: float = Field(
-        0.0, ge=0.0, lt=1.0,
+        0.0,
+        ge=0.0,
+        lt=1.0,
         description="β1 of RAdam/Adam; 0 as the baseline's Adam (Mogrifier paper §3.3), kept by thesis §4.6",
     )
     grad_clip: float = Field(10.0, gt=0.0, description="clip the gradient to this global norm")
@@ -114,7 +119,9 @@ class TrainConfig(BaseModel):
     )
     dyneval: bool = Field(False, description="also report dynamic evaluation at the end (§4.5)")
     mc_dropout_samples: int = Field(
-        0, ge=0, le=100000,
+        0,
+        ge=0,
+        le=100000,
         description="> 0: also report Monte Carlo dropout evaluation over this many masks (Mogrifier §3.3: 200)",
     )
     reverse_copy_length: int = Field(
@@ -133,12 +140,14 @@ class TrainConfig(BaseModel):
         """`optimizer: adam_beta1_0` (older configs and checkpoints) is Adam with adam_beta1 = 0."""
         if isinstance(values, dict) and values.get("optimizer") == LEGACY_ADAM_BETA1_0:
             if values.get("adam_beta1", 0.0) != 0.0:
-                raise ValueError(f"optimizer: {LEGACY_ADAM_BETA1_0} means adam_beta1 = 0, not {values['adam_beta1']}")
+                raise ValueError(
+                    f"optimizer: {LEGACY_ADAM_BETA1_0} means adam_beta1 = 0, not {values['adam_beta1']}"
+                )
             values = {**values, "optimizer": "adam", "adam_beta1": 0.0}
         return values
 
     @model_validator(mode="after")
-    def _check_combinations(self) -> "TrainConfig":
+    def _check_combinations(self) -> TrainConfig:
         if self.hidden_size is None and self.num_params is None:
             raise ValueError("set hidden_size or num_params (a parameter budget)")
         if not (self.device in ("auto", "cpu", "cuda") or self.device.startswith("cuda:")):
@@ -151,10 +160,18 @@ class TrainConfig(BaseModel):
     def _check_reverse_copy(self) -> TrainConfig:
         """Reverse copy trains without dropout (Mogrifier paper §4.3) and has no text to adapt to."""
         if self.dataset == "reverse_copy":
-            dropouts = ("input_dropout", "inter_layer_dropout", "cell_output_dropout", "state_dropout", "output_dropout")
+            dropouts = (
+                "input_dropout",
+                "inter_layer_dropout",
+                "cell_output_dropout",
+                "state_dropout",
+                "output_dropout",
+            )
             for name in dropouts:
                 if getattr(self, name) != 0.0:
-                    raise ValueError(f"{name} must be 0 for dataset reverse_copy (no dropout, Mogrifier paper §4.3)")
+                    raise ValueError(
+                        f"{name} must be 0 for dataset reverse_copy (no dropout, Mogrifier paper §4.3)"
+                    )
             if self.dropout_samples != 1:
                 raise ValueError("dropout_samples must be 1 for dataset reverse_copy (no dropout)")
             if self.dyneval:

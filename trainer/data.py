@@ -62,7 +62,9 @@ def _lines_to_tokens(text: str) -> list[str]:
     return tokens
 
 
-def _numericalize(name: str, splits: dict[str, list[str]], closed_vocab: bool) -> tuple[list[str], dict[str, Tensor]]:
+def _numericalize(
+    name: str, splits: dict[str, list[str]], closed_vocab: bool
+) -> tuple[list[str], dict[str, Tensor]]:
     """Map tokens to ids. A closed vocabulary (word level) comes from train; other splits must fit."""
     source = splits["train"] if closed_vocab else [t for s in splits.values() for t in s]
     vocab = sorted(set(source))
@@ -70,7 +72,9 @@ def _numericalize(name: str, splits: dict[str, list[str]], closed_vocab: bool) -
     out = {}
     for split, toks in splits.items():
         if len(toks) < MIN_SPLIT_TOKENS:
-            raise DataError(f"{name}: the {split} split has {len(toks)} tokens; expected at least {MIN_SPLIT_TOKENS}")
+            raise DataError(
+                f"{name}: the {split} split has {len(toks)} tokens; expected at least {MIN_SPLIT_TOKENS}"
+            )
         unk = index.get(UNK)
         ids = []
         for tok in toks:
@@ -147,7 +151,9 @@ def _reverse_copy(cfg: TrainConfig) -> Corpus:
     test sets; training batches are drawn per step (trainer.reverse_copy.train_batch)."""
     splits = reverse_copy.split_examples(cfg)
     empty = torch.empty(0, cfg.reverse_copy_length, dtype=torch.long)
-    return Corpus("reverse_copy", reverse_copy.vocabulary(cfg), empty, splits["valid"], splits["test"], word_level=False)
+    return Corpus(
+        "reverse_copy", reverse_copy.vocabulary(cfg), empty, splits["valid"], splits["test"], word_level=False
+    )
 
 
 def load_corpus(cfg: TrainConfig) -> Corpus:

@@ -39,8 +39,17 @@ STATS_BATCH_SIZE = 1024
 EVAL_BATCH_SIZE = 1
 
 _FOREACH = (
-    "_foreach_sub", "_foreach_mul", "_foreach_mul_", "_foreach_add", "_foreach_add_", "_foreach_addcmul_",
-    "_foreach_div", "_foreach_sqrt", "_foreach_reciprocal", "_foreach_clamp_max_", "_foreach_copy_",
+    "_foreach_sub",
+    "_foreach_mul",
+    "_foreach_mul_",
+    "_foreach_add",
+    "_foreach_add_",
+    "_foreach_addcmul_",
+    "_foreach_div",
+    "_foreach_sqrt",
+    "_foreach_reciprocal",
+    "_foreach_clamp_max_",
+    "_foreach_copy_",
 )
 if not all(hasattr(torch, name) for name in _FOREACH):  # pragma: no cover - older torch
     raise ImportError(f"dynamic evaluation needs torch's multi-tensor ops {_FOREACH}; upgrade torch")
@@ -133,7 +142,9 @@ def dynamic_evaluate(model: LanguageModel, ids: Tensor, stats: GradientStatistic
     return total / count
 
 
-def run_dynamic_evaluation(model: LanguageModel, train_ids: Tensor, splits: dict[str, Tensor], cfg: TrainConfig) -> dict[str, float]:
+def run_dynamic_evaluation(
+    model: LanguageModel, train_ids: Tensor, splits: dict[str, Tensor], cfg: TrainConfig
+) -> dict[str, float]:
     """Statistics from `train_ids`, then the dynamic-evaluation loss of each split (name → nats/token)."""
     stats = gradient_statistics(model, train_ids, cfg)
     return {name: dynamic_evaluate(model, ids, stats, cfg) for name, ids in splits.items()}

@@ -99,7 +99,9 @@ def mc_evaluate(
         model.train(was_training)
 
 
-def select_temperature(model: LanguageModel, valid: Tensor, bptt: int, mc_samples: int = 0) -> tuple[float, float]:
+def select_temperature(
+    model: LanguageModel, valid: Tensor, bptt: int, mc_samples: int = 0
+) -> tuple[float, float]:
     """The softmax temperature that minimizes validation loss, and that loss (Melis et al. 2018);
     with `mc_samples` > 0, of Monte Carlo dropout evaluation."""
     if mc_samples > 0:

@@ -16,7 +16,9 @@ from .dyneval import run_dynamic_evaluation
 from .evaluate import evaluate, mc_evaluate, select_temperature
 
 
-def test_figures(model: nn.Module, cfg: TrainConfig, corpus: Corpus, valid: Tensor, test: Tensor) -> dict[str, float]:
+def test_figures(
+    model: nn.Module, cfg: TrainConfig, corpus: Corpus, valid: Tensor, test: Tensor
+) -> dict[str, float]:
     """TrainResult fields for the model's current weights; `valid`/`test` as the trainer holds them
     (batchified streams, or reverse copy's example sets), `corpus` for dynamic evaluation's streams."""
     if cfg.dataset == "reverse_copy":

@@ -86,7 +86,10 @@ class Trainer:
         self.copy_task = cfg.dataset == "reverse_copy"  # examples [N, L], not token streams
         if self.copy_task:
             self.train_data = self.corpus.train
-            self.valid_data, self.test_data = self.corpus.valid.to(self.device), self.corpus.test.to(self.device)
+            self.valid_data, self.test_data = (
+                self.corpus.valid.to(self.device),
+                self.corpus.test.to(self.device),
+            )
         else:
             self.train_data = batchify(self.corpus.train, cfg.batch_size).to(self.device)
             self.valid_data = batchify(self.corpus.valid, cfg.eval_batch_size).to(self.device)
@@ -244,7 +247,9 @@ class Trainer:
         """Validation loss (nats/token) of the current weights, and reverse copy's sequence accuracy."""
         cfg = self.cfg
         if self.copy_task:
-            return reverse_copy.evaluate_examples(self.model, self.valid_data, cfg.eval_batch_size, cfg.max_eval_tokens)
+            return reverse_copy.evaluate_examples(
+                self.model, self.valid_data, cfg.eval_batch_size, cfg.max_eval_tokens
+            )
         return evaluate(self.model, self.valid_data, cfg.bptt, max_tokens=cfg.max_eval_tokens)[0], None
 
     def _loss_of(self, weights: list[Tensor] | None) -> float:
@@ -287,17 +292,25 @@ class Trainer:
                 if math.isfinite(loss):
                     train_losses.append(loss)
                 if bar is not None:
-                    name, value = headline(loss, self.corpus.word_level) if math.isfinite(loss) else ("loss", loss)
-                    bar.set_postfix(loss=f"{loss:.3f}", **{name: f"{value:.3f}"},
-                                    tok_s=f"{window_tokens / max(window_time, 1e-9):.0f}", refresh=False)
+                    name, value = (
+                        headline(loss, self.corpus.word_level) if math.isfinite(loss) else ("loss", loss)
+                    )
+                    bar.set_postfix(
+                        loss=f"{loss:.3f}",
+                        **{name: f"{value:.3f}"},
+                        tok_s=f"{window_tokens / max(window_time, 1e-9):.0f}",
+                        refresh=False,
+                    )
                     bar.update(self.step - bar.n)
                 if self.step % cfg.eval_every == 0 and self.tokens > before:
                     metrics = self._evaluation(train_losses, window_tokens / max(window_time, 1e-9))
                     window_tokens, window_time, train_losses = 0, 0.0, []
                     if bar is not None:
                         name, value = headline(metrics["val_loss"], self.corpus.word_level)
-                        bar.write(f"step {self.step}: val {metrics['val_loss']:.4f} nats ({name} {value:.3f}), "
-                                  f"raw {metrics['raw_val_loss']:.4f}, avg length {metrics['avg_length']}")
+                        bar.write(
+                            f"step {self.step}: val {metrics['val_loss']:.4f} nats ({name} {value:.3f}), "
+                            f"raw {metrics['raw_val_loss']:.4f}, avg length {metrics['avg_length']}"
+                        )
                     if report is not None and report(metrics):
                         stopped = "callback"
                         break

@@ -34,7 +34,9 @@ def variational_mask(batch: int, size: int, p: float, like: Tensor) -> Tensor | 
 class LanguageModel(nn.Module):
     """Thesis §4.2 eq. (1): next-token distributions from token ids, time-major [T, B]."""
 
-    def __init__(self, cfg: TrainConfig, vocab_size: int, hidden_size: int, output_layer: bool = True) -> None:
+    def __init__(
+        self, cfg: TrainConfig, vocab_size: int, hidden_size: int, output_layer: bool = True
+    ) -> None:
         """`output_layer=False` builds only embedding and layers (`features`): a seq2seq encoder."""
         super().__init__()
         self.cfg = cfg

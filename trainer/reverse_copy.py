@@ -47,7 +47,10 @@ def train_batch(cfg: TrainConfig, step: int) -> Tensor:
 
 def split_examples(cfg: TrainConfig) -> dict[str, Tensor]:
     """The fixed validation and test sets, EVAL_EXAMPLES each."""
-    return {"valid": examples(cfg, EVAL_EXAMPLES, VALID_STREAM), "test": examples(cfg, EVAL_EXAMPLES, TEST_STREAM)}
+    return {
+        "valid": examples(cfg, EVAL_EXAMPLES, VALID_STREAM),
+        "test": examples(cfg, EVAL_EXAMPLES, TEST_STREAM),
+    }
 
 
 def logits_and_targets(model: nn.Module, source: Tensor) -> tuple[Tensor, Tensor]:

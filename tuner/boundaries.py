@@ -37,8 +37,14 @@ class EdgeAlert:
         )
 
     def to_dict(self) -> dict[str, Any]:
-        return {"param": self.param, "edge": self.edge, "bound": self.bound, "near": self.near,
-                "top": self.top, "message": self.message}
+        return {
+            "param": self.param,
+            "edge": self.edge,
+            "bound": self.bound,
+            "near": self.near,
+            "top": self.top,
+            "message": self.message,
+        }
 
 
 def _position(value: float, low: float, high: float, scale: str) -> float:

@@ -31,11 +31,14 @@ class EarlyStopping(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     grace_steps: int | None = Field(
-        None, ge=1,
+        None,
+        ge=1,
         description="steps before the first rung (rounded up to the eval grid); default a quarter of max_steps",
     )
     reduction_factor: int = Field(
-        DEFAULT_REDUCTION_FACTOR, ge=2, le=16,
+        DEFAULT_REDUCTION_FACTOR,
+        ge=2,
+        le=16,
         description="η: a trial continues past a rung if it is in the best 1/η of the trials there",
     )
 
@@ -69,8 +72,10 @@ class EarlyStopping(BaseModel):
 
     def describe(self, max_steps: int, eval_every: int) -> str:
         rungs = ", ".join(str(r) for r in self.rungs(max_steps, eval_every)) or "none"
-        return (f"ASHA grace {self.resolved(max_steps, eval_every).grace_steps} steps, reduction factor "
-                f"{self.reduction_factor}, rungs at steps {rungs} of {max_steps} (eval every {eval_every})")
+        return (
+            f"ASHA grace {self.resolved(max_steps, eval_every).grace_steps} steps, reduction factor "
+            f"{self.reduction_factor}, rungs at steps {rungs} of {max_steps} (eval every {eval_every})"
+        )
 
 
 def _round_up(value: float, multiple: int) -> int:
@@ -79,8 +84,10 @@ def _round_up(value: float, multiple: int) -> int:
 
 def _describe(error: Mapping[str, Any]) -> str:
     field = ".".join(str(p) for p in error.get("loc", ())) or "early_stopping"
-    ranges = {"grace_steps": "an integer >= 1 (at most max_steps)",
-              "reduction_factor": "an integer from 2 to 16"}
+    ranges = {
+        "grace_steps": "an integer >= 1 (at most max_steps)",
+        "reduction_factor": "an integer from 2 to 16",
+    }
     allowed = ranges.get(field, "no such field; allowed: grace_steps, reduction_factor")
     return f"{field}: {error.get('msg')} (allowed: {allowed}), got {error.get('input')!r}"
 

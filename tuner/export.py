@@ -19,7 +19,16 @@ FORMATS: tuple[Format, ...] = ("csv", "parquet")
 MEDIA_TYPES = {"csv": "text/csv", "parquet": "application/vnd.apache.parquet"}
 
 # Optuna's columns, in order, before the params and user attrs (`intermediate_values` left out).
-_ATTRS = ("number", "state", "value", "datetime_start", "datetime_complete", "duration", "params", "user_attrs")
+_ATTRS = (
+    "number",
+    "state",
+    "value",
+    "datetime_start",
+    "datetime_complete",
+    "duration",
+    "params",
+    "user_attrs",
+)
 
 
 def trials_frame(study: optuna.Study) -> pd.DataFrame:

@@ -46,7 +46,9 @@ class Rerun:
 
 def top_trials(study: optuna.Study, k: int) -> list[FrozenTrial]:
     """The `k` best COMPLETE trials by objective (PRUNED and FAIL ones never qualify)."""
-    complete = [t for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)) if t.value is not None]
+    complete = [
+        t for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)) if t.value is not None
+    ]
     return sorted(complete, key=lambda t: (t.value, t.number))[:k]
 
 
@@ -60,7 +62,9 @@ def source_config(study: optuna.Study, trial: FrozenTrial) -> dict[str, Any]:
     from tuner.space import SearchSpace
 
     if "space_def" not in study.user_attrs:
-        raise StudyError(f"trial {trial.number}: no config.yaml in its run folder and no stored space to rebuild it")
+        raise StudyError(
+            f"trial {trial.number}: no config.yaml in its run folder and no stored space to rebuild it"
+        )
     space = resolve_data_dir(SearchSpace.from_dict(study.user_attrs["space_def"]))
     return space.trial_config(trial.params, run_dir or "")
 
@@ -93,7 +97,9 @@ def plan(study: optuna.Study, top: int, seeds: int, root: Path) -> list[Rerun]:
 def record(study: optuna.Study, trial: FrozenTrial, result: Mapping[str, Any]) -> None:
     """Store one finished rerun under its source trial (replacing an earlier attempt at that seed)."""
     stored = dict(study.user_attrs.get(ATTR) or {})
-    entry = dict(stored.get(str(trial.number)) or {"value": trial.value, "params": trial.params, "reruns": []})
+    entry = dict(
+        stored.get(str(trial.number)) or {"value": trial.value, "params": trial.params, "reruns": []}
+    )
     reruns = [r for r in entry["reruns"] if int(r["seed"]) != int(result["seed"])]
     entry["reruns"] = sorted([*reruns, dict(result)], key=lambda r: int(r["seed"]))
     stored[str(trial.number)] = entry
@@ -102,14 +108,20 @@ def record(study: optuna.Study, trial: FrozenTrial, result: Mapping[str, Any]) -
 
 def set_status(study: optuna.Study, state: str, **extra: Any) -> None:
     """The finalize run's state (`running`, `finished`, `stopped`, `failed`) with who runs it and when."""
-    now = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
-    study.set_user_attr(STATUS_ATTR, {"state": state, "host": socket.gethostname(), "pid": os.getpid(), "at": now, **extra})
+    now = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+    study.set_user_attr(
+        STATUS_ATTR, {"state": state, "host": socket.gethostname(), "pid": os.getpid(), "at": now, **extra}
+    )
 
 
 def live_run(attrs: Mapping[str, Any]) -> int | None:
     """The pid of a finalize run of this study alive on this host (its `finalize_status`), else None."""
     status = attrs.get(STATUS_ATTR)
-    if not isinstance(status, Mapping) or status.get("state") != "running" or status.get("host") != socket.gethostname():
+    if (
+        not isinstance(status, Mapping)
+        or status.get("state") != "running"
+        or status.get("host") != socket.gethostname()
+    ):
         return None
     try:
         pid = int(status.get("pid", 0))
@@ -140,25 +152,29 @@ def summarize(stored: Mapping[str, Any], word_level: bool) -> list[dict[str, Any
         mean, sd = _mean_sd(losses)
         fig_mean, fig_sd = _mean_sd(figures)
         test_mean, test_sd = _mean_sd(tests)
-        rows.append({
-            "trial": int(number),
-            "params": entry.get("params", {}),
-            "n": len(losses),
-            "failed": sum(r.get("val_loss") is None for r in entry.get("reruns", [])),
-            "source_value": float(entry["value"]),
-            "val_loss_mean": mean,
-            "val_loss_sd": sd,
-            "gap": None if mean is None else mean - float(entry["value"]),
-            "headline": name,
-            "source_headline": source_figure,
-            "headline_mean": fig_mean,
-            "headline_sd": fig_sd,
-            "headline_gap": None if fig_mean is None else fig_mean - source_figure,
-            "test_loss_mean": test_mean,
-            "test_loss_sd": test_sd,
-            "reruns": entry.get("reruns", []),
-        })
-    return sorted(rows, key=lambda r: (r["val_loss_mean"] is None, r["val_loss_mean"] or 0.0, r["source_value"]))
+        rows.append(
+            {
+                "trial": int(number),
+                "params": entry.get("params", {}),
+                "n": len(losses),
+                "failed": sum(r.get("val_loss") is None for r in entry.get("reruns", [])),
+                "source_value": float(entry["value"]),
+                "val_loss_mean": mean,
+                "val_loss_sd": sd,
+                "gap": None if mean is None else mean - float(entry["value"]),
+                "headline": name,
+                "source_headline": source_figure,
+                "headline_mean": fig_mean,
+                "headline_sd": fig_sd,
+                "headline_gap": None if fig_mean is None else fig_mean - source_figure,
+                "test_loss_mean": test_mean,
+                "test_loss_sd": test_sd,
+                "reruns": entry.get("reruns", []),
+            }
+        )
+    return sorted(
+        rows, key=lambda r: (r["val_loss_mean"] is None, r["val_loss_mean"] or 0.0, r["source_value"])
+    )
 
 
 def best_by_rerun_mean(rows: list[dict[str, Any]]) -> dict[str, Any] | None:
@@ -180,7 +196,12 @@ def rerun_trial(config: dict[str, Any]) -> dict[str, Any]:
     try:
         result = train(make_config(config))
     except Exception as err:  # a failed rerun is recorded with its reason and tried again next time
-        return {"seed": config["seed"], "val_loss": None, "run_dir": config["run_dir"], "error": f"{type(err).__name__}: {err}"}
+        return {
+            "seed": config["seed"],
+            "val_loss": None,
+            "run_dir": config["run_dir"],
+            "error": f"{type(err).__name__}: {err}",
+        }
     val = result.best_val_loss
     test = result.test_loss
     if config.get("dyneval") and result.dyneval_val_loss is not None:
@@ -227,8 +248,12 @@ def run_finalize(
             try:
                 result = ray.get(ready[0])
             except ray.exceptions.RayError as err:  # the worker died (OOM kill, lost node): retried next time
-                result = {"seed": job.seed, "val_loss": None, "run_dir": job.config["run_dir"],
-                          "error": f"worker failed: {str(err).strip().splitlines()[-1]}"}
+                result = {
+                    "seed": job.seed,
+                    "val_loss": None,
+                    "run_dir": job.config["run_dir"],
+                    "error": f"worker failed: {str(err).strip().splitlines()[-1]}",
+                }
             record(study, sources[job.trial], result)
             if on_result is not None:
                 on_result(job, result)
@@ -236,8 +261,13 @@ def run_finalize(
         for ref in pending:
             ray.cancel(ref, force=True)
         stopped = isinstance(err, KeyboardInterrupt)
-        set_status(study, "stopped" if stopped else "failed", top=top, seeds=seeds,
-                   **({} if stopped else {"error": f"{type(err).__name__}: {err}"}))
+        set_status(
+            study,
+            "stopped" if stopped else "failed",
+            top=top,
+            seeds=seeds,
+            **({} if stopped else {"error": f"{type(err).__name__}: {err}"}),
+        )
         raise
     set_status(study, "finished", top=top, seeds=seeds, todo=len(todo))
     return summarize(study.user_attrs.get(ATTR) or {}, word_level_of(study.user_attrs))

@@ -189,7 +189,9 @@ def _early_stopping(raw: Mapping[str, Any] | None, space: SearchSpace) -> dict[s
     """The early-stopping policy resolved on the space's eval grid; StudyError names a bad field."""
     from trainer import TrainConfig
 
-    steps = {k: int(space.fixed.get(k, TrainConfig.model_fields[k].default)) for k in ("max_steps", "eval_every")}
+    steps = {
+        k: int(space.fixed.get(k, TrainConfig.model_fields[k].default)) for k in ("max_steps", "eval_every")
+    }
     try:
         return EarlyStopping.parse(raw).resolved(steps["max_steps"], steps["eval_every"]).model_dump()
     except EarlyStoppingError as err:

@@ -65,14 +65,19 @@ def test_report_and_markdown(replicate, tmp_path):
     for key, job in jobs.items():
         mog = job["config"]["cell"] == "mogrifier_lstm"
         loss = (1.0 if mog else 1.2) + 0.01 * job["config"]["seed"]
-        results[key] = {"test_loss": loss * math.log(2), "final_val_2ta": loss, "final_val_raw": loss + 0.3,
-                        "tails": {0: loss + 0.2, 150: loss + 0.01}}
+        results[key] = {
+            "test_loss": loss * math.log(2),
+            "final_val_2ta": loss,
+            "final_val_raw": loss + 0.3,
+            "tails": {0: loss + 0.2, 150: loss + 0.01},
+        }
     report = replicate.build_report(chosen, plan, results)
     rows = {r["name"]: r for r in report["rows"]}
     assert rows["mogrifier"]["agrees"] == "yes"
     assert rows["mogrifier"]["values"]["Mogrifier LSTM"] == pytest.approx([1.0, 1.01, 1.02])
     assert rows["averaging"]["values"]["best fixed tail"] == pytest.approx(
-        [(1.0 + 0.01 * s + 0.01) / math.log(2) for s in replicate.SEEDS])
+        [(1.0 + 0.01 * s + 0.01) / math.log(2) for s in replicate.SEEDS]
+    )
     table = replicate.markdown(report["rows"], "small")
     assert table.count("\n") == 3 and "1.010 ± 0.010" in table and "not run |" in table
     one_failed = dict(results, **{plan[("mogrifier", "LSTM")][0]: {"error": "RuntimeError: boom"}})

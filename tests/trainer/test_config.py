@@ -62,13 +62,30 @@ def test_round_trip_through_yaml(tmp_path):
 
 
 def test_set_values_are_typed_by_their_field():
-    values = parse_set([
-        "learning_rate=1e-3", "mogrifier_rounds=3", "dyneval=true", "cell=rlstm", "device=0",
-        "data_dir=/data/ptb", "max_time_s=null", "num_params=None", "hidden_size=~", "max_eval_tokens=",
-    ])
+    values = parse_set(
+        [
+            "learning_rate=1e-3",
+            "mogrifier_rounds=3",
+            "dyneval=true",
+            "cell=rlstm",
+            "device=0",
+            "data_dir=/data/ptb",
+            "max_time_s=null",
+            "num_params=None",
+            "hidden_size=~",
+            "max_eval_tokens=",
+        ]
+    )
     assert values == {
-        "learning_rate": 0.001, "mogrifier_rounds": 3, "dyneval": True, "cell": "rlstm", "device": "0",
-        "data_dir": "/data/ptb", "max_time_s": None, "num_params": None, "hidden_size": None,
+        "learning_rate": 0.001,
+        "mogrifier_rounds": 3,
+        "dyneval": True,
+        "cell": "rlstm",
+        "device": "0",
+        "data_dir": "/data/ptb",
+        "max_time_s": None,
+        "num_params": None,
+        "hidden_size": None,
         "max_eval_tokens": None,
     }
     assert all(type(v) in (float, int, bool, str, type(None)) for v in values.values())  # JSON-ready
@@ -77,7 +94,10 @@ def test_set_values_are_typed_by_their_field():
 def test_set_values_the_field_refuses_reach_the_config_check():
     """A null for a field that needs a value, or a word for a number, stays text: make_config names it."""
     assert parse_set(["max_steps=null", "batch_size=many", "colour=red"]) == {
-        "max_steps": "null", "batch_size": "many", "colour": "red"}
+        "max_steps": "null",
+        "batch_size": "many",
+        "colour": "red",
+    }
     with pytest.raises(ConfigError, match="max_steps: Input should be a valid integer"):
         load_config(None, ["max_steps=null"])
     with pytest.raises(ConfigError, match="--range expects name=value"):

@@ -72,7 +72,7 @@ def test_reverse_copy_splits_are_fixed_example_sets():
     corpus = load_corpus(cfg)
     assert corpus.valid.shape == corpus.test.shape == (10_000, 7)  # Mogrifier paper §4.3
     assert corpus.vocab[-1] == "<rev>" and corpus.vocab_size == 31
-    assert 0 <= corpus.valid.min() and corpus.valid.max() < 30
+    assert corpus.valid.min() >= 0 and corpus.valid.max() < 30
     assert not torch.equal(corpus.valid, corpus.test)
     assert torch.equal(load_corpus(cfg).valid, corpus.valid)
 

@@ -54,14 +54,19 @@ def test_rms_decay_is_relative_to_the_mean_rms_and_capped_at_one():
     for start in range(0, data.shape[0] - 1, cfg.max_time_steps):
         end = min(start + cfg.max_time_steps, data.shape[0] - 1)
         logits, state = model(data[start:end], state)
-        loss = -torch.log_softmax(logits, -1).gather(-1, data[start + 1 : end + 1, :, None]).sum() / stats.batch_size
+        loss = (
+            -torch.log_softmax(logits, -1).gather(-1, data[start + 1 : end + 1, :, None]).sum()
+            / stats.batch_size
+        )
         for m, g in zip(ms, torch.autograd.grad(loss, params)):
             m += g * g
         state = [tuple(t.detach() for t in s) for s in state]
         windows += 1
     want_rms = torch.cat([(m / windows).sqrt().flatten() for m in ms])
     torch.testing.assert_close(rms, want_rms, rtol=1e-3, atol=1e-7)
-    torch.testing.assert_close(decay, (0.02 * want_rms / want_rms.mean()).clamp(max=1.0), rtol=1e-3, atol=1e-8)
+    torch.testing.assert_close(
+        decay, (0.02 * want_rms / want_rms.mean()).clamp(max=1.0), rtol=1e-3, atol=1e-8
+    )
     assert decay.max() <= 1.0
     big = gradient_statistics(model, ids, make_config({**cfg.to_dict(), "dyneval_decay_rate": 0.9}))
     capped = torch.cat([d.flatten() for d in big.decay])
@@ -73,10 +78,16 @@ def test_update_is_the_formula_for_every_tensor():
     params = [torch.randn(3, 4), torch.randn(5)]
     theta0 = [torch.randn(3, 4), torch.randn(5)]
     grads = [torch.randn(3, 4), torch.randn(5)]
-    stats = GradientStatistics(scale=[torch.rand(3, 4), torch.rand(5)], decay=[torch.rand(3, 4), torch.rand(5)],
-                               batch_size=1024, windows=1)
-    want = [p + d * (p0 - p) - 0.01 * g * s
-            for p, p0, g, s, d in zip(params, theta0, grads, stats.scale, stats.decay)]
+    stats = GradientStatistics(
+        scale=[torch.rand(3, 4), torch.rand(5)],
+        decay=[torch.rand(3, 4), torch.rand(5)],
+        batch_size=1024,
+        windows=1,
+    )
+    want = [
+        p + d * (p0 - p) - 0.01 * g * s
+        for p, p0, g, s, d in zip(params, theta0, grads, stats.scale, stats.decay)
+    ]
     dyneval_update(params, grads, theta0, stats, 0.01)
     for got, w in zip(params, want):
         torch.testing.assert_close(got, w)
@@ -99,12 +110,25 @@ def test_stream_is_read_at_batch_one_and_weights_restored():
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("dyneval")
-    cfg = make_config({
-        "dataset": "ptb", "data_dir": str(write_ptb_documents(tmp / "data")), "hidden_size": 24, "batch_size": 16,
-        "bptt": 20, "eval_every": 60, "max_steps": 60, "learning_rate": 0.003, "optimizer": "adam",
-        "run_dir": str(tmp / "run"), "seed": 1, "dyneval": True, "max_time_steps": 10,
-        "dyneval_learning_rate": 3e-4, "dyneval_decay_rate": 1e-3,
-    })
+    cfg = make_config(
+        {
+            "dataset": "ptb",
+            "data_dir": str(write_ptb_documents(tmp / "data")),
+            "hidden_size": 24,
+            "batch_size": 16,
+            "bptt": 20,
+            "eval_every": 60,
+            "max_steps": 60,
+            "learning_rate": 0.003,
+            "optimizer": "adam",
+            "run_dir": str(tmp / "run"),
+            "seed": 1,
+            "dyneval": True,
+            "max_time_steps": 10,
+            "dyneval_learning_rate": 3e-4,
+            "dyneval_decay_rate": 1e-3,
+        }
+    )
     return cfg, train(cfg)
 
 

@@ -64,7 +64,9 @@ def test_without_dropout_mc_equals_deterministic_evaluation():
         want = deterministic(model, data, bptt, (1.0, 0.9))
         got = mc_evaluate(model, data, bptt, samples=4, temperatures=(1.0, 0.9))
         assert got == pytest.approx(want, rel=1e-6)
-    assert select_temperature(model, data, 4, mc_samples=3) == pytest.approx(select_temperature(model, data, 4))
+    assert select_temperature(model, data, 4, mc_samples=3) == pytest.approx(
+        select_temperature(model, data, 4)
+    )
 
 
 def test_mc_needs_a_sample():
@@ -81,11 +83,21 @@ def test_trainer_reports_mc_and_evaluate_command_takes_mc_samples(tmp_path, caps
     from trainer import train
     from tuner.cli import main
 
-    cfg = make_config({
-        "dataset": "ptb", "data_dir": str(write_ptb(tmp_path / "data", train=300, valid=40, test=40)),
-        "hidden_size": 16, "batch_size": 8, "bptt": 10, "max_steps": 10, "eval_every": 10,
-        "output_dropout": 0.5, "state_dropout": 0.3, "mc_dropout_samples": 3, "run_dir": str(tmp_path / "run"),
-    })
+    cfg = make_config(
+        {
+            "dataset": "ptb",
+            "data_dir": str(write_ptb(tmp_path / "data", train=300, valid=40, test=40)),
+            "hidden_size": 16,
+            "batch_size": 8,
+            "bptt": 10,
+            "max_steps": 10,
+            "eval_every": 10,
+            "output_dropout": 0.5,
+            "state_dropout": 0.3,
+            "mc_dropout_samples": 3,
+            "run_dir": str(tmp_path / "run"),
+        }
+    )
     result = train(cfg)
     assert result.mc_test_loss is not None and math.isfinite(result.mc_test_loss)
     assert result.mc_temperature is not None and result.mc_test_loss != result.test_loss

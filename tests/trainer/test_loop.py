@@ -19,9 +19,16 @@ from trainer.loop import LR_DECAY_ON_RESTORE, MAX_RESTORES
 
 def tiny(tmp_path, **kw):
     base = {
-        "dataset": "ptb", "data_dir": str(write_ptb(tmp_path / "data")), "hidden_size": 32,
-        "batch_size": 16, "bptt": 20, "eval_every": 10, "max_steps": 30, "learning_rate": 0.003,
-        "run_dir": str(tmp_path / "run"), "seed": 1,
+        "dataset": "ptb",
+        "data_dir": str(write_ptb(tmp_path / "data")),
+        "hidden_size": 32,
+        "batch_size": 16,
+        "bptt": 20,
+        "eval_every": 10,
+        "max_steps": 30,
+        "learning_rate": 0.003,
+        "run_dir": str(tmp_path / "run"),
+        "seed": 1,
     }
     base.update(kw)
     return make_config(base)
@@ -48,7 +55,9 @@ def test_run_folder_layout_and_metrics(tmp_path):
     seen = []
     result = train(cfg, report=seen.append)
     run = tmp_path / "run"
-    assert {"config.yaml", "metrics.jsonl", "best.pt", "last.pt", "result.json"} <= {p.name for p in run.iterdir()}
+    assert {"config.yaml", "metrics.jsonl", "best.pt", "last.pt", "result.json"} <= {
+        p.name for p in run.iterdir()
+    }
     rows = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
     assert [r["step"] for r in rows] == [10, 20, 30] == [m["step"] for m in seen]
     for key in ("step", "epoch", "val_loss", "raw_val_loss", "avg_length", "tokens_per_s", "lr"):
@@ -99,7 +108,9 @@ def test_resume_reaches_the_same_state(tmp_path):
     assert resumed.best_val_loss == straight.best_val_loss
 
     def curve(p):
-        return [json.loads(line)["val_loss"] for line in (p / "run" / "metrics.jsonl").read_text().splitlines()]
+        return [
+            json.loads(line)["val_loss"] for line in (p / "run" / "metrics.jsonl").read_text().splitlines()
+        ]
 
     assert curve(tmp_path / "a") == curve(tmp_path / "b")
 

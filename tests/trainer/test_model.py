@@ -54,7 +54,9 @@ def test_output_mask_differs_between_time_steps():
 
 
 def test_word_level_ties_embeddings_and_projects_when_smaller(tmp_path):
-    c = make_config({"dataset": "ptb", "data_dir": str(tmp_path), "hidden_size": 20, "input_embedding_ratio": 0.5})
+    c = make_config(
+        {"dataset": "ptb", "data_dir": str(tmp_path), "hidden_size": 20, "input_embedding_ratio": 0.5}
+    )
     model = LanguageModel(c, vocab_size=30, hidden_size=20)
     assert model.out_embedding is None and model.output_weight is model.embedding.weight
     assert model.embedding_size == 10 and model.projection is not None and model.projection.bias is None
@@ -69,8 +71,11 @@ def test_ratio_at_least_one_means_equal_sizes_no_projection():
 
 @pytest.mark.parametrize("architecture", ["residual", "skip"])
 def test_architectures_run_three_layers(architecture):
-    model = LanguageModel(cfg(architecture=architecture, num_layers=3, cell_output_dropout=0.3,
-                              inter_layer_dropout=0.3), vocab_size=7, hidden_size=16)
+    model = LanguageModel(
+        cfg(architecture=architecture, num_layers=3, cell_output_dropout=0.3, inter_layer_dropout=0.3),
+        vocab_size=7,
+        hidden_size=16,
+    )
     logits, state = model(torch.randint(0, 7, (5, 2)), model.zero_state(2))
     assert logits.shape == (5, 2, 7) and len(state) == 3
 
@@ -91,8 +96,9 @@ def test_budget_too_small_is_a_clear_error():
 
 def test_skip_sums_undropped_outputs_and_drops_only_the_next_layers_input():
     """lamb's SkipMultiRNNCell: softmax input Σ_l h^l; inter-layer dropout on layer l+1's input only."""
-    model = LanguageModel(cfg(architecture="skip", num_layers=3, inter_layer_dropout=0.5),
-                          vocab_size=7, hidden_size=16).train()
+    model = LanguageModel(
+        cfg(architecture="skip", num_layers=3, inter_layer_dropout=0.5), vocab_size=7, hidden_size=16
+    ).train()
     inputs, outputs = [], []
 
     def record(mod, args, out):

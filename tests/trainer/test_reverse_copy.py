@@ -19,9 +19,21 @@ from trainer.reverse_copy import (
 
 
 def cfg(tmp_path, **kw):
-    base = {"dataset": "reverse_copy", "reverse_copy_length": 3, "reverse_copy_vocab": 6, "hidden_size": 24,
-            "num_layers": 1, "batch_size": 32, "learning_rate": 0.02, "optimizer": "adam", "max_steps": 200,
-            "eval_every": 100, "max_eval_tokens": 1500, "eval_batch_size": 500, "run_dir": str(tmp_path / "run")}
+    base = {
+        "dataset": "reverse_copy",
+        "reverse_copy_length": 3,
+        "reverse_copy_vocab": 6,
+        "hidden_size": 24,
+        "num_layers": 1,
+        "batch_size": 32,
+        "learning_rate": 0.02,
+        "optimizer": "adam",
+        "max_steps": 200,
+        "eval_every": 100,
+        "max_eval_tokens": 1500,
+        "eval_batch_size": 500,
+        "run_dir": str(tmp_path / "run"),
+    }
     return make_config({**base, **kw})
 
 

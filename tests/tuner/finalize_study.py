@@ -10,7 +10,25 @@ from tests.tuner.sweep_process import finish, launch, tiny_set_args
 def swept_study(cwd: Path, name: str, trials: int = 3) -> str:
     """Run a finished sweep of `trials` tiny trials (no early stopping, so all COMPLETE); its DB URL."""
     db = f"sqlite:///{cwd / 'studies.db'}"
-    proc, log = launch(cwd, ["--name", name, "--trials", str(trials), "--parallel", "2", "--scheduler", "none",
-                             "--sampler", "random", "--seed", "3", "--db", db, *tiny_set_args()])
+    proc, log = launch(
+        cwd,
+        [
+            "--name",
+            name,
+            "--trials",
+            str(trials),
+            "--parallel",
+            "2",
+            "--scheduler",
+            "none",
+            "--sampler",
+            "random",
+            "--seed",
+            "3",
+            "--db",
+            db,
+            *tiny_set_args(),
+        ],
+    )
     assert finish(proc, log, 600) == 0, log.read_text()
     return db

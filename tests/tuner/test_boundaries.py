@@ -19,8 +19,12 @@ def _trials(n, lr_fn, seed=0):
     out = []
     for i in range(n):
         lr = lr_fn(rng)
-        params = {"learning_rate": lr, "input_dropout": rng.uniform(0, 0.9), "mogrifier_rounds": rng.randint(0, 6),
-                  "cell": "lstm"}
+        params = {
+            "learning_rate": lr,
+            "input_dropout": rng.uniform(0, 0.9),
+            "mogrifier_rounds": rng.randint(0, 6),
+            "cell": "lstm",
+        }
         out.append((4.0 + 100 * (lr - 0.001) + rng.uniform(0, 0.01), params))
     return out
 

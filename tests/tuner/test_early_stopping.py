@@ -50,11 +50,22 @@ def test_rungs_on_the_eval_grid() -> None:
     assert EarlyStopping(grace_steps=25, reduction_factor=3).rungs(200, 25) == [25, 75]
 
 
-@pytest.mark.parametrize("policy", [EarlyStopping(), EarlyStopping(grace_steps=100, reduction_factor=2),
-                                    EarlyStopping(grace_steps=25, reduction_factor=4)])
+@pytest.mark.parametrize(
+    "policy",
+    [
+        EarlyStopping(),
+        EarlyStopping(grace_steps=100, reduction_factor=2),
+        EarlyStopping(grace_steps=25, reduction_factor=4),
+    ],
+)
 def test_scheduler_and_sampler_read_the_same_rungs(policy: EarlyStopping, tmp_path) -> None:
-    study = create_study("p", storage_url=f"sqlite:///{tmp_path / 'db.sqlite'}", space="tiny",
-                         n_trials=3, early_stopping=policy.model_dump())
+    study = create_study(
+        "p",
+        storage_url=f"sqlite:///{tmp_path / 'db.sqlite'}",
+        space="tiny",
+        n_trials=3,
+        early_stopping=policy.model_dump(),
+    )
     stored = study_policy(study.user_attrs)
     rungs = stored.rungs(TASK["max_steps"], TASK["eval_every"])
     assert first_stop(stored) == rungs[0]
@@ -64,33 +75,61 @@ def test_scheduler_and_sampler_read_the_same_rungs(policy: EarlyStopping, tmp_pa
     rng = np.random.default_rng(0)
     for _ in range(4):
         x = float(rng.random())
-        study.add_trial(optuna.create_trial(params={"x": x}, distributions=space, state=TrialState.PRUNED,
-                                            intermediate_values={rungs[0]: x, rungs[0] + 5: x}))
+        study.add_trial(
+            optuna.create_trial(
+                params={"x": x},
+                distributions=space,
+                state=TrialState.PRUNED,
+                intermediate_values={rungs[0]: x, rungs[0] + 5: x},
+            )
+        )
     trials, _ = study.sampler.observations(study, space)
     assert len(trials) == 4
     study.set_user_attr(ATTR, EarlyStopping(grace_steps=rungs[0] + 25, reduction_factor=2).model_dump())
     assert study.sampler.observations(study, space)[0] == []
 
 
-@pytest.mark.parametrize("raw, needle", [
-    ({"grace_steps": 0}, "grace_steps: Input should be greater than or equal to 1 (allowed: an integer >= 1"),
-    ({"reduction_factor": 1}, "reduction_factor: Input should be greater than or equal to 2 (allowed: an integer from 2 to 16)"),
-    ({"reduction_factor": 40}, "reduction_factor: Input should be less than or equal to 16"),
-    ({"grace": 5}, "grace: Extra inputs are not permitted (allowed: no such field; allowed: grace_steps, reduction_factor)"),
-])
+@pytest.mark.parametrize(
+    "raw, needle",
+    [
+        (
+            {"grace_steps": 0},
+            "grace_steps: Input should be greater than or equal to 1 (allowed: an integer >= 1",
+        ),
+        (
+            {"reduction_factor": 1},
+            "reduction_factor: Input should be greater than or equal to 2 (allowed: an integer from 2 to 16)",
+        ),
+        ({"reduction_factor": 40}, "reduction_factor: Input should be less than or equal to 16"),
+        (
+            {"grace": 5},
+            "grace: Extra inputs are not permitted (allowed: no such field; allowed: grace_steps, reduction_factor)",
+        ),
+    ],
+)
 def test_bad_values_name_field_and_range(raw: dict, needle: str, tmp_path) -> None:
     with pytest.raises(EarlyStoppingError) as err:
         EarlyStopping.parse(raw)
     assert needle in str(err.value)
     with pytest.raises(StudyError, match="early stopping: "):
-        create_study("bad", storage_url=f"sqlite:///{tmp_path / 'db.sqlite'}", space="tiny", n_trials=3,
-                     early_stopping=raw)
+        create_study(
+            "bad",
+            storage_url=f"sqlite:///{tmp_path / 'db.sqlite'}",
+            space="tiny",
+            n_trials=3,
+            early_stopping=raw,
+        )
 
 
 def test_grace_beyond_max_steps_is_refused(tmp_path) -> None:
     with pytest.raises(StudyError, match=r"grace_steps must be between 1 and max_steps \(200\), not 500"):
-        create_study("bad", storage_url=f"sqlite:///{tmp_path / 'db.sqlite'}", space="tiny", n_trials=3,
-                     early_stopping={"grace_steps": 500})
+        create_study(
+            "bad",
+            storage_url=f"sqlite:///{tmp_path / 'db.sqlite'}",
+            space="tiny",
+            n_trials=3,
+            early_stopping={"grace_steps": 500},
+        )
 
 
 def test_cli_flags_are_checked_before_the_study_exists(tmp_path, capsys) -> None:

@@ -21,10 +21,22 @@ from tuner.study import load_study
 
 def test_summarize_mean_sd_gap_and_headline():
     stored = {
-        "4": {"value": 4.0, "params": {"a": 1}, "reruns": [
-            {"seed": 1, "val_loss": 4.0, "test_loss": 4.1}, {"seed": 2, "val_loss": 4.2, "test_loss": 4.3}]},
-        "7": {"value": 3.9, "params": {"a": 2}, "reruns": [
-            {"seed": 1, "val_loss": 4.3}, {"seed": 2, "val_loss": None, "error": "TrainingDiverged: x"}]},
+        "4": {
+            "value": 4.0,
+            "params": {"a": 1},
+            "reruns": [
+                {"seed": 1, "val_loss": 4.0, "test_loss": 4.1},
+                {"seed": 2, "val_loss": 4.2, "test_loss": 4.3},
+            ],
+        },
+        "7": {
+            "value": 3.9,
+            "params": {"a": 2},
+            "reruns": [
+                {"seed": 1, "val_loss": 4.3},
+                {"seed": 2, "val_loss": None, "error": "TrainingDiverged: x"},
+            ],
+        },
         "9": {"value": 4.5, "params": {"a": 3}, "reruns": []},
     }
     rows = finalize.summarize(stored, word_level=True)
@@ -53,15 +65,36 @@ def test_plan_reruns_the_top_configs_from_their_config_and_skips_done_seeds(tmp_
     db = f"sqlite:///{tmp_path / 'db.sqlite'}"
     study = optuna.create_study(study_name="s", storage=db)
     dist = {"learning_rate": FloatDistribution(1e-3, 1e-2, log=True)}
-    for number, (state, value) in enumerate([(TrialState.COMPLETE, 4.2), (TrialState.COMPLETE, 4.0),
-                                             (TrialState.PRUNED, None), (TrialState.COMPLETE, 4.5)]):
+    for number, (state, value) in enumerate(
+        [
+            (TrialState.COMPLETE, 4.2),
+            (TrialState.COMPLETE, 4.0),
+            (TrialState.PRUNED, None),
+            (TrialState.COMPLETE, 4.5),
+        ]
+    ):
         run_dir = tmp_path / f"trial-{number}"
         run_dir.mkdir()
-        (run_dir / "config.yaml").write_text(yaml.safe_dump(
-            {"hidden_size": 16, "learning_rate": 0.002 + number / 1000, "seed": 5, "run_dir": str(run_dir)}))
-        study.add_trial(create_trial(state=state, value=value, params={"learning_rate": 0.002 + number / 1000},
-                                     distributions=dist, user_attrs={"run_dir": str(run_dir)},
-                                     intermediate_values={10: value or 5.0}))
+        (run_dir / "config.yaml").write_text(
+            yaml.safe_dump(
+                {
+                    "hidden_size": 16,
+                    "learning_rate": 0.002 + number / 1000,
+                    "seed": 5,
+                    "run_dir": str(run_dir),
+                }
+            )
+        )
+        study.add_trial(
+            create_trial(
+                state=state,
+                value=value,
+                params={"learning_rate": 0.002 + number / 1000},
+                distributions=dist,
+                user_attrs={"run_dir": str(run_dir)},
+                intermediate_values={10: value or 5.0},
+            )
+        )
     root = tmp_path / "finalize"
     todo = finalize.plan(study, top=2, seeds=2, root=root)
     assert [(j.trial, j.seed) for j in todo] == [(1, 6), (1, 7), (0, 6), (0, 7)]
@@ -80,8 +113,14 @@ def test_plan_reruns_the_top_configs_from_their_config_and_skips_done_seeds(tmp_
 
 
 def _finalize(cwd: Path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "tuner.cli", "finalize", *args, "--num-cpus", "2"],
-                          cwd=cwd, capture_output=True, text=True, timeout=600, check=False)
+    return subprocess.run(
+        [sys.executable, "-m", "tuner.cli", "finalize", *args, "--num-cpus", "2"],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
 
 
 @pytest.mark.slow
@@ -104,7 +143,10 @@ def test_finalize_reruns_the_two_best_of_a_real_sweep_with_two_seeds(tmp_path):
         assert [r["seed"] for r in entry["reruns"]] == [1, 2]  # fresh: the sweep trained with seed 0
         for r in entry["reruns"]:
             assert math.isfinite(r["val_loss"]) and Path(r["best_checkpoint"]).is_file()
-            assert Path(r["run_dir"]) == tmp_path / "studies" / "fin" / "finalize" / f"trial-{t.number}-seed-{r['seed']}"
+            assert (
+                Path(r["run_dir"])
+                == tmp_path / "studies" / "fin" / "finalize" / f"trial-{t.number}-seed-{r['seed']}"
+            )
             saved = yaml.safe_load((Path(r["run_dir"]) / "config.yaml").read_text())
             assert saved["seed"] == r["seed"] and saved["learning_rate"] == t.params["learning_rate"]
     assert study.user_attrs[finalize.STATUS_ATTR]["state"] == "finished"
@@ -147,7 +189,9 @@ def test_a_second_run_is_refused_while_one_is_alive(tmp_path, capsys):
     study = optuna.create_study(study_name="busy", storage=db)
     other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
     try:
-        study.set_user_attr(finalize.STATUS_ATTR, {"state": "running", "host": socket.gethostname(), "pid": other.pid})
+        study.set_user_attr(
+            finalize.STATUS_ATTR, {"state": "running", "host": socket.gethostname(), "pid": other.pid}
+        )
         assert finalize.live_run(study.user_attrs) == other.pid
         assert main(["finalize", "busy", "--db", db]) == 2
         assert f"already has a finalize run in progress (pid {other.pid})" in capsys.readouterr().err

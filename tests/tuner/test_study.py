@@ -38,7 +38,12 @@ def make(db, name="s1", **kw):
 
 
 def test_created_study_holds_the_contract_attrs(db, tmp_path):
-    study = make(db, storage_path=tmp_path / "ckpt", overrides={"set": {"max_steps": 50}, "ranges": {"learning_rate": "0.001:0.002"}}, seed=3)
+    study = make(
+        db,
+        storage_path=tmp_path / "ckpt",
+        overrides={"set": {"max_steps": 50}, "ranges": {"learning_rate": "0.001:0.002"}},
+        seed=3,
+    )
     attrs = load_study("s1", db).user_attrs
     assert attrs["space"] == "tiny" and attrs["sampler"] == "tpe" and attrs["scheduler"] == "asha"
     assert attrs["n_trials"] == 4 and attrs["parallel"] == 2 and attrs["seed"] == 3
@@ -117,7 +122,9 @@ def test_status_values_are_checked(db):
 
 
 def test_urls_are_redacted_and_defaulted(tmp_path, monkeypatch):
-    assert redact_url("postgresql+psycopg2://me:hunter2@db:5432/x") == "postgresql+psycopg2://me:***@db:5432/x"
+    assert (
+        redact_url("postgresql+psycopg2://me:hunter2@db:5432/x") == "postgresql+psycopg2://me:***@db:5432/x"
+    )
     monkeypatch.delenv("RNNTUNE_DB_URL", raising=False)
     monkeypatch.chdir(tmp_path)
     assert resolve_db_url() == f"sqlite:///{tmp_path / 'studies' / 'rnntune.db'}"

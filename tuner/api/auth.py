@@ -63,7 +63,8 @@ def check_same_site(request: Request, settings: ApiSettings) -> None:
     origin = request.headers.get("origin")
     if origin is not None and urlsplit(origin).netloc.lower() != host.lower():
         raise HTTPException(
-            status.HTTP_403_FORBIDDEN, f"header Origin: {origin!r} is another site; changes are same-origin only"
+            status.HTTP_403_FORBIDDEN,
+            f"header Origin: {origin!r} is another site; changes are same-origin only",
         )
     content_type = request.headers.get("content-type")
     if content_type is not None and content_type.split(";")[0].strip().lower() != "application/json":

@@ -49,7 +49,9 @@ def resolve(raw: Any, roots: tuple[Path, ...], base: Path) -> Path:
     real = resolve_within(raw, roots, base)
     if real is None:
         shown = ", ".join(str(r) for r in roots)
-        raise CheckpointUnavailable(f"checkpoint {raw!r} is outside the server's storage root ({shown}); refused")
+        raise CheckpointUnavailable(
+            f"checkpoint {raw!r} is outside the server's storage root ({shown}); refused"
+        )
     if not real.is_file():
         raise CheckpointUnavailable(f"checkpoint {raw!r} does not exist (or is not a file)")
     return real
@@ -76,13 +78,21 @@ def locate(raw: Any, roots: tuple[Path, ...], base: Path) -> Checkpoint:
     return Checkpoint(path=path, size=path.stat().st_size, sha256=sha256(path))
 
 
-def run_config(attrs: dict[str, Any], roots: tuple[Path, ...], base: Path, params: dict[str, Any]) -> dict[str, Any]:
+def run_config(
+    attrs: dict[str, Any], roots: tuple[Path, ...], base: Path, params: dict[str, Any]
+) -> dict[str, Any]:
     """The run's resolved `config.yaml` (beside the checkpoint, else in the run folder) when it is
     inside `roots`, else `params` (the trial's sampled hyperparameters)."""
-    folders = [os.path.dirname(attrs["checkpoint"]) if isinstance(attrs.get("checkpoint"), str) else None,
-               attrs.get("run_dir")]
+    folders = [
+        os.path.dirname(attrs["checkpoint"]) if isinstance(attrs.get("checkpoint"), str) else None,
+        attrs.get("run_dir"),
+    ]
     for folder in folders:
-        found = resolve_within(os.path.join(folder, "config.yaml"), roots, base) if isinstance(folder, str) else None
+        found = (
+            resolve_within(os.path.join(folder, "config.yaml"), roots, base)
+            if isinstance(folder, str)
+            else None
+        )
         if found is not None and found.is_file():
             try:
                 loaded = yaml.safe_load(found.read_text())
@@ -93,7 +103,9 @@ def run_config(attrs: dict[str, Any], roots: tuple[Path, ...], base: Path, param
     return params
 
 
-def headers(checkpoint: Checkpoint, trial_number: int, value: float, config: dict, config_url: str) -> dict[str, str]:
+def headers(
+    checkpoint: Checkpoint, trial_number: int, value: float, config: dict, config_url: str
+) -> dict[str, str]:
     """Download headers: SHA-256 (hex, and as an RFC 9530 Repr-Digest), the run config as ASCII JSON
     when it is small (always its URL)."""
     raw_digest = bytes.fromhex(checkpoint.sha256)

@@ -38,7 +38,12 @@ class FinalizeHandle:
         return self.process.poll() is None
 
     def as_dict(self) -> dict:
-        return {"pid": self.process.pid, "running": self.running, "returncode": self.process.returncode, "log": str(self.log)}
+        return {
+            "pid": self.process.pid,
+            "running": self.running,
+            "returncode": self.process.returncode,
+            "log": str(self.log),
+        }
 
 
 class FinalizeLauncher:
@@ -51,21 +56,38 @@ class FinalizeLauncher:
         self._lock = threading.Lock()
 
     def command(self, name: str, top: int, seeds: int, parallel: int, storage_path: Path) -> list[str]:
-        return [self._python, "-m", "tuner.cli", "finalize", name, "--top", str(top), "--seeds", str(seeds),
-                "--parallel", str(parallel), "--storage", str(storage_path)]
+        return [
+            self._python,
+            "-m",
+            "tuner.cli",
+            "finalize",
+            name,
+            "--top",
+            str(top),
+            "--seeds",
+            str(seeds),
+            "--parallel",
+            str(parallel),
+            "--storage",
+            str(storage_path),
+        ]
 
     def get(self, name: str) -> FinalizeHandle | None:
         with self._lock:
             return self._handles.get(name)
 
-    def start(self, name: str, attrs: dict, *, top: int, seeds: int, parallel: int, storage_path: Path) -> FinalizeHandle:
+    def start(
+        self, name: str, attrs: dict, *, top: int, seeds: int, parallel: int, storage_path: Path
+    ) -> FinalizeHandle:
         """Launch the run; Conflict (409) while this server's or another local process's run goes on."""
         with self._lock:
             current = self._handles.get(name)
             if (current is not None and current.running) or live_run(attrs) is not None:
                 raise Conflict(f"study {name!r} already has a finalize run in progress")
             # Until the child records `running`, the study says the run is queued (not an old `finished`).
-            load_study(name, self.db_url).set_user_attr(STATUS_ATTR, {"state": "queued", "top": top, "seeds": seeds})
+            load_study(name, self.db_url).set_user_attr(
+                STATUS_ATTR, {"state": "queued", "top": top, "seeds": seeds}
+            )
             log_path = storage_path / "finalize.log"
             env = dict(os.environ)
             env["PYTHONPATH"] = os.pathsep.join(p for p in (_PACKAGE_ROOT, env.get("PYTHONPATH")) if p)
@@ -76,7 +98,10 @@ class FinalizeLauncher:
                 with log_path.open("ab") as out:
                     process = subprocess.Popen(
                         self.command(name, top, seeds, parallel, storage_path),
-                        stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, env=env,
+                        stdin=subprocess.DEVNULL,
+                        stdout=out,
+                        stderr=subprocess.STDOUT,
+                        env=env,
                         start_new_session=True,
                     )
             except OSError as err:
@@ -91,7 +116,10 @@ class FinalizeLauncher:
         try:
             study = load_study(handle.name, self.db_url)
             status = study.user_attrs.get(STATUS_ATTR) or {}
-            if status.get("state") in ("queued", "running") and status.get("pid") in (None, handle.process.pid):
+            if status.get("state") in ("queued", "running") and status.get("pid") in (
+                None,
+                handle.process.pid,
+            ):
                 set_status(study, "failed", error=f"finalize process exited with {code}; see {handle.log}")
         except Exception:  # the watcher must never die silently; the API keeps serving regardless
             log.exception("recording the end of the finalize run of %s failed", handle.name)

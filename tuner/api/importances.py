@@ -86,7 +86,9 @@ def choose_fidelity(completed: Sequence[TrialRecord], pruned: Sequence[TrialReco
     objectives = [(t, float(t.value)) for t in completed]  # type: ignore[arg-type]
     levels: dict[int | None, list[tuple[TrialRecord, float]]] = {None: objectives}
     if len(completed) >= need:  # the highest fidelity has enough: no need to read the curves
-        return Fidelity(step=None, trials=tuple(completed), values=tuple(v for _, v in objectives), min_trials=need)
+        return Fidelity(
+            step=None, trials=tuple(completed), values=tuple(v for _, v in objectives), min_trials=need
+        )
     for trial in (*completed, *pruned):
         for step, value in trial.curve:
             if value is not None and math.isfinite(value):
@@ -228,7 +230,9 @@ def with_intervals(
         drawn = samples[name]
         low, high = np.quantile(drawn, [tail, 1.0 - tail]).tolist() if drawn else (value, value)
         low, high = value + shrink * (low - value), value + shrink * (high - value)
-        rows.append({"name": name, "importance": value, "ci_low": min(low, value), "ci_high": max(high, value)})
+        rows.append(
+            {"name": name, "importance": value, "ci_low": min(low, value), "ci_high": max(high, value)}
+        )
     out["importances"] = rows
     out["bootstrap"]["resamples_used"] = min((len(s) for s in samples.values()), default=0)
     return out

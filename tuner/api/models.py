@@ -50,8 +50,15 @@ class CreateStudy(BaseModel):
     parallel: int = Field(default=2, ge=1, le=1024, description="Trials in flight at once.")
     scheduler: SchedulerName = Field(default="asha", description="Early stopping of poor trials.")
     seed: int | None = Field(default=None, ge=0, le=2**32 - 1, description="Sampler seed.")
-    grace_steps: int | None = Field(default=None, ge=1, description="ASHA: steps before the first rung (default a quarter of max_steps).")
-    reduction_factor: int = Field(default=3, ge=2, le=16, description="ASHA: a trial continues past a rung if in the best 1/factor there.")
+    grace_steps: int | None = Field(
+        default=None, ge=1, description="ASHA: steps before the first rung (default a quarter of max_steps)."
+    )
+    reduction_factor: int = Field(
+        default=3,
+        ge=2,
+        le=16,
+        description="ASHA: a trial continues past a rung if in the best 1/factor there.",
+    )
     overrides: Overrides = Field(default_factory=Overrides)
 
 

@@ -22,7 +22,12 @@ from typing import Any
 
 import optuna
 import sqlalchemy
-from optuna.distributions import BaseDistribution, CategoricalDistribution, IntDistribution, json_to_distribution
+from optuna.distributions import (
+    BaseDistribution,
+    CategoricalDistribution,
+    IntDistribution,
+    json_to_distribution,
+)
 
 from tuner.study import StudyError, redact_url
 
@@ -87,7 +92,11 @@ class ParamSpec:
         return self.scaled(self.high) - self.scaled(self.low)
 
     def as_dict(self) -> dict[str, Any]:
-        keys = ("name", "kind", "choices") if self.kind == "categorical" else ("name", "kind", "low", "high", "log", "step")
+        keys = (
+            ("name", "kind", "choices")
+            if self.kind == "categorical"
+            else ("name", "kind", "low", "high", "log", "step")
+        )
         return {key: list(self.choices) if key == "choices" else getattr(self, key) for key in keys}
 
 
@@ -147,31 +156,39 @@ _IDS = sqlalchemy.text("SELECT study_name, study_id FROM studies")
 _COUNTS = sqlalchemy.text("SELECT study_id, state, COUNT(*) FROM trials GROUP BY study_id, state")
 _BEST = sqlalchemy.text(
     "SELECT t.study_id, MIN(v.value), MAX(v.value) FROM trials t JOIN trial_values v ON v.trial_id = "
-    "t.trial_id AND v.objective = 0 WHERE t.state = 'COMPLETE' AND v.value_type = 'FINITE' GROUP BY t.study_id")
+    "t.trial_id AND v.objective = 0 WHERE t.state = 'COMPLETE' AND v.value_type = 'FINITE' GROUP BY t.study_id"
+)
 _FP_STATES = sqlalchemy.text(
     "SELECT state, COUNT(*), MAX(datetime_start), MAX(datetime_complete) FROM trials "
-    "WHERE study_id = :sid GROUP BY state ORDER BY state")
+    "WHERE study_id = :sid GROUP BY state ORDER BY state"
+)
 _FP_ROWS = sqlalchemy.text(
     "SELECT (SELECT COUNT(*) FROM trial_intermediate_values iv JOIN trials t ON t.trial_id = iv.trial_id "
     "WHERE t.study_id = :sid AND t.state = 'RUNNING'), (SELECT MAX(trial_user_attribute_id) FROM "
     "trial_user_attributes), (SELECT MAX(trial_value_id) FROM trial_values), (SELECT MAX(param_id) FROM "
-    "trial_params), (SELECT MAX(trial_intermediate_value_id) FROM trial_intermediate_values)")
+    "trial_params), (SELECT MAX(trial_intermediate_value_id) FROM trial_intermediate_values)"
+)
 _TRIALS = sqlalchemy.text(
     "SELECT trial_id, number, state, datetime_start, datetime_complete FROM trials WHERE study_id = :sid "
-    "ORDER BY number")
+    "ORDER BY number"
+)
 _PARAMS = sqlalchemy.text(
     "SELECT p.trial_id, p.param_name, p.param_value, p.distribution_json FROM trial_params p "
-    "JOIN trials t ON t.trial_id = p.trial_id WHERE t.study_id = :sid ORDER BY p.param_id")
+    "JOIN trials t ON t.trial_id = p.trial_id WHERE t.study_id = :sid ORDER BY p.param_id"
+)
 _VALUES = sqlalchemy.text(
     "SELECT v.trial_id, v.value, v.value_type FROM trial_values v JOIN trials t ON t.trial_id = v.trial_id "
-    "WHERE t.study_id = :sid AND v.objective = 0")
+    "WHERE t.study_id = :sid AND v.objective = 0"
+)
 _STEPS = sqlalchemy.text(
     "SELECT iv.trial_id, iv.step, iv.intermediate_value, iv.intermediate_value_type "
     "FROM trial_intermediate_values iv JOIN trials t ON t.trial_id = iv.trial_id WHERE t.study_id = :sid "
-    "ORDER BY iv.trial_id, iv.step")
+    "ORDER BY iv.trial_id, iv.step"
+)
 _TRIAL_ATTRS = sqlalchemy.text(
     "SELECT a.trial_id, a.key, a.value_json FROM trial_user_attributes a JOIN trials t "
-    "ON t.trial_id = a.trial_id WHERE t.study_id = :sid")
+    "ON t.trial_id = a.trial_id WHERE t.study_id = :sid"
+)
 
 
 class TrialDB:
@@ -195,7 +212,11 @@ class TrialDB:
         for study in studies:
             sid, direction = id_of[study.study_name], study.directions[0].name.lower()
             best_value = best_map.get(sid, (None, None))[0 if direction == "minimize" else 1]
-            rows.append(StudyRow(sid, study.study_name, direction, study.user_attrs, count_map.get(sid, {}), best_value))
+            rows.append(
+                StudyRow(
+                    sid, study.study_name, direction, study.user_attrs, count_map.get(sid, {}), best_value
+                )
+            )
         return rows
 
     def study_row(self, name: str) -> StudyRow | None:
@@ -216,7 +237,8 @@ class TrialDB:
         bind = {"sid": study_id}
         with self._engine.connect() as conn:
             trial_rows, param_rows, value_rows, step_rows, attr_rows = (
-                conn.execute(q, bind).all() for q in (_TRIALS, _PARAMS, _VALUES, _STEPS, _TRIAL_ATTRS))
+                conn.execute(q, bind).all() for q in (_TRIALS, _PARAMS, _VALUES, _STEPS, _TRIAL_ATTRS)
+            )
         params: dict[int, dict[str, Any]] = {}
         specs: dict[int, dict[str, ParamSpec]] = {}
         for trial_id, name, internal, dist_json in param_rows:
@@ -230,8 +252,18 @@ class TrialDB:
         for trial_id, key, value_json in attr_rows:
             attrs.setdefault(trial_id, {})[key] = json.loads(value_json)
         return [
-            TrialRecord(int(tid), int(number), state, values.get(tid), params.get(tid, {}), specs.get(tid, {}),
-                        tuple(curves.get(tid, ())), attrs.get(tid, {}), _iso(start), _iso(end))
+            TrialRecord(
+                int(tid),
+                int(number),
+                state,
+                values.get(tid),
+                params.get(tid, {}),
+                specs.get(tid, {}),
+                tuple(curves.get(tid, ())),
+                attrs.get(tid, {}),
+                _iso(start),
+                _iso(end),
+            )
             for tid, number, state, start, end in trial_rows
         ]
 
@@ -298,7 +330,8 @@ class StudySnapshot:
                 if len(self._memo) >= MAX_COMPUTATIONS:
                     raise TooManyComputations(
                         f"this study version already had {MAX_COMPUTATIONS} distinct analyses computed; "
-                        f"ask for one of those, or retry once the study changes")
+                        f"ask for one of those, or retry once the study changes"
+                    )
                 self._memo[key] = compute()
             return self._memo[key]
 
@@ -308,13 +341,18 @@ def check_schema(db_url: str) -> None:
     engine = sqlalchemy.create_engine(db_url, **_engine_kwargs(db_url))
     with engine.connect() as conn:
         has_table = sqlalchemy.inspect(conn).has_table("alembic_version")
-        found = conn.execute(sqlalchemy.text("SELECT version_num FROM alembic_version")).scalar() if has_table else None
+        found = (
+            conn.execute(sqlalchemy.text("SELECT version_num FROM alembic_version")).scalar()
+            if has_table
+            else None
+        )
     engine.dispose()
     if has_table and found != SCHEMA_VERSION:
         raise SchemaMismatch(
             f"the study database {redact_url(db_url)} has Optuna schema {found!r}, but the API reads schema "
             f"{SCHEMA_VERSION!r} (Optuna {optuna.__version__}); run `optuna storage upgrade --storage URL` "
-            f"or use the Optuna version that wrote it")
+            f"or use the Optuna version that wrote it"
+        )
 
 
 class StudyStore:

@@ -18,7 +18,8 @@ class ApiState:
         self.store = StudyStore(settings.db_url)
         self.leases = lease_engine(settings.db_url)
         self.launcher = sweeps.SweepLauncher(
-            settings.db_url, settings.storage_root,
+            settings.db_url,
+            settings.storage_root,
             on_exit=lambda name, code, stopped: sweeps.record_exit(self, name, code, stopped),
         )
 

@@ -22,14 +22,27 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--split", choices=("valid", "test"), default="test")
     p.add_argument("--data-dir", help="dataset folder, if it moved since training")
     p.add_argument("--temperature", type=float, help="softmax temperature (default: chosen on validation)")
-    p.add_argument("--dyneval", action="store_true",
-                   help="dynamic evaluation (batch 1, gradient statistics at batch 1024, RMS decay; "
-                        "the checkpoint's max_time_steps and dyneval_* settings)")
-    p.add_argument("--mc-samples", type=int, metavar="N",
-                   help="Monte Carlo dropout: average predictions over N sampled dropout masks "
-                        "(Mogrifier paper §3.3 uses 200; default: the checkpoint's mc_dropout_samples, 0 = off)")
-    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="NAME=VALUE",
-                   help="override an evaluation setting, e.g. --set dyneval_learning_rate=1e-4")
+    p.add_argument(
+        "--dyneval",
+        action="store_true",
+        help="dynamic evaluation (batch 1, gradient statistics at batch 1024, RMS decay; "
+        "the checkpoint's max_time_steps and dyneval_* settings)",
+    )
+    p.add_argument(
+        "--mc-samples",
+        type=int,
+        metavar="N",
+        help="Monte Carlo dropout: average predictions over N sampled dropout masks "
+        "(Mogrifier paper §3.3 uses 200; default: the checkpoint's mc_dropout_samples, 0 = off)",
+    )
+    p.add_argument(
+        "--set",
+        dest="overrides",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="override an evaluation setting, e.g. --set dyneval_learning_rate=1e-4",
+    )
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.set_defaults(func=run)
 
@@ -69,7 +82,11 @@ def run(args: argparse.Namespace) -> int:
     name, value = headline(loss, cfg.word_level)
     mc = cfg.mc_dropout_samples if not args.dyneval else 0
     if args.json:
-        print(json.dumps({"split": args.split, "loss": loss, name: value, "temperature": temperature, "mc_samples": mc}))
+        print(
+            json.dumps(
+                {"split": args.split, "loss": loss, name: value, "temperature": temperature, "mc_samples": mc}
+            )
+        )
     else:
         how = f", Monte Carlo dropout over {mc} masks" if mc else ""
         print(f"{args.split}: {loss:.4f} nats/token, {name} {value:.3f} (temperature {temperature}{how})")

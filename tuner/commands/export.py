@@ -22,7 +22,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("name", help="study name")
     p.add_argument("--format", choices=FORMATS, default="csv", help="table format (default: csv)")
     p.add_argument("--output", "-o", help="file to write (default: NAME.FORMAT; '-' writes to stdout)")
-    p.add_argument("--db", help=f"SQLAlchemy URL of the study database (default ${DB_ENV} or sqlite:///studies/rnntune.db)")
+    p.add_argument(
+        "--db",
+        help=f"SQLAlchemy URL of the study database (default ${DB_ENV} or sqlite:///studies/rnntune.db)",
+    )
     p.set_defaults(func=run)
 
 

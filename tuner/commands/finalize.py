@@ -24,7 +24,9 @@ def _bounded(low: int, high: int, flag: str):
         try:
             value = int(text)
         except ValueError:
-            raise argparse.ArgumentTypeError(f"{flag} must be an integer from {low} to {high}, not {text!r}") from None
+            raise argparse.ArgumentTypeError(
+                f"{flag} must be an integer from {low} to {high}, not {text!r}"
+            ) from None
         if not low <= value <= high:
             raise argparse.ArgumentTypeError(f"{flag} must be from {low} to {high}, not {value}")
         return value
@@ -42,15 +44,46 @@ def register(sub: argparse._SubParsersAction) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("name", help="the study")
-    p.add_argument("--top", type=_bounded(1, 20, "--top"), default=3, help="how many of the best configurations (1-20, default 3)")
-    p.add_argument("--seeds", type=_bounded(1, 10, "--seeds"), default=3, help="fresh seeds per configuration (1-10, default 3)")
-    p.add_argument("--parallel", type=_bounded(1, 64, "--parallel"), default=2, help="reruns in flight at once (default 2)")
-    p.add_argument("--db", help=f"SQLAlchemy URL of the study database (default ${DB_ENV} or sqlite:///studies/rnntune.db)")
-    p.add_argument("--storage", help="the study's folder; reruns go to STORAGE/finalize (default: the study's storage_path)")
-    p.add_argument("--best-by", choices=BEST_BY, help="name the study's best by the tuning run's value or by the rerun mean")
-    p.add_argument("--cpus-per-rerun", type=float, default=1.0, help="CPUs Ray reserves per rerun (default 1)")
-    p.add_argument("--gpus-per-rerun", type=float, default=0.0, help="GPUs Ray reserves per rerun (default 0)")
-    p.add_argument("--ray-address", help="Ray cluster to join (default $RAY_ADDRESS, else start one in-process)")
+    p.add_argument(
+        "--top",
+        type=_bounded(1, 20, "--top"),
+        default=3,
+        help="how many of the best configurations (1-20, default 3)",
+    )
+    p.add_argument(
+        "--seeds",
+        type=_bounded(1, 10, "--seeds"),
+        default=3,
+        help="fresh seeds per configuration (1-10, default 3)",
+    )
+    p.add_argument(
+        "--parallel",
+        type=_bounded(1, 64, "--parallel"),
+        default=2,
+        help="reruns in flight at once (default 2)",
+    )
+    p.add_argument(
+        "--db",
+        help=f"SQLAlchemy URL of the study database (default ${DB_ENV} or sqlite:///studies/rnntune.db)",
+    )
+    p.add_argument(
+        "--storage",
+        help="the study's folder; reruns go to STORAGE/finalize (default: the study's storage_path)",
+    )
+    p.add_argument(
+        "--best-by",
+        choices=BEST_BY,
+        help="name the study's best by the tuning run's value or by the rerun mean",
+    )
+    p.add_argument(
+        "--cpus-per-rerun", type=float, default=1.0, help="CPUs Ray reserves per rerun (default 1)"
+    )
+    p.add_argument(
+        "--gpus-per-rerun", type=float, default=0.0, help="GPUs Ray reserves per rerun (default 0)"
+    )
+    p.add_argument(
+        "--ray-address", help="Ray cluster to join (default $RAY_ADDRESS, else start one in-process)"
+    )
     p.add_argument("--num-cpus", type=int, help="CPUs of the in-process Ray cluster (default: all)")
     p.add_argument("--verbose", action="store_true", help="show Ray's own console output")
     p.set_defaults(func=run)
@@ -76,8 +109,10 @@ def report(rows: list[dict], best_by: str | None) -> str:
         )
     best = best_by_rerun_mean(rows)
     if best is not None:
-        lines.append(f"best by rerun mean: trial #{best['trial']} ({best['headline']} {_fmt(best['headline_mean'], best['headline_sd'], 3)})"
-                     + (f"; the study names its best by {best_by}" if best_by else ""))
+        lines.append(
+            f"best by rerun mean: trial #{best['trial']} ({best['headline']} {_fmt(best['headline_mean'], best['headline_sd'], 3)})"
+            + (f"; the study names its best by {best_by}" if best_by else "")
+        )
     return "\n".join(lines)
 
 
@@ -94,10 +129,16 @@ def run(args: argparse.Namespace) -> int:
         study = load_study(args.name, url)
         pid = finalize.live_run(study.user_attrs)
         if pid is not None:
-            raise StudyError(f"study {args.name!r} already has a finalize run in progress (pid {pid}); wait for it or stop it")
+            raise StudyError(
+                f"study {args.name!r} already has a finalize run in progress (pid {pid}); wait for it or stop it"
+            )
         if not finalize.top_trials(study, 1):
             raise StudyError(f"study {args.name!r} has no COMPLETE trial to rerun")
-        folder = Path(args.storage).expanduser().resolve() if args.storage else Path(study.user_attrs.get("storage_path") or Path("studies") / args.name)
+        folder = (
+            Path(args.storage).expanduser().resolve()
+            if args.storage
+            else Path(study.user_attrs.get("storage_path") or Path("studies") / args.name)
+        )
         root = folder / "finalize"
         if args.best_by:
             study.set_user_attr(finalize.BEST_BY_ATTR, args.best_by)
@@ -105,19 +146,32 @@ def run(args: argparse.Namespace) -> int:
     except StudyError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
-    print(f"study {args.name}: {len(todo)} reruns to do (top {args.top} × {args.seeds} seeds)  db {redact_url(url)}  in {root}")
+    print(
+        f"study {args.name}: {len(todo)} reruns to do (top {args.top} × {args.seeds} seeds)  db {redact_url(url)}  in {root}"
+    )
     started = False
     try:
         if todo:
             started = start_ray(args.ray_address, args.num_cpus or os.cpu_count(), args.verbose)
 
         def progress(job: finalize.Rerun, result: dict) -> None:
-            value = "failed: " + result["error"] if result.get("val_loss") is None else f"val loss {result['val_loss']:.4f}"
+            value = (
+                "failed: " + result["error"]
+                if result.get("val_loss") is None
+                else f"val loss {result['val_loss']:.4f}"
+            )
             print(f"trial #{job.trial} seed {job.seed}: {value}", flush=True)
 
-        rows = finalize.run_finalize(study, top=args.top, seeds=args.seeds, root=root, parallel=args.parallel,
-                                     cpus_per_rerun=args.cpus_per_rerun, gpus_per_rerun=args.gpus_per_rerun,
-                                     on_result=progress)
+        rows = finalize.run_finalize(
+            study,
+            top=args.top,
+            seeds=args.seeds,
+            root=root,
+            parallel=args.parallel,
+            cpus_per_rerun=args.cpus_per_rerun,
+            gpus_per_rerun=args.gpus_per_rerun,
+            on_result=progress,
+        )
     except RayStartError as err:
         finalize.set_status(study, "failed", top=args.top, seeds=args.seeds, error=str(err))
         print(f"error: {err}", file=sys.stderr)

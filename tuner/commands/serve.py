@@ -17,13 +17,23 @@ from tuner.study import StudyError, redact_url
 def add_server_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     p.add_argument("--port", type=int, default=8000, help="port to listen on (default 8000)")
-    p.add_argument("--db", help="SQLAlchemy URL of the study database "
-                   "(default $RNNTUNE_DB_URL or sqlite:///studies/rnntune.db)")
-    p.add_argument("--storage", help="root folder of the studies' checkpoints, the only one files are "
-                   "served from (default $RNNTUNE_STORAGE or ./studies)")
-    p.add_argument("--data-root", action="append", dest="data_roots", metavar="DIR",
-                   help="a folder that studies may take datasets from (`data_dir`); repeatable "
-                   "(default $RNNTUNE_DATA_ROOTS, paths separated by ':'; none)")
+    p.add_argument(
+        "--db",
+        help="SQLAlchemy URL of the study database (default $RNNTUNE_DB_URL or sqlite:///studies/rnntune.db)",
+    )
+    p.add_argument(
+        "--storage",
+        help="root folder of the studies' checkpoints, the only one files are "
+        "served from (default $RNNTUNE_STORAGE or ./studies)",
+    )
+    p.add_argument(
+        "--data-root",
+        action="append",
+        dest="data_roots",
+        metavar="DIR",
+        help="a folder that studies may take datasets from (`data_dir`); repeatable "
+        "(default $RNNTUNE_DATA_ROOTS, paths separated by ':'; none)",
+    )
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -61,6 +71,8 @@ def run(args: argparse.Namespace) -> int:
     except (PortUnavailable, StudyError) as err:  # a SchemaMismatch of the database is a StudyError
         return fail(str(err))
     url = url_of(sock)
-    print(f"rnntune API on {url}  (web view {url}/web/, docs {url}/docs)  db {redact_url(settings.db_url)}",
-          flush=True)
+    print(
+        f"rnntune API on {url}  (web view {url}/web/, docs {url}/docs)  db {redact_url(settings.db_url)}",
+        flush=True,
+    )
     return serve(make_server(app), sock)

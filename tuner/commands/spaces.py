@@ -22,10 +22,16 @@ def register(sub: argparse._SubParsersAction) -> None:
     actions = p.add_subparsers(dest="action", metavar="ACTION")
     show = actions.add_parser("show", help="print a space's ranges and fixed settings")
     show.add_argument("space", help="space name or path of a YAML file")
-    show.add_argument("--range", action="append", default=[], metavar="NAME=LOW:HIGH[:SCALE]",
-                      help="preview a range override")
-    show.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
-                      help="preview a fixed-setting override")
+    show.add_argument(
+        "--range",
+        action="append",
+        default=[],
+        metavar="NAME=LOW:HIGH[:SCALE]",
+        help="preview a range override",
+    )
+    show.add_argument(
+        "--set", action="append", default=[], metavar="NAME=VALUE", help="preview a fixed-setting override"
+    )
     actions.add_parser("schema", help="print the JSON schema of a search-space file")
     p.set_defaults(func=run)
 
@@ -49,9 +55,19 @@ def render_space(space: SearchSpace) -> str:
     if space.path:
         out.append(f"file: {space.path}")
     out += ["", table(rows, ["parameter", "scale", "range", "only when"]), ""]
-    out.append(table([[k, repr(v) if isinstance(v, str) else str(v)] for k, v in space.fixed.items()], ["fixed setting", "value"]))
-    steps = [int(space.fixed.get(k, TrainConfig.model_fields[k].default)) for k in ("max_steps", "eval_every")]
-    out += ["", f"default early stopping (change with --grace-steps/--reduction-factor): {EarlyStopping().describe(*steps)}"]
+    out.append(
+        table(
+            [[k, repr(v) if isinstance(v, str) else str(v)] for k, v in space.fixed.items()],
+            ["fixed setting", "value"],
+        )
+    )
+    steps = [
+        int(space.fixed.get(k, TrainConfig.model_fields[k].default)) for k in ("max_steps", "eval_every")
+    ]
+    out += [
+        "",
+        f"default early stopping (change with --grace-steps/--reduction-factor): {EarlyStopping().describe(*steps)}",
+    ]
     return "\n".join(out)
 
 

@@ -35,8 +35,18 @@ from tuner.study import (
 )
 
 # Options that define a study; they cannot change when resuming it.
-STUDY_OPTIONS = ("space", "parallel", "sampler", "scheduler", "name", "seed", "range", "set",
-                 "grace_steps", "reduction_factor")
+STUDY_OPTIONS = (
+    "space",
+    "parallel",
+    "sampler",
+    "scheduler",
+    "name",
+    "seed",
+    "range",
+    "set",
+    "grace_steps",
+    "reduction_factor",
+)
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -155,8 +165,14 @@ def run(args: argparse.Namespace) -> int:
                 storage_path=args.storage,
                 overrides=overrides,
                 seed=args.seed,
-                early_stopping={k: v for k, v in (("grace_steps", args.grace_steps),
-                                                  ("reduction_factor", args.reduction_factor)) if v is not None},
+                early_stopping={
+                    k: v
+                    for k, v in (
+                        ("grace_steps", args.grace_steps),
+                        ("reduction_factor", args.reduction_factor),
+                    )
+                    if v is not None
+                },
             )
             name = study.study_name
         outcome = run_sweep(

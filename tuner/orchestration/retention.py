@@ -41,7 +41,9 @@ def _inside(path: Path, root: Path) -> bool:
     return True
 
 
-def keep_top(trials: Sequence[FrozenTrial], keep: int, root: Path) -> tuple[RetentionReport, list[FrozenTrial]]:
+def keep_top(
+    trials: Sequence[FrozenTrial], keep: int, root: Path
+) -> tuple[RetentionReport, list[FrozenTrial]]:
     """Remove the weight files of finished trials outside the `keep` best COMPLETE ones.
 
     Only run folders inside `root` (the study's storage) are touched. Returns the report and the
@@ -49,7 +51,9 @@ def keep_top(trials: Sequence[FrozenTrial], keep: int, root: Path) -> tuple[Rete
     """
     if keep < 1:
         raise ValueError(f"keep_top must be at least 1 (the best trial is always kept), not {keep}")
-    complete = sorted((t for t in trials if t.state == TrialState.COMPLETE), key=lambda t: (t.value, t.number))
+    complete = sorted(
+        (t for t in trials if t.state == TrialState.COMPLETE), key=lambda t: (t.value, t.number)
+    )
     kept = {t.number for t in complete[:keep]}
     removed: list[FrozenTrial] = []
     freed = 0

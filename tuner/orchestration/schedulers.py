@@ -27,7 +27,9 @@ def _setting(fixed: Mapping[str, Any], name: str) -> int:
     return int(fixed.get(name, TrainConfig.model_fields[name].default))
 
 
-def make_scheduler(name: str, fixed: Mapping[str, Any], policy: EarlyStopping | None = None) -> TrialScheduler:
+def make_scheduler(
+    name: str, fixed: Mapping[str, Any], policy: EarlyStopping | None = None
+) -> TrialScheduler:
     """`asha`, `median` or `none`, with milestones on the evaluation grid of the task's settings.
 
     ASHA's grace period and reduction factor come from the study's early-stopping `policy`

@@ -24,11 +24,15 @@ class StudyStop(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     patience: int | None = Field(
-        None, ge=1, le=1_000_000,
+        None,
+        ge=1,
+        le=1_000_000,
         description="end after this many finished trials in a row without a significant improvement",
     )
     min_improvement: float = Field(
-        0.0, ge=0.0, le=1e6,
+        0.0,
+        ge=0.0,
+        le=1e6,
         description="how much (objective units: nats/token) a trial must beat the best by to count as one",
     )
     max_hours: float | None = Field(
@@ -54,7 +58,9 @@ class StudyStop(BaseModel):
                 since += 1
         return since, best
 
-    def reason(self, trials: Sequence[FrozenTrial], started: dt.datetime, now: dt.datetime | None = None) -> str | None:
+    def reason(
+        self, trials: Sequence[FrozenTrial], started: dt.datetime, now: dt.datetime | None = None
+    ) -> str | None:
         """Why the sweep should end now (a sentence for the log and the study), or None to go on."""
         now = now or dt.datetime.now(dt.UTC)
         if self.max_hours is not None and (now - started).total_seconds() >= self.max_hours * 3600:

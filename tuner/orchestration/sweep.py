@@ -90,7 +90,9 @@ def _trial_dirname(trial: Any) -> str:
 def _grid(space: SearchSpace) -> tuple[int, int]:
     from trainer import TrainConfig
 
-    return tuple(int(space.fixed.get(k, TrainConfig.model_fields[k].default)) for k in ("max_steps", "eval_every"))
+    return tuple(
+        int(space.fixed.get(k, TrainConfig.model_fields[k].default)) for k in ("max_steps", "eval_every")
+    )
 
 
 def resolve_data_dir(space: SearchSpace) -> SearchSpace:

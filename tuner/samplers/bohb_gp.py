@@ -51,5 +51,6 @@ def _budgets(study: Study, trials: list[FrozenTrial]) -> set[int]:
     task = attrs.get("task") or {}
     if ATTR in attrs and "max_steps" in task and "eval_every" in task:
         return set(study_policy(attrs).rungs(int(task["max_steps"]), int(task["eval_every"])))
-    return {max(t.intermediate_values) for t in trials
-            if t.state == TrialState.PRUNED and t.intermediate_values}
+    return {
+        max(t.intermediate_values) for t in trials if t.state == TrialState.PRUNED and t.intermediate_values
+    }

@@ -85,7 +85,8 @@ class MultiFidelityGPSampler(HalfRankGPSampler, abc.ABC):
         sign = 1.0 if study.direction == StudyDirection.MINIMIZE else -1.0
         states = (TrialState.COMPLETE, TrialState.PRUNED, TrialState.RUNNING)
         trials = [
-            t for t in study.get_trials(deepcopy=False, states=states)
+            t
+            for t in study.get_trials(deepcopy=False, states=states)
             if search_space.keys() <= t.params.keys()
         ]
         chosen, minimised = self.targets(study, trials, sign)

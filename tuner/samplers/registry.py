@@ -115,8 +115,7 @@ def make_sampler(name: str, seed: int | None = None, **options: Any) -> BaseSamp
     unknown = sorted(set(options) - set(allowed))
     if unknown:
         raise ValueError(
-            f"unknown option(s) {', '.join(unknown)} for sampler {name!r}; "
-            f"allowed: {', '.join(allowed)}"
+            f"unknown option(s) {', '.join(unknown)} for sampler {name!r}; allowed: {', '.join(allowed)}"
         )
     factory = _FACTORIES[name][0]
     return factory(seed=seed, **options)

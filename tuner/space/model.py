@@ -168,7 +168,9 @@ class SearchSpace(SpaceFile):
     _path: str | None = PrivateAttr(None)
 
     @classmethod
-    def from_dict(cls, raw: Any, *, where: str | None = None, path: str | os.PathLike | None = None) -> SearchSpace:
+    def from_dict(
+        cls, raw: Any, *, where: str | None = None, path: str | os.PathLike | None = None
+    ) -> SearchSpace:
         """Validate a mapping (a parsed file plus its name, an inline API space, a stored `space_def`)."""
         name = raw.get("name", "?") if isinstance(raw, Mapping) else "?"
         try:
@@ -203,7 +205,8 @@ class SearchSpace(SpaceFile):
     def is_active(self, spec: Any, values: Mapping[str, Any]) -> bool:
         """Whether a conditional param applies given the values sampled so far and the fixed settings."""
         return all(
-            values.get(key, self.fixed.get(key, _default(key))) in allowed for key, allowed in spec.when.items()
+            values.get(key, self.fixed.get(key, _default(key))) in allowed
+            for key, allowed in spec.when.items()
         )
 
     def suggest(self, trial: Any) -> dict[str, Any]:
@@ -232,7 +235,9 @@ class SearchSpace(SpaceFile):
         raw = self.to_dict()
         where = f"{self.name} (overrides)"
         for name, spec in (ranges or {}).items():
-            entry = {k: v for k, v in raw["params"].get(name, {}).items() if k not in ("low", "high", "choices")}
+            entry = {
+                k: v for k, v in raw["params"].get(name, {}).items() if k not in ("low", "high", "choices")
+            }
             entry.update(parse_range(where, name, spec))
             raw["params"][name] = entry
         fixed = dict(fixed or {})

@@ -44,7 +44,9 @@ def _real(raw: Any, info: ValidationInfo) -> float:
         try:
             return math.exp(float(match.group(1))) if match else float(raw)
         except OverflowError:
-            raise ValueError(f"{key} {str(raw).strip()} is too large; bounds must be finite numbers") from None
+            raise ValueError(
+                f"{key} {str(raw).strip()} is too large; bounds must be finite numbers"
+            ) from None
         except ValueError:
             pass
     raise ValueError(f"{key} must be a number or exp(x), got {raw!r}")
@@ -83,12 +85,16 @@ IntBound = Annotated[int, BeforeValidator(_integer), WithJsonSchema({"type": "in
 When = Annotated[
     dict[str, tuple[Scalar, ...]],
     BeforeValidator(_when),
-    WithJsonSchema({
-        "type": "object",
-        "minProperties": 1,
-        "additionalProperties": {"anyOf": [_SCALAR_SCHEMA, {"type": "array", "items": _SCALAR_SCHEMA, "minItems": 1}]},
-        "description": "sample this parameter only when each named setting has (one of) the given value(s)",
-    }),
+    WithJsonSchema(
+        {
+            "type": "object",
+            "minProperties": 1,
+            "additionalProperties": {
+                "anyOf": [_SCALAR_SCHEMA, {"type": "array", "items": _SCALAR_SCHEMA, "minItems": 1}]
+            },
+            "description": "sample this parameter only when each named setting has (one of) the given value(s)",
+        }
+    ),
 ]
 
 
@@ -202,5 +208,8 @@ ParamSpec = Annotated[
     Discriminator(_scale_of),
 ]
 SPEC_CLASSES: dict[str, type[_Spec]] = {
-    "linear": LinearParam, "log": LogParam, "int": IntParam, "categorical": CategoricalParam,
+    "linear": LinearParam,
+    "log": LogParam,
+    "int": IntParam,
+    "categorical": CategoricalParam,
 }

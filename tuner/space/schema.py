@@ -37,7 +37,11 @@ def json_schema() -> dict[str, Any]:
     """JSON schema (draft 2020-12) of a search-space file."""
     schema = SpaceFile.model_json_schema()
     schema["properties"]["params"]["properties"] = _per_name()
-    return {"$schema": "https://json-schema.org/draft/2020-12/schema", "title": "rnntune search space", **schema}
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "title": "rnntune search space",
+        **schema,
+    }
 
 
 def json_schema_text() -> str:

@@ -16,7 +16,11 @@ from pydantic import BaseModel
 from trainer.config import TUNABLE, TrainConfig
 
 Kind = Literal["float", "int", "categorical"]
-SCALES: dict[str, tuple[str, ...]] = {"float": ("linear", "log"), "int": ("int",), "categorical": ("categorical",)}
+SCALES: dict[str, tuple[str, ...]] = {
+    "float": ("linear", "log"),
+    "int": ("int",),
+    "categorical": ("categorical",),
+}
 
 
 @dataclass(frozen=True)
@@ -43,7 +47,9 @@ def _kind(name: str, annotation: Any) -> tuple[Kind, tuple[Any, ...]]:
         return "categorical", get_args(annotation)
     if get_origin(annotation) in (Union, types.UnionType):
         raise TypeError(f"config field {name} is marked tunable but may be None; a tuned value is never None")
-    raise TypeError(f"config field {name} is marked tunable but has type {annotation!r}; use float, int, bool or Literal")
+    raise TypeError(
+        f"config field {name} is marked tunable but has type {annotation!r}; use float, int, bool or Literal"
+    )
 
 
 def derive_tunables(config: type[BaseModel] = TrainConfig) -> dict[str, Tunable]:

@@ -37,7 +37,9 @@ def study_env(tmp_path_factory) -> dict:
     (storage / "linked").mkdir(parents=True)
     os.symlink(outside, storage / "linked" / "best.pt")
     make_study(db_url, "linked", storage / "linked", checkpoints={0: str(storage / "linked" / "best.pt")})
-    make_study(db_url, "empty", storage / "empty", trials=[t for t in FIXED_TRIALS if t[2] is None], status="created")
+    make_study(
+        db_url, "empty", storage / "empty", trials=[t for t in FIXED_TRIALS if t[2] is None], status="created"
+    )
     return {"db_url": db_url, "storage": storage, "root": root}
 
 

@@ -31,15 +31,51 @@ BEST = {"learning_rate": 0.002, "input_dropout": 0.45, "mogrifier_rounds": 3}
 # Hand-checked membership in the comments.
 FIXED_TRIALS = [
     (BEST, TrialState.COMPLETE, 4.0),  # 0: the best
-    ({"learning_rate": 0.0024, "input_dropout": 0.5, "mogrifier_rounds": 4}, TrialState.COMPLETE, 4.1),  # 1: in
-    ({"learning_rate": 0.0016, "input_dropout": 0.45, "mogrifier_rounds": 3}, TrialState.COMPLETE, 4.2),  # 2: out (log: ln 0.8 = -0.223; linear would keep it)
-    ({"learning_rate": 0.00246, "input_dropout": 0.4, "mogrifier_rounds": 2}, TrialState.COMPLETE, 4.3),  # 3: in (log: ln 1.23 = 0.207; linear would drop it)
-    ({"learning_rate": 0.002, "input_dropout": 0.6, "mogrifier_rounds": 3}, TrialState.COMPLETE, 4.05),  # 4: out (dropout 0.15 > 0.135)
-    ({"learning_rate": 0.002, "input_dropout": 0.45, "mogrifier_rounds": 5}, TrialState.COMPLETE, 4.02),  # 5: out (rounds 2 > 1.5)
-    ({"learning_rate": 0.0011, "input_dropout": 0.1, "mogrifier_rounds": 8}, TrialState.COMPLETE, 5.0),  # 6: out
-    ({"learning_rate": 0.0021, "input_dropout": 0.46, "mogrifier_rounds": 3}, TrialState.PRUNED, None),  # 7: pruned: never counted
-    ({"learning_rate": 0.0035, "input_dropout": 0.8, "mogrifier_rounds": 1}, TrialState.FAIL, None),  # 8: failed
-    ({"learning_rate": 0.0019, "input_dropout": 0.44, "mogrifier_rounds": 3}, TrialState.RUNNING, None),  # 9: running
+    (
+        {"learning_rate": 0.0024, "input_dropout": 0.5, "mogrifier_rounds": 4},
+        TrialState.COMPLETE,
+        4.1,
+    ),  # 1: in
+    (
+        {"learning_rate": 0.0016, "input_dropout": 0.45, "mogrifier_rounds": 3},
+        TrialState.COMPLETE,
+        4.2,
+    ),  # 2: out (log: ln 0.8 = -0.223; linear would keep it)
+    (
+        {"learning_rate": 0.00246, "input_dropout": 0.4, "mogrifier_rounds": 2},
+        TrialState.COMPLETE,
+        4.3,
+    ),  # 3: in (log: ln 1.23 = 0.207; linear would drop it)
+    (
+        {"learning_rate": 0.002, "input_dropout": 0.6, "mogrifier_rounds": 3},
+        TrialState.COMPLETE,
+        4.05,
+    ),  # 4: out (dropout 0.15 > 0.135)
+    (
+        {"learning_rate": 0.002, "input_dropout": 0.45, "mogrifier_rounds": 5},
+        TrialState.COMPLETE,
+        4.02,
+    ),  # 5: out (rounds 2 > 1.5)
+    (
+        {"learning_rate": 0.0011, "input_dropout": 0.1, "mogrifier_rounds": 8},
+        TrialState.COMPLETE,
+        5.0,
+    ),  # 6: out
+    (
+        {"learning_rate": 0.0021, "input_dropout": 0.46, "mogrifier_rounds": 3},
+        TrialState.PRUNED,
+        None,
+    ),  # 7: pruned: never counted
+    (
+        {"learning_rate": 0.0035, "input_dropout": 0.8, "mogrifier_rounds": 1},
+        TrialState.FAIL,
+        None,
+    ),  # 8: failed
+    (
+        {"learning_rate": 0.0019, "input_dropout": 0.44, "mogrifier_rounds": 3},
+        TrialState.RUNNING,
+        None,
+    ),  # 9: running
 ]
 EXPECTED_NEIGHBOURS = {1: 0.1, 3: 0.3}
 
@@ -67,8 +103,16 @@ def make_study(
     checkpoints = checkpoints or {}
     frozen = []
     for number, (params, state, value) in enumerate(trials):
-        curve = {} if state == TrialState.FAIL else {100 * (s + 1): (value or 4.5) + 0.5 / (s + 1) for s in range(3)}
-        attrs = {"node": "127.0.0.1", "wall_time_s": 1.5 + number, "run_dir": str(storage_path / f"trial{number}")}
+        curve = (
+            {}
+            if state == TrialState.FAIL
+            else {100 * (s + 1): (value or 4.5) + 0.5 / (s + 1) for s in range(3)}
+        )
+        attrs = {
+            "node": "127.0.0.1",
+            "wall_time_s": 1.5 + number,
+            "run_dir": str(storage_path / f"trial{number}"),
+        }
         if number in checkpoints:
             attrs["checkpoint"] = checkpoints[number]
         if state == TrialState.FAIL:

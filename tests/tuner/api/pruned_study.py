@@ -37,8 +37,13 @@ def asha_study(db_url: str, name: str, seed: int = 0, n: int = 60) -> None:
     rows = [dict(BEST_PARAMS)]
     rows.append({"learning_rate": 0.00205, "input_dropout": 0.46, "mogrifier_rounds": 3})
     for _ in range(n - 2):
-        rows.append({"learning_rate": math.exp(rng.uniform(math.log(0.001), math.log(0.004))),
-                     "input_dropout": rng.uniform(0.0, 0.9), "mogrifier_rounds": rng.randint(0, 10)})
+        rows.append(
+            {
+                "learning_rate": math.exp(rng.uniform(math.log(0.001), math.log(0.004))),
+                "input_dropout": rng.uniform(0.0, 0.9),
+                "mogrifier_rounds": rng.randint(0, 10),
+            }
+        )
     order = sorted(range(2, n), key=lambda i: final_value(rows[i]))
     complete = {0, *order[: n // 10 - 1]}
     at_100 = set(order[n // 10 - 1 : n // 3])
@@ -47,10 +52,20 @@ def asha_study(db_url: str, name: str, seed: int = 0, n: int = 60) -> None:
     for i, params in enumerate(rows):
         if i in complete:
             curve = _curve(params, 200)
-            trials.append(create_trial(state=TrialState.COMPLETE, params=params, distributions=SPACE,
-                                       value=min(curve.values()), intermediate_values=curve))
+            trials.append(
+                create_trial(
+                    state=TrialState.COMPLETE,
+                    params=params,
+                    distributions=SPACE,
+                    value=min(curve.values()),
+                    intermediate_values=curve,
+                )
+            )
         else:
             curve = {50: 1.0} if i == 1 else _curve(params, 100 if i in at_100 else 50)
-            trials.append(create_trial(state=TrialState.PRUNED, params=params, distributions=SPACE,
-                                       intermediate_values=curve))
+            trials.append(
+                create_trial(
+                    state=TrialState.PRUNED, params=params, distributions=SPACE, intermediate_values=curve
+                )
+            )
     study.add_trials(trials)

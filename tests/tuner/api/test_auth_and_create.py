@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-
 import httpx
 import pytest
 
@@ -40,7 +39,13 @@ def bearer(token: str) -> dict:
 
 @pytest.mark.parametrize(
     "headers",
-    [{}, bearer("wrong"), bearer(WRITE + "x"), {"Authorization": f"Basic {WRITE}"}, {"Authorization": "Bearer"}],
+    [
+        {},
+        bearer("wrong"),
+        bearer(WRITE + "x"),
+        {"Authorization": f"Basic {WRITE}"},
+        {"Authorization": "Bearer"},
+    ],
 )
 @pytest.mark.parametrize(
     "method, path",
@@ -108,8 +113,10 @@ def test_create_validation_names_field_and_allowed_values(guarded, change, needl
 
 def test_inline_space_and_overrides_are_stored(guarded):
     url, _ = guarded
-    space = {"fixed": {"cell": "lstm", "dataset": "builtin", "hidden_size": 16, "max_steps": 20},
-             "params": {"learning_rate": {"low": 0.001, "high": 0.004, "scale": "log"}}}
+    space = {
+        "fixed": {"cell": "lstm", "dataset": "builtin", "hidden_size": 16, "max_steps": 20},
+        "params": {"learning_rate": {"low": 0.001, "high": 0.004, "scale": "log"}},
+    }
     body = {**NEW, "name": "inline-one", "space": space, "overrides": {"set": {"max_steps": 30}}}
     response = httpx.post(f"{url}/studies", headers=bearer(WRITE), json=body)
     assert response.status_code == 201, response.text

@@ -11,8 +11,10 @@ import pytest
 from tests.tuner.api.fixtures import live_server
 from tuner.api import ApiSettings
 
-INLINE = {"fixed": {"cell": "lstm", "dataset": "builtin", "hidden_size": 16, "max_steps": 20},
-          "params": {"learning_rate": {"low": 0.001, "high": 0.004, "scale": "log"}}}
+INLINE = {
+    "fixed": {"cell": "lstm", "dataset": "builtin", "hidden_size": 16, "max_steps": 20},
+    "params": {"learning_rate": {"low": 0.001, "high": 0.004, "scale": "log"}},
+}
 BODY = {"name": "s", "space": "tiny", "n_trials": 2, "parallel": 1, "sampler": "random"}
 
 
@@ -27,16 +29,28 @@ def url(tmp_path_factory):
 @pytest.mark.parametrize(
     "change, needle",
     [
-        ({"overrides": {"ranges": {"learning_rate": "exp(1000):exp(1001)"}}},
-         "tiny (overrides): parameter learning_rate: low exp(1000) is too large; bounds must be finite numbers"),
-        ({"overrides": {"ranges": {"t_max": "exp(2):exp(1e9):log"}}},
-         "parameter t_max: high exp(1e9) is too large"),
-        ({"space": {**INLINE, "params": {"t_max": {"low": "exp(2)", "high": "exp(1000)", "scale": "log"}}}},
-         "inline space 'inline': parameter t_max: high exp(1000) is too large"),
-        ({"space": {**INLINE, "params": {"t_max": {"low": 3, "high": "HUGE", "scale": "log"}}}},
-         "parameter t_max: low and high must be finite"),
-        ({"space": {**INLINE, "name": "../../zz"}},
-         "space name '../../zz': String should match pattern"),
+        (
+            {"overrides": {"ranges": {"learning_rate": "exp(1000):exp(1001)"}}},
+            "tiny (overrides): parameter learning_rate: low exp(1000) is too large; bounds must be finite numbers",
+        ),
+        (
+            {"overrides": {"ranges": {"t_max": "exp(2):exp(1e9):log"}}},
+            "parameter t_max: high exp(1e9) is too large",
+        ),
+        (
+            {
+                "space": {
+                    **INLINE,
+                    "params": {"t_max": {"low": "exp(2)", "high": "exp(1000)", "scale": "log"}},
+                }
+            },
+            "inline space 'inline': parameter t_max: high exp(1000) is too large",
+        ),
+        (
+            {"space": {**INLINE, "params": {"t_max": {"low": 3, "high": "HUGE", "scale": "log"}}}},
+            "parameter t_max: low and high must be finite",
+        ),
+        ({"space": {**INLINE, "name": "../../zz"}}, "space name '../../zz': String should match pattern"),
         ({"space": {**INLINE, "name": "a/b"}}, "space name 'a/b'"),
     ],
 )
@@ -51,6 +65,8 @@ def test_bad_space_input_is_a_422_naming_the_problem(url, change, needle):
 
 
 def test_a_safe_inline_name_is_kept(url):
-    response = httpx.post(f"{url}/studies", json={**BODY, "name": "named", "space": {**INLINE, "name": "my_space.v2"}})
+    response = httpx.post(
+        f"{url}/studies", json={**BODY, "name": "named", "space": {**INLINE, "name": "my_space.v2"}}
+    )
     assert response.status_code == 201, response.text
     assert response.json()["space"] == "my_space.v2"

@@ -16,14 +16,17 @@ from tuner.api import ApiSettings
 from tuner.study import load_study
 
 
-@pytest.mark.parametrize(("body", "field", "allowed"), [
-    ({"top": 0}, "body.top", "greater than or equal to 1"),
-    ({"top": 21}, "body.top", "less than or equal to 20"),
-    ({"seeds": 11}, "body.seeds", "less than or equal to 10"),
-    ({"seeds": "many"}, "body.seeds", "valid integer"),
-    ({"parallel": 0}, "body.parallel", "greater than or equal to 1"),
-    ({"top": 2, "colour": "red"}, "body.colour", "Extra inputs are not permitted"),
-])
+@pytest.mark.parametrize(
+    ("body", "field", "allowed"),
+    [
+        ({"top": 0}, "body.top", "greater than or equal to 1"),
+        ({"top": 21}, "body.top", "less than or equal to 20"),
+        ({"seeds": 11}, "body.seeds", "less than or equal to 10"),
+        ({"seeds": "many"}, "body.seeds", "valid integer"),
+        ({"parallel": 0}, "body.parallel", "greater than or equal to 1"),
+        ({"top": 2, "colour": "red"}, "body.colour", "Extra inputs are not permitted"),
+    ],
+)
 def test_bad_bodies_are_422_naming_the_field_and_range(server, body, field, allowed):
     response = httpx.post(f"{server}/studies/fixed/finalize", json=body)
     assert response.status_code == 422
@@ -41,7 +44,9 @@ def test_unknown_study_is_404_and_a_study_without_complete_trials_or_space_is_40
 
 def test_before_any_rerun_the_best_is_the_tuning_best(server):
     report = httpx.get(f"{server}/studies/fixed/finalize").json()
-    assert report["state"] == "none" and report["configurations"] == [] and report["best_by_rerun_mean"] is None
+    assert (
+        report["state"] == "none" and report["configurations"] == [] and report["best_by_rerun_mean"] is None
+    )
     assert report["best_by"] == "tuning" and report["best"] == {"trial": 0, "value": 4.0, "by": "tuning"}
 
 

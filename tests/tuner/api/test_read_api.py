@@ -41,7 +41,9 @@ def test_trials_filter_sort_paginate(client):
     best_first = client.get("/studies/fixed/trials", params={"sort": "objective", "limit": 3}).json()
     assert [t["number"] for t in best_first["items"]] == [0, 5, 4]
     assert best_first["total"] == 10
-    worst = client.get("/studies/fixed/trials", params={"sort": "-objective", "state": "COMPLETE", "limit": 1})
+    worst = client.get(
+        "/studies/fixed/trials", params={"sort": "-objective", "state": "COMPLETE", "limit": 1}
+    )
     assert worst.json()["items"][0]["number"] == 6 and worst.json()["total"] == 7
     failed = client.get("/studies/fixed/trials", params={"state": "FAIL"}).json()["items"]
     assert [t["number"] for t in failed] == [8] and "Diverged" in failed[0]["error"]

@@ -52,7 +52,10 @@ def _param_value(name: str):
 
 any_float = st.floats(allow_nan=True, allow_infinity=True)
 json_value = st.recursive(
-    st.none() | st.booleans() | st.integers(-(2**53), 2**53) | st.floats(allow_nan=False, allow_infinity=False)
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**53), 2**53)
+    | st.floats(allow_nan=False, allow_infinity=False)
     | st.text(max_size=8),
     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3),
     max_leaves=6,
@@ -67,8 +70,14 @@ def trials(draw):
     value = draw(st.floats(allow_nan=False)) if state == TrialState.COMPLETE else None
     steps = draw(st.dictionaries(st.integers(0, 10_000), any_float, max_size=4))
     attrs = draw(st.dictionaries(st.text(min_size=1, max_size=10), json_value, max_size=4))
-    return create_trial(state=state, params=params, distributions={n: DISTRIBUTIONS[n] for n in names},
-                        value=value, intermediate_values=steps, user_attrs=attrs)
+    return create_trial(
+        state=state,
+        params=params,
+        distributions={n: DISTRIBUTIONS[n] for n in names},
+        value=value,
+        intermediate_values=steps,
+        user_attrs=attrs,
+    )
 
 
 def _same(a, b) -> bool:
@@ -102,22 +111,32 @@ def test_read_model_agrees_with_optuna(stores, frozen, direction):
     for record, trial in zip(got, expected):
         assert record.state == trial.state.name
         assert record.params == trial.params and all(
-            type(record.params[k]) is type(v) for k, v in trial.params.items())
+            type(record.params[k]) is type(v) for k, v in trial.params.items()
+        )
         assert _same(record.value, trial.value)
         assert len(record.curve) == len(trial.intermediate_values)
         for (step, value), (o_step, o_value) in zip(record.curve, sorted(trial.intermediate_values.items())):
             assert step == o_step and _same(value, o_value)
         assert record.user_attrs == trial.user_attrs
-        for stamp, o_stamp in ((record.datetime_start, trial.datetime_start),
-                               (record.datetime_complete, trial.datetime_complete)):
+        for stamp, o_stamp in (
+            (record.datetime_start, trial.datetime_start),
+            (record.datetime_complete, trial.datetime_complete),
+        ):
             assert (stamp and dt.datetime.fromisoformat(stamp)) == o_stamp
         for param, dist in trial.distributions.items():
             spec = record.specs[param]
             if isinstance(dist, CategoricalDistribution):
                 assert spec.kind == "categorical" and spec.choices == tuple(dist.choices)
             else:
-                assert (spec.low, spec.high, spec.log, spec.step) == (dist.low, dist.high, dist.log, dist.step)
-                assert spec == ParamSpec.from_distribution(param, optuna.distributions.distribution_to_json(dist))
+                assert (spec.low, spec.high, spec.log, spec.step) == (
+                    dist.low,
+                    dist.high,
+                    dist.log,
+                    dist.step,
+                )
+                assert spec == ParamSpec.from_distribution(
+                    param, optuna.distributions.distribution_to_json(dist)
+                )
     assert row.direction == direction and row.user_attrs == {"status": "running"}
     assert row.counts == dict(Counter(t.state.name for t in expected))
     finite = [t.value for t in expected if t.state == TrialState.COMPLETE and math.isfinite(t.value)]
@@ -139,7 +158,9 @@ def test_unchanged_study_is_served_from_memory_and_a_change_is_read(tmp_path):
     make_study(db_url, "other", tmp_path / "storage2")  # another study's rows must not leak in
     after = store.snapshot(store.row("s"))
     assert after is not before and len(after.trials) == 11 and after.best.number == 10
-    assert after.by_number[10].curve == ((500, 3.9),) and after.by_number[10].user_attrs == {"checkpoint": "/x/best.pt"}
+    assert after.by_number[10].curve == ((500, 3.9),) and after.by_number[10].user_attrs == {
+        "checkpoint": "/x/best.pt"
+    }
     assert store.snapshot(store.row("s")) is after
     store.close()
 
@@ -154,8 +175,23 @@ def test_another_optuna_schema_stops_serve_with_a_clear_error(tmp_path):
     engine.dispose()
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     done = subprocess.run(
-        [sys.executable, "-m", "tuner.cli", "serve", "--port", "0", "--db", db_url, "--storage", str(tmp_path)],
-        env=env, capture_output=True, text=True, timeout=120, check=False,
+        [
+            sys.executable,
+            "-m",
+            "tuner.cli",
+            "serve",
+            "--port",
+            "0",
+            "--db",
+            db_url,
+            "--storage",
+            str(tmp_path),
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
     )
     assert done.returncode == 1, done.stderr
     assert "has Optuna schema 'v3.0.0.d'" in done.stderr and repr(SCHEMA_VERSION) in done.stderr

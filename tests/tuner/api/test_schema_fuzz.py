@@ -39,8 +39,11 @@ def test_no_request_gets_a_5xx(fuzz_url, mode):
     codes: set[int] = set()
 
     for operation, strategy in _strategies(operations, mode):
+
         @given(case=strategy)
-        @settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck), database=None)
+        @settings(
+            max_examples=EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck), database=None
+        )
         def run(case):
             response = case.call(base_url=fuzz_url, headers={"Authorization": f"Bearer {TOKEN}"}, timeout=30)
             seen.setdefault(operation.label, set()).add(response.status_code)

@@ -113,10 +113,15 @@ def test_same_origin_mutations_pass_the_site_checks(open_server):
 
 # Item 9: the body is read after authentication, and at most 1 MB of it.
 def test_body_is_parsed_only_after_authentication(guarded):
-    response = httpx.post(f"{guarded}/studies", content=b"{not json", headers={"Content-Type": "application/json"})
+    response = httpx.post(
+        f"{guarded}/studies", content=b"{not json", headers={"Content-Type": "application/json"}
+    )
     assert response.status_code == 401
-    bad = httpx.post(f"{guarded}/studies", content=b"{not json",
-                     headers={"Content-Type": "application/json", **bearer(WRITE)})
+    bad = httpx.post(
+        f"{guarded}/studies",
+        content=b"{not json",
+        headers={"Content-Type": "application/json", **bearer(WRITE)},
+    )
     assert bad.status_code == 422 and bad.json()["detail"].startswith("body")
 
 
@@ -129,8 +134,9 @@ def test_body_over_1_mb_is_413(guarded):
     def chunks():
         yield json.dumps(huge).encode()
 
-    chunked = httpx.post(f"{guarded}/studies", content=chunks(),
-                         headers={"Content-Type": "application/json", **bearer(WRITE)})
+    chunked = httpx.post(
+        f"{guarded}/studies", content=chunks(), headers={"Content-Type": "application/json", **bearer(WRITE)}
+    )
     assert chunked.status_code == 413
     assert httpx.get(f"{guarded}/studies/huge").status_code == 404
 
@@ -143,7 +149,13 @@ def _held(obj, depth: int = 4, seen: set | None = None) -> int:
     seen.add(id(obj))
     total = 0
     for value in vars(obj).values():
-        items = list(value.values()) if isinstance(value, dict) else value if isinstance(value, (list, set)) else [value]
+        items = (
+            list(value.values())
+            if isinstance(value, dict)
+            else value
+            if isinstance(value, (list, set))
+            else [value]
+        )
         total += len(items) if isinstance(value, (dict, list, set)) else 0
         total += sum(_held(item, depth - 1, seen) for item in items)
     return total
@@ -177,7 +189,10 @@ def test_distinct_sensitivity_computations_are_capped(env):
     with live_server(settings) as url:
         fractions = [round(0.05 + 0.01 * i, 2) for i in range(MAX_COMPUTATIONS)]
         for fraction in fractions:
-            assert httpx.get(f"{url}/studies/fixed/sensitivity", params={"fraction": fraction}).status_code == 200
+            assert (
+                httpx.get(f"{url}/studies/fixed/sensitivity", params={"fraction": fraction}).status_code
+                == 200
+            )
         over = httpx.get(f"{url}/studies/fixed/sensitivity", params={"fraction": 0.9})
         assert over.status_code == 429 and "distinct analyses" in over.json()["detail"]
         again = httpx.get(f"{url}/studies/fixed/sensitivity", params={"fraction": fractions[3]})
@@ -191,14 +206,20 @@ def test_data_dir_is_confined_to_the_data_roots(open_server, env, where):
         if where == "overrides":
             body = {**NEW, "name": name, "overrides": {"set": {"data_dir": data_dir}}}
         else:
-            space = {"fixed": {"cell": "lstm", "dataset": "builtin", "max_steps": 20, "data_dir": data_dir},
-                     "params": {"learning_rate": {"low": 0.001, "high": 0.004, "scale": "log"}}}
+            space = {
+                "fixed": {"cell": "lstm", "dataset": "builtin", "max_steps": 20, "data_dir": data_dir},
+                "params": {"learning_rate": {"low": 0.001, "high": 0.004, "scale": "log"}},
+            }
             body = {**NEW, "name": name, "space": space}
         return httpx.post(f"{open_server}/studies", json=body)
 
     field = "overrides.set.data_dir" if where == "overrides" else "space.fixed.data_dir"
-    answers = [create(f"d-{where}-{i}", path) for i, path in enumerate(
-        ["/etc", "/no/such/folder", str(env["root"]), str(env["data"] / ".." / "storage"), "../.."])]
+    answers = [
+        create(f"d-{where}-{i}", path)
+        for i, path in enumerate(
+            ["/etc", "/no/such/folder", str(env["root"]), str(env["data"] / ".." / "storage"), "../.."]
+        )
+    ]
     for answer in answers:
         assert answer.status_code == 422, answer.text
         assert f"body.{field}: must be a folder inside the server's data roots" in answer.json()["detail"]
@@ -210,8 +231,10 @@ def test_data_dir_is_confined_to_the_data_roots(open_server, env, where):
 def test_openapi_declares_the_bearer_scheme(open_server):
     schema = httpx.get(f"{open_server}/openapi.json").json()
     assert schema["components"]["securitySchemes"]["HTTPBearer"] == {
-        "type": "http", "scheme": "bearer", "description": schema["components"]["securitySchemes"]["HTTPBearer"][
-            "description"]}
+        "type": "http",
+        "scheme": "bearer",
+        "description": schema["components"]["securitySchemes"]["HTTPBearer"]["description"],
+    }
     assert {"HTTPBearer": []} in schema["paths"]["/studies"]["post"]["security"]
     assert {"HTTPBearer": []} in schema["paths"]["/studies/{name}/trials"]["get"]["security"]
     body = schema["paths"]["/studies"]["post"]["requestBody"]["content"]["application/json"]["schema"]

@@ -61,9 +61,17 @@ def test_sensitivity_includes_pruned_trials_at_their_step(asha):
     only = httpx.get(f"{url}/studies/asha/sensitivity", params={"include": "complete"}, timeout=60).json()
     assert only["include"] == "complete" and only["n_pruned"] == 0 and only["best"]["number"] == 0
     assert all(n["state"] == "COMPLETE" for n in only["neighbours"])
-    assert {n["number"] for n in only["neighbours"]} == {n for n, v in near.items() if v["state"] == "COMPLETE"}
-    assert only["importance_fidelity"] == {"step": None, "kind": "objective", "n_trials": 6,
-                                           "n_complete": 6, "n_pruned": 0, "min_trials": 8}
+    assert {n["number"] for n in only["neighbours"]} == {
+        n for n, v in near.items() if v["state"] == "COMPLETE"
+    }
+    assert only["importance_fidelity"] == {
+        "step": None,
+        "kind": "objective",
+        "n_trials": 6,
+        "n_complete": 6,
+        "n_pruned": 0,
+        "min_trials": 8,
+    }
     bad = httpx.get(f"{url}/studies/asha/sensitivity", params={"include": "some"}, timeout=60)
     assert bad.status_code == 422 and "query.include" in bad.json()["detail"]
 
@@ -74,13 +82,22 @@ def test_parallel_coordinates_draw_pruned_trials_grey_with_their_step(asha):
     trace = plot["figure"]["data"][0]
     assert len(plot["trial_numbers"]) == len(plot["states"]) == len(plot["steps"]) == 60
     assert all(len(d["values"]) == 60 for d in trace["dimensions"])
-    lines = list(zip(plot["trial_numbers"], plot["states"], plot["steps"], trace["line"]["color"],
-                     trace["dimensions"][-1]["values"]))
+    lines = list(
+        zip(
+            plot["trial_numbers"],
+            plot["states"],
+            plot["steps"],
+            trace["line"]["color"],
+            trace["dimensions"][-1]["values"],
+        )
+    )
     pruned = [line for line in lines if line[1] == "PRUNED"]
     assert len(pruned) == 54 and {line[2] for line in pruned} == {50, 100}
     near = set(plot["neighbourhood"])
     assert all(colour == 0.0 for number, _, _, colour, _ in pruned if number not in near)  # grey
-    assert {colour for number, state, _, colour, _ in lines if number in near and state == "COMPLETE"} == {1.0}
+    assert {colour for number, state, _, colour, _ in lines if number in near and state == "COMPLETE"} == {
+        1.0
+    }
     trial_1 = next(line for line in lines if line[0] == 1)
     assert 0.0 < trial_1[3] < 1.0  # pruned near the best: pink
     assert trial_1[4] == 1.0  # drawn at the value it was stopped at
@@ -89,8 +106,9 @@ def test_parallel_coordinates_draw_pruned_trials_grey_with_their_step(asha):
     assert "pruned" in ticks and "near best" in ticks
     assert "54 pruned" in plot["figure"]["layout"]["title"]["text"]
 
-    only = httpx.get(f"{url}/studies/asha/plots/parallel-coordinates", params={"include": "complete"},
-                     timeout=60).json()
+    only = httpx.get(
+        f"{url}/studies/asha/plots/parallel-coordinates", params={"include": "complete"}, timeout=60
+    ).json()
     assert set(only["states"]) == {"COMPLETE"} and len(only["trial_numbers"]) == 6
     assert set(only["steps"]) == {None} and "pruned" not in only["figure"]["layout"]["title"]["text"]
 
@@ -134,7 +152,9 @@ def test_a_driving_parameter_stands_clear_of_noise(tmp_path):
     result = importances.with_intervals(wider, "minimize")
     assert result["n_trials"] == 34 and result["bootstrap"]["resample_size"] == 34
     rows = {r["name"]: r for r in result["importances"]}
-    assert rows["learning_rate"]["ci_low"] > max(rows[n]["ci_high"] for n in ("input_dropout", "mogrifier_rounds"))
+    assert rows["learning_rate"]["ci_low"] > max(
+        rows[n]["ci_high"] for n in ("input_dropout", "mogrifier_rounds")
+    )
     assert result == importances.with_intervals(wider, "minimize")
     other = importances.with_intervals(wider, "minimize", seed=1)
     assert other["importances"] != result["importances"]  # the seed is what makes it repeatable
@@ -151,8 +171,11 @@ def test_importances_single_out_the_hyperparameter_that_matters(tmp_path):
     rng = random.Random(0)
     trials = []
     for _ in range(60):
-        params = {"learning_rate": math.exp(rng.uniform(math.log(0.001), math.log(0.004))),
-                  "input_dropout": rng.uniform(0.0, 0.9), "mogrifier_rounds": rng.randint(0, 10)}
+        params = {
+            "learning_rate": math.exp(rng.uniform(math.log(0.001), math.log(0.004))),
+            "input_dropout": rng.uniform(0.0, 0.9),
+            "mogrifier_rounds": rng.randint(0, 10),
+        }
         trials.append((params, TrialState.COMPLETE, final_value(params)))
     db_url = f"sqlite:///{tmp_path / 's.db'}"
     make_study(db_url, "lr", tmp_path, trials=trials)
@@ -175,7 +198,11 @@ def test_conditional_and_categorical_hyperparameters(tmp_path):
         ({"cell": "mogrifier_lstm", "mogrifier_rounds": 5, "learning_rate": 0.002}, 4.3),  # 2 > 0.15 * 6: out
     ]
     for params, value in rows:
-        dists = {"cell": cell, "learning_rate": rate, **({"mogrifier_rounds": rounds} if "mogrifier_rounds" in params else {})}
+        dists = {
+            "cell": cell,
+            "learning_rate": rate,
+            **({"mogrifier_rounds": rounds} if "mogrifier_rounds" in params else {}),
+        }
         study.add_trial(optuna.trial.create_trial(params=params, distributions=dists, value=value))
     completed, pruned = _records(db_url, "cond")
     result = sensitivity.analyse(completed, pruned, "minimize")

@@ -29,9 +29,27 @@ def test_up_serves_the_sweep_and_keeps_serving_until_ctrl_c(tmp_path):
     port = _free_port()
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     proc = subprocess.Popen(
-        [sys.executable, "-m", "tuner.cli", "up", "--port", str(port), "--trials", "2", "--name", "up-run",
-         "--db", f"sqlite:///{tmp_path / 's.db'}", "--storage", str(tmp_path / "storage")],
-        cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        [
+            sys.executable,
+            "-m",
+            "tuner.cli",
+            "up",
+            "--port",
+            str(port),
+            "--trials",
+            "2",
+            "--name",
+            "up-run",
+            "--db",
+            f"sqlite:///{tmp_path / 's.db'}",
+            "--storage",
+            str(tmp_path / "storage"),
+        ],
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
     )
     lines: list[str] = []
     try:

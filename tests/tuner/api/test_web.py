@@ -6,7 +6,6 @@ import os
 from pathlib import Path
 
 import pytest
-
 from playwright import sync_api as playwright
 
 CHROMIUM = "/usr/bin/chromium"
@@ -101,20 +100,28 @@ def test_study_page_refreshes_while_the_sweep_runs(browser, study_env, tmp_path)
     from tuner.api import ApiSettings
 
     db_url = f"sqlite:///{tmp_path / 'live.db'}"
-    study = make_study(db_url, "live", tmp_path / "storage" / "live", trials=FIXED_TRIALS[:4], status="running")
+    study = make_study(
+        db_url, "live", tmp_path / "storage" / "live", trials=FIXED_TRIALS[:4], status="running"
+    )
     from tuner.lease import acquire, lease_engine, new_owner
 
     acquire(lease_engine(db_url), "live", new_owner())  # a live driver holds the study: it is running
     with live_server(ApiSettings(db_url=db_url, storage_root=tmp_path / "storage")) as url:
         page, _, errors = _page(browser, url)
         page.goto(f"{url}/web/studies/live")
-        page.wait_for_function("document.getElementById('pc')?.data?.[0]?.dimensions[0].values.length === 4",
-                               timeout=30_000)
-        study.add_trial(optuna.trial.create_trial(
-            params={"learning_rate": 0.003, "input_dropout": 0.2, "mogrifier_rounds": 6},
-            distributions=SPACE, value=4.6))
-        page.wait_for_function("document.getElementById('pc').data[0].dimensions[0].values.length === 5",
-                               timeout=20_000)
+        page.wait_for_function(
+            "document.getElementById('pc')?.data?.[0]?.dimensions[0].values.length === 4", timeout=30_000
+        )
+        study.add_trial(
+            optuna.trial.create_trial(
+                params={"learning_rate": 0.003, "input_dropout": 0.2, "mogrifier_rounds": 6},
+                distributions=SPACE,
+                value=4.6,
+            )
+        )
+        page.wait_for_function(
+            "document.getElementById('pc').data[0].dimensions[0].values.length === 5", timeout=20_000
+        )
         assert "complete: 5" in page.locator("#facts").inner_text()
         assert not errors
         page.close()
@@ -160,8 +167,9 @@ def test_study_page_draws_pruned_trials_and_importance_intervals(browser, tmp_pa
     with live_server(ApiSettings(db_url=db_url, storage_root=tmp_path)) as url:
         page, requests, errors = _page(browser, url)
         page.goto(f"{url}/web/studies/asha")
-        page.wait_for_function("window.rnntunePlotReady === true && window.rnntuneImportancesReady === true",
-                               timeout=60_000)
+        page.wait_for_function(
+            "window.rnntunePlotReady === true && window.rnntuneImportancesReady === true", timeout=60_000
+        )
         trace = page.evaluate(
             """() => { const t = document.getElementById('pc').data[0];
                        return {n: t.dimensions[0].values.length, colours: t.line.color,
@@ -193,13 +201,17 @@ def test_study_page_draws_pruned_trials_and_importance_intervals(browser, tmp_pa
         page.screenshot(path=str(ARTIFACTS / "study-page-pruned.png"), full_page=True)
 
         page.check("#complete-only")
-        page.wait_for_function("document.getElementById('pc').data[0].dimensions[0].values.length === 6",
-                               timeout=30_000)
-        page.wait_for_function("document.getElementById('importances').dataset.step === 'objective'",
-                               timeout=60_000)
+        page.wait_for_function(
+            "document.getElementById('pc').data[0].dimensions[0].values.length === 6", timeout=30_000
+        )
+        page.wait_for_function(
+            "document.getElementById('importances').dataset.step === 'objective'", timeout=60_000
+        )
         assert page.locator("#pc").get_attribute("data-pruned") == "0"
-        assert "6 trials (6 completed, 0 pruned) compared at their final objective" in page.locator(
-            "#imp-basis").inner_text()
+        assert (
+            "6 trials (6 completed, 0 pruned) compared at their final objective"
+            in page.locator("#imp-basis").inner_text()
+        )
         assert "pruned" not in page.locator("#nbhd").inner_text()
         page.screenshot(path=str(ARTIFACTS / "study-page-complete-only.png"), full_page=True)
         assert all(u.startswith(url) for u in requests), "the page must not load anything off-server"
@@ -215,20 +227,56 @@ def test_study_page_shows_boundary_alerts_reruns_and_exports(browser, tmp_path):
     from tests.tuner.api.fixtures import live_server, make_study
     from tuner.api import ApiSettings
 
-    trials = [({"learning_rate": 0.00101 + 0.0003 * i, "input_dropout": 0.1 * (i % 9), "mogrifier_rounds": i % 7},
-               TrialState.COMPLETE, 4.0 + 0.1 * i) for i in range(10)]
-    trials[1] = ({"learning_rate": 0.00102, "input_dropout": 0.5, "mogrifier_rounds": 3}, TrialState.COMPLETE, 4.05)
-    trials[2] = ({"learning_rate": 0.00103, "input_dropout": 0.2, "mogrifier_rounds": 1}, TrialState.COMPLETE, 4.07)
+    trials = [
+        (
+            {
+                "learning_rate": 0.00101 + 0.0003 * i,
+                "input_dropout": 0.1 * (i % 9),
+                "mogrifier_rounds": i % 7,
+            },
+            TrialState.COMPLETE,
+            4.0 + 0.1 * i,
+        )
+        for i in range(10)
+    ]
+    trials[1] = (
+        {"learning_rate": 0.00102, "input_dropout": 0.5, "mogrifier_rounds": 3},
+        TrialState.COMPLETE,
+        4.05,
+    )
+    trials[2] = (
+        {"learning_rate": 0.00103, "input_dropout": 0.2, "mogrifier_rounds": 1},
+        TrialState.COMPLETE,
+        4.07,
+    )
     db_url = f"sqlite:///{tmp_path / 'extras.db'}"
     study = make_study(db_url, "extras", tmp_path / "storage" / "extras", trials=trials)
-    study.set_user_attr("space_def", {"name": "extras", "params": {
-        "learning_rate": {"scale": "log", "low": 0.001, "high": 0.004},
-        "input_dropout": {"scale": "linear", "low": 0.0, "high": 0.9},
-        "mogrifier_rounds": {"scale": "int", "low": 0, "high": 10}}})
-    study.set_user_attr("finalize", {
-        "0": {"value": 4.0, "params": trials[0][0], "reruns": [{"seed": 1, "val_loss": 4.3}, {"seed": 2, "val_loss": 4.5}]},
-        "1": {"value": 4.05, "params": trials[1][0], "reruns": [{"seed": 1, "val_loss": 4.1}, {"seed": 2, "val_loss": 4.2}]},
-    })
+    study.set_user_attr(
+        "space_def",
+        {
+            "name": "extras",
+            "params": {
+                "learning_rate": {"scale": "log", "low": 0.001, "high": 0.004},
+                "input_dropout": {"scale": "linear", "low": 0.0, "high": 0.9},
+                "mogrifier_rounds": {"scale": "int", "low": 0, "high": 10},
+            },
+        },
+    )
+    study.set_user_attr(
+        "finalize",
+        {
+            "0": {
+                "value": 4.0,
+                "params": trials[0][0],
+                "reruns": [{"seed": 1, "val_loss": 4.3}, {"seed": 2, "val_loss": 4.5}],
+            },
+            "1": {
+                "value": 4.05,
+                "params": trials[1][0],
+                "reruns": [{"seed": 1, "val_loss": 4.1}, {"seed": 2, "val_loss": 4.2}],
+            },
+        },
+    )
     study.set_user_attr("finalize_status", {"state": "finished"})
     with live_server(ApiSettings(db_url=db_url, storage_root=tmp_path / "storage")) as url:
         page, _, errors = _page(browser, url)

@@ -14,8 +14,12 @@ def _trial(number: int, state: TrialState, value: float | None, run_dir: Path):
     run_dir.mkdir(parents=True, exist_ok=True)
     for name, size in (("best.pt", 1000), ("last.pt", 1000), ("config.yaml", 10), ("metrics.jsonl", 20)):
         (run_dir / name).write_bytes(b"x" * size)
-    t = create_trial(state=state, value=value, user_attrs={"run_dir": str(run_dir)},
-                     intermediate_values={} if state == TrialState.RUNNING else {25: 9.0})
+    t = create_trial(
+        state=state,
+        value=value,
+        user_attrs={"run_dir": str(run_dir)},
+        intermediate_values={} if state == TrialState.RUNNING else {25: 9.0},
+    )
     t.number = number
     return t
 

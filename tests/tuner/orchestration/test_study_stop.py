@@ -10,7 +10,7 @@ from pydantic import ValidationError
 
 from tuner.orchestration.study_stop import StudyStop
 
-T0 = dt.datetime(2026, 11, 22, tzinfo=dt.timezone.utc)
+T0 = dt.datetime(2026, 11, 22, tzinfo=dt.UTC)
 
 
 def _trials(values):
@@ -54,8 +54,12 @@ def test_max_hours_counts_from_the_sweep_start():
 
 @pytest.mark.parametrize(
     ("field", "value", "message"),
-    [("patience", 0, "greater than or equal to 1"), ("min_improvement", -1, "greater than or equal to 0"),
-     ("max_hours", 0, "greater than 0"), ("patiense", 3, "Extra inputs")],
+    [
+        ("patience", 0, "greater than or equal to 1"),
+        ("min_improvement", -1, "greater than or equal to 0"),
+        ("max_hours", 0, "greater than 0"),
+        ("patiense", 3, "Extra inputs"),
+    ],
 )
 def test_bad_settings_name_the_field_and_range(field, value, message):
     with pytest.raises(ValidationError) as err:

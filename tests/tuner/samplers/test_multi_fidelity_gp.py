@@ -30,16 +30,26 @@ def pruned_study(sampler: optuna.samplers.BaseSampler, *, with_pruned: bool) -> 
     study = optuna.create_study(sampler=sampler)
     rng = np.random.default_rng(5)
     for x, y in [(6.0, 2.5), (7.8, 3.6), (6.5, 4.0)]:
-        study.add_trial(optuna.create_trial(
-            params={"x": x, "y": y}, distributions=SPACE, value=loss(x, y, 27),
-            intermediate_values={s: loss(x, y, s) for s in (1, 3, 9, 27)}))
+        study.add_trial(
+            optuna.create_trial(
+                params={"x": x, "y": y},
+                distributions=SPACE,
+                value=loss(x, y, 27),
+                intermediate_values={s: loss(x, y, s) for s in (1, 3, 9, 27)},
+            )
+        )
     if with_pruned:
         for i in range(20):
             x, y = rng.uniform(0, 10, size=2)
             last = 9 if i % 4 == 0 else 3
-            study.add_trial(optuna.create_trial(
-                params={"x": float(x), "y": float(y)}, distributions=SPACE, state=TrialState.PRUNED,
-                intermediate_values={s: loss(x, y, s) for s in (1, 3, 9) if s <= last}))
+            study.add_trial(
+                optuna.create_trial(
+                    params={"x": float(x), "y": float(y)},
+                    distributions=SPACE,
+                    state=TrialState.PRUNED,
+                    intermediate_values={s: loss(x, y, s) for s in (1, 3, 9) if s <= last},
+                )
+            )
     return study
 
 
@@ -110,7 +120,8 @@ def test_plain_optuna_study_with_pruner(name: str, pruner: str) -> None:
         # few at any one budget in 24 trials; docs/samplers.md.)
         first, last = points[:8], points[-8:]
         assert np.median(np.linalg.norm(last - OPTIMUM, axis=1)) < np.median(
-            np.linalg.norm(first - OPTIMUM, axis=1))
+            np.linalg.norm(first - OPTIMUM, axis=1)
+        )
 
 
 @pytest.mark.parametrize("name", MULTI_FIDELITY)
@@ -131,7 +142,9 @@ def test_startup_counts_observations_not_complete_trials() -> None:
     only_complete = next_point(pruned_study(sampler, with_pruned=False))
     random = next_point(pruned_study(optuna.samplers.RandomSampler(seed=3), with_pruned=False))
     assert np.allclose(only_complete, random)
-    assert not np.allclose(next_point(pruned_study(make_sampler(DEFAULT_SAMPLER, seed=3), with_pruned=True)), random)
+    assert not np.allclose(
+        next_point(pruned_study(make_sampler(DEFAULT_SAMPLER, seed=3), with_pruned=True)), random
+    )
 
 
 def test_bohb_rule_reads_the_rungs_of_the_study_policy() -> None:
@@ -146,9 +159,14 @@ def test_bohb_rule_reads_the_rungs_of_the_study_policy() -> None:
     rng = np.random.default_rng(0)
     for _ in range(8):
         x, y = rng.uniform(0, 10, size=2)
-        study.add_trial(optuna.create_trial(
-            params={"x": float(x), "y": float(y)}, distributions=SPACE, state=TrialState.PRUNED,
-            intermediate_values={s: loss(x, y, s) for s in (25, 50)}))
+        study.add_trial(
+            optuna.create_trial(
+                params={"x": float(x), "y": float(y)},
+                distributions=SPACE,
+                state=TrialState.PRUNED,
+                intermediate_values={s: loss(x, y, s) for s in (25, 50)},
+            )
+        )
     trials, targets = study.sampler.observations(study, SPACE)
     assert len(trials) == 8 and len(targets) == 8
     # Ordered like the values at the rung (step 50), whatever the values at step 25.
@@ -160,11 +178,21 @@ def test_bohb_rule_reads_the_rungs_of_the_study_policy() -> None:
 
 def test_nan_and_inf_values_do_not_break_the_fit() -> None:
     study = pruned_study(make_sampler(DEFAULT_SAMPLER, seed=0), with_pruned=True)
-    study.add_trial(optuna.create_trial(
-        params={"x": 1.0, "y": 1.0}, distributions=SPACE, state=TrialState.PRUNED,
-        intermediate_values={1: math.inf}))
-    study.add_trial(optuna.create_trial(
-        params={"x": 2.0, "y": 9.0}, distributions=SPACE, state=TrialState.PRUNED,
-        intermediate_values={1: math.nan}))
+    study.add_trial(
+        optuna.create_trial(
+            params={"x": 1.0, "y": 1.0},
+            distributions=SPACE,
+            state=TrialState.PRUNED,
+            intermediate_values={1: math.inf},
+        )
+    )
+    study.add_trial(
+        optuna.create_trial(
+            params={"x": 2.0, "y": 9.0},
+            distributions=SPACE,
+            state=TrialState.PRUNED,
+            intermediate_values={1: math.nan},
+        )
+    )
     point = next_point(study)
-    assert np.all((0 <= point) & (point <= 10))
+    assert np.all((point >= 0) & (point <= 10))

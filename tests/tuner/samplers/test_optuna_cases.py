@@ -24,8 +24,10 @@ optuna.logging.set_verbosity(optuna.logging.WARNING)
 
 parametrize_sampler = pytest.mark.parametrize(
     "sampler_class",
-    [lambda: make_sampler("gp_rungs", seed=0, n_startup_trials=0),
-     lambda: make_sampler("gp_bohb", seed=0, n_startup_trials=0)],
+    [
+        lambda: make_sampler("gp_rungs", seed=0, n_startup_trials=0),
+        lambda: make_sampler("gp_bohb", seed=0, n_startup_trials=0),
+    ],
     ids=["gp_rungs", "gp_bohb"],
 )
 NUMERICAL = [
@@ -59,15 +61,22 @@ def _new_trial(study: optuna.Study) -> optuna.trial.FrozenTrial:
 
 
 @parametrize_sampler
-@pytest.mark.parametrize("distribution", [
-    FloatDistribution(-1.0, 1.0), FloatDistribution(1e-7, 1.0, log=True),
-    FloatDistribution(-10, 10, step=0.1), IntDistribution(-10, 10), IntDistribution(1, 100, log=True),
-    IntDistribution(0, 10, step=2),
-])
+@pytest.mark.parametrize(
+    "distribution",
+    [
+        FloatDistribution(-1.0, 1.0),
+        FloatDistribution(1e-7, 1.0, log=True),
+        FloatDistribution(-10, 10, step=0.1),
+        IntDistribution(-10, 10),
+        IntDistribution(1, 100, log=True),
+        IntDistribution(0, 10, step=2),
+    ],
+)
 def test_sample_independent_in_range(sampler_class: Callable, distribution: BaseDistribution) -> None:
     study = optuna.create_study(sampler=sampler_class())
-    points = np.array([study.sampler.sample_independent(study, _new_trial(study), "x", distribution)
-                       for _ in range(50)])
+    points = np.array(
+        [study.sampler.sample_independent(study, _new_trial(study), "x", distribution) for _ in range(50)]
+    )
     assert np.all(points >= distribution.low) and np.all(points <= distribution.high)
     if distribution.step is not None:
         steps = (points - distribution.low) / distribution.step
@@ -77,8 +86,9 @@ def test_sample_independent_in_range(sampler_class: Callable, distribution: Base
 @parametrize_sampler
 @pytest.mark.parametrize("x_distribution", NUMERICAL)
 @pytest.mark.parametrize("y_distribution", NUMERICAL[:3])
-def test_sample_relative_numerical(sampler_class: Callable, x_distribution: BaseDistribution,
-                                   y_distribution: BaseDistribution) -> None:
+def test_sample_relative_numerical(
+    sampler_class: Callable, x_distribution: BaseDistribution, y_distribution: BaseDistribution
+) -> None:
     search_space: dict[str, BaseDistribution] = OrderedDict(x=x_distribution, y=y_distribution)
     study = optuna.create_study(sampler=sampler_class())
     with_history(study, search_space)
@@ -95,7 +105,8 @@ def test_sample_relative_numerical(sampler_class: Callable, x_distribution: Base
 @parametrize_sampler
 def test_sample_relative_mixed_with_categorical(sampler_class: Callable) -> None:
     search_space: dict[str, BaseDistribution] = OrderedDict(
-        x=FloatDistribution(-1.0, 1.0), y=CategoricalDistribution([-1, -10, -100]))
+        x=FloatDistribution(-1.0, 1.0), y=CategoricalDistribution([-1, -10, -100])
+    )
     study = optuna.create_study(sampler=sampler_class())
     with_history(study, search_space)
     params = study.sampler.sample_relative(study, _new_trial(study), search_space)

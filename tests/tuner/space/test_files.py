@@ -73,9 +73,19 @@ def test_paper_ranges_are_exact():
 def test_fixed_task_settings_follow_the_papers():
     ptb = load_space("mogrifier_lstm").fixed
     assert (ptb["num_layers"], ptb["num_params"], ptb["bptt"], ptb["batch_size"], ptb["dropout_samples"]) == (
-        2, 24_000_000, 70, 64, 8)
+        2,
+        24_000_000,
+        70,
+        64,
+        8,
+    )
     enwik8 = load_space("mogrifier_lstm_enwik8").fixed
-    assert (enwik8["dataset"], enwik8["num_layers"], enwik8["bptt"], enwik8["dropout_samples"]) == ("enwik8", 4, 500, 1)
+    assert (enwik8["dataset"], enwik8["num_layers"], enwik8["bptt"], enwik8["dropout_samples"]) == (
+        "enwik8",
+        4,
+        500,
+        1,
+    )
     assert "input_embedding_ratio" in enwik8  # not tuned on Enwik8 (Appendix 2.A)
     assert load_space("rlstm").fixed["architecture"] == "residual"
     assert load_space("tiny").fixed["dataset"] == "builtin"
@@ -123,11 +133,13 @@ def test_invalid_yaml_and_unknown_name(tmp_path):
         load_space(path)
     with pytest.raises(SpaceError, match="unknown search space 'nope'; known: .*tiny"):
         load_space("nope")
-    path.write_text(textwrap.dedent("""
+    path.write_text(
+        textwrap.dedent("""
         name: other
         fixed: {hidden_size: 16}
         params: {learning_rate: {low: 0.001, high: 0.002, scale: log}}
-    """))
+    """)
+    )
     with pytest.raises(SpaceError, match="unknown key.s. name; a space is named after its file"):
         load_space(path)
 
@@ -146,7 +158,18 @@ def test_reverse_copy_space_follows_the_mogrifier_paper():
     """Mogrifier paper §4.3: 10M weights, vocabulary 1000, no dropout; lr, l2, embedding size, r, k tuned."""
     space = load_space("reverse_copy")
     fixed = space.fixed
-    assert (fixed["dataset"], fixed["num_params"], fixed["reverse_copy_vocab"]) == ("reverse_copy", 10_000_000, 1000)
+    assert (fixed["dataset"], fixed["num_params"], fixed["reverse_copy_vocab"]) == (
+        "reverse_copy",
+        10_000_000,
+        1000,
+    )
     names = set(space.params)
-    assert names == {"cell", "learning_rate", "l2_penalty", "input_embedding_ratio", "mogrifier_rounds", "mogrifier_rank"}
+    assert names == {
+        "cell",
+        "learning_rate",
+        "l2_penalty",
+        "input_embedding_ratio",
+        "mogrifier_rounds",
+        "mogrifier_rank",
+    }
     assert not any("dropout" in n for n in names | set(fixed))

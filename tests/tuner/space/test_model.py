@@ -21,14 +21,17 @@ def write(tmp_path: Path, body: str) -> Path:
 
 
 def test_conditional_params_only_for_the_mogrifier(tmp_path):
-    path = write(tmp_path, """
+    path = write(
+        tmp_path,
+        """
         fixed: {dataset: builtin, hidden_size: 16}
         params:
           mogrifier_rounds: {low: 0, high: 6, scale: int, when: {cell: mogrifier_lstm}}
           mogrifier_rank: {low: -20, high: 100, scale: int, when: {cell: mogrifier_lstm}}
           cell: {choices: [lstm, mogrifier_lstm]}
           learning_rate: {low: 0.001, high: 0.004, scale: log}
-    """)
+    """,
+    )
     space = load_space(path)
     assert space.param_names[:2] == ("cell", "learning_rate")  # a condition's subject samples first
     study = optuna.create_study(sampler=optuna.samplers.RandomSampler(seed=0))
@@ -146,11 +149,26 @@ def test_malformed_param_errors_name_file_parameter_and_problem(tmp_path, case):
 
 
 FIXED_CASES = {
-    "unknown fixed setting": ("fixed: {dataset: builtin, hidden_size: 16, layers: 2}", "fixed setting layers: unknown trainer setting"),
-    "fixed value the trainer rejects": ("fixed: {dataset: builtin, hidden_size: 16, num_layers: 0}", "num_layers"),
-    "reserved setting": ("fixed: {hidden_size: 16, run_dir: /tmp/x}", "fixed setting run_dir: set by the sweep"),
-    "tuned and fixed": ("fixed: {hidden_size: 16, learning_rate: 0.002}", "parameter learning_rate: both tuned and fixed"),
-    "unknown top-level key": ("fixed: {hidden_size: 16}\nranges: {}", "unknown key(s) ranges; allowed: description, source, fixed, params"),
+    "unknown fixed setting": (
+        "fixed: {dataset: builtin, hidden_size: 16, layers: 2}",
+        "fixed setting layers: unknown trainer setting",
+    ),
+    "fixed value the trainer rejects": (
+        "fixed: {dataset: builtin, hidden_size: 16, num_layers: 0}",
+        "num_layers",
+    ),
+    "reserved setting": (
+        "fixed: {hidden_size: 16, run_dir: /tmp/x}",
+        "fixed setting run_dir: set by the sweep",
+    ),
+    "tuned and fixed": (
+        "fixed: {hidden_size: 16, learning_rate: 0.002}",
+        "parameter learning_rate: both tuned and fixed",
+    ),
+    "unknown top-level key": (
+        "fixed: {hidden_size: 16}\nranges: {}",
+        "unknown key(s) ranges; allowed: description, source, fixed, params",
+    ),
 }
 
 
@@ -164,7 +182,10 @@ def test_malformed_fixed_settings(tmp_path, case):
 
 
 def test_every_problem_is_reported_at_once(tmp_path):
-    path = write(tmp_path, GOOD_FIXED + "params:\n  learning_rate: {low: 0.004, high: 0.001}\n  l2_penalty: {low: x, high: 1}\n")
+    path = write(
+        tmp_path,
+        GOOD_FIXED + "params:\n  learning_rate: {low: 0.004, high: 0.001}\n  l2_penalty: {low: x, high: 1}\n",
+    )
     with pytest.raises(SpaceError) as err:
         load_space(path)
     lines = str(err.value).splitlines()
@@ -176,7 +197,8 @@ def test_every_problem_is_reported_at_once(tmp_path):
 
 def test_overrides_from_the_command_line():
     space = load_space("tiny").with_overrides(
-        {"learning_rate": "0.001:0.003", "t_max": "exp(2):exp(5):log"}, parse_set(["max_steps=500", "output_dropout=0.5"])
+        {"learning_rate": "0.001:0.003", "t_max": "exp(2):exp(5):log"},
+        parse_set(["max_steps=500", "output_dropout=0.5"]),
     )
     assert (space.param("learning_rate").low, space.param("learning_rate").high) == (0.001, 0.003)
     assert space.param("learning_rate").scale == "log"
@@ -205,7 +227,11 @@ def test_a_range_that_overflows_is_a_space_error():
 
 @pytest.mark.parametrize("name", ["../../zz", "a/b", ".hidden", "-x", "", "x" * 129, "spa ce"])
 def test_space_names_are_safe(name):
-    inline = {"name": name, "fixed": {"hidden_size": 16}, "params": {"learning_rate": {"low": 0.001, "high": 0.002}}}
+    inline = {
+        "name": name,
+        "fixed": {"hidden_size": 16},
+        "params": {"learning_rate": {"low": 0.001, "high": 0.002}},
+    }
     with pytest.raises(SpaceError, match="space name .* should match pattern .*letters, digits"):
         resolve_space(inline)
 

@@ -82,7 +82,9 @@ async def _plot(snapshot: StudySnapshot, fraction: float, include: str) -> dict:
         }
         plot = plots.parallel_coordinates(drawn, near)
         plot["json"] = (
-            '{"figure":' + plot["figure"] + ","
+            '{"figure":'
+            + plot["figure"]
+            + ","
             + json.dumps({k: plot[k] for k in ("trial_numbers", "states", "steps", "neighbourhood")})[1:]
         )
         return plot

@@ -16,9 +16,7 @@ ERRORS = errors(401, 404, 422)
 
 
 @router.get("/boundaries", responses=ERRORS)
-async def get_boundaries(
-    request: Request, name: StudyName
-) -> dict[str, Any]:
+async def get_boundaries(request: Request, name: StudyName) -> dict[str, Any]:
     """Parameters whose best trials crowd one edge of their range, with the rule that found them.
 
     Search beyond such an edge in a new study: `rnntune sweep --range PARAM=LOW:HIGH`.

@@ -58,8 +58,11 @@ def json_body(model: type[BaseModel]) -> dict[str, Any]:
     def inline(node: Any) -> Any:
         if isinstance(node, dict):
             ref = node.get("$ref", "")
-            return inline(defs[ref.rsplit("/", 1)[-1]]) if ref.startswith("#/$defs/") else {
-                k: inline(v) for k, v in node.items()}
+            return (
+                inline(defs[ref.rsplit("/", 1)[-1]])
+                if ref.startswith("#/$defs/")
+                else {k: inline(v) for k, v in node.items()}
+            )
         return [inline(v) for v in node] if isinstance(node, list) else node
 
     return {"requestBody": {"required": True, "content": {"application/json": {"schema": inline(schema)}}}}

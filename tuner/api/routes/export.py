@@ -36,5 +36,8 @@ def export_trials(
     return Response(
         encode(frame, fmt),
         media_type=MEDIA_TYPES[fmt],
-        headers={"Content-Disposition": f'attachment; filename="{name}-trials.{fmt}"', "X-Trial-Count": str(len(frame))},
+        headers={
+            "Content-Disposition": f'attachment; filename="{name}-trials.{fmt}"',
+            "X-Trial-Count": str(len(frame)),
+        },
     )

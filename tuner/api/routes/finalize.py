@@ -31,8 +31,14 @@ def launcher_of(request: Request) -> FinalizeLauncher:
         return found
 
 
-@router.post("", response_model=FinalizeStarted, status_code=status.HTTP_202_ACCEPTED,
-             dependencies=[Depends(require_write)], responses=ERRORS, openapi_extra=json_body(FinalizeRequest))
+@router.post(
+    "",
+    response_model=FinalizeStarted,
+    status_code=status.HTTP_202_ACCEPTED,
+    dependencies=[Depends(require_write)],
+    responses=ERRORS,
+    openapi_extra=json_body(FinalizeRequest),
+)
 async def start_finalize(request: Request, name: StudyName) -> dict:
     """Rerun the `top` best COMPLETE configurations with `seeds` fresh seeds each in the background
     (409 while a finalize run of the study goes on, or when it has no COMPLETE trial or stored space)."""
@@ -47,16 +53,25 @@ def _start(request: Request, name: str, body: FinalizeRequest) -> dict:
     if not row.counts.get("COMPLETE"):
         raise Conflict(f"study {name!r} has no COMPLETE trial to rerun")
     if "space_def" not in row.user_attrs:
-        raise Conflict(f"study {name!r} was not created by rnntune (no stored space); its trials cannot be rerun")
+        raise Conflict(
+            f"study {name!r} was not created by rnntune (no stored space); its trials cannot be rerun"
+        )
     # Reruns go under the study's folder only when it lies inside the server's own storage root:
     # a path read from the database never decides where the server writes.
     root = state.settings.storage_root
     folder = resolve_within(row.user_attrs.get("storage_path"), (root,), root) or root / name
-    handle = launcher_of(request).start(name, row.user_attrs, top=body.top, seeds=body.seeds,
-                                        parallel=body.parallel, storage_path=folder)
+    handle = launcher_of(request).start(
+        name, row.user_attrs, top=body.top, seeds=body.seeds, parallel=body.parallel, storage_path=folder
+    )
     state.store.invalidate(name)
-    return {"name": name, "state": "queued", "top": body.top, "seeds": body.seeds, "parallel": body.parallel,
-            "process": handle.as_dict()}
+    return {
+        "name": name,
+        "state": "queued",
+        "top": body.top,
+        "seeds": body.seeds,
+        "parallel": body.parallel,
+        "process": handle.as_dict(),
+    }
 
 
 @router.get("", response_model=FinalizeReport, dependencies=[Depends(require_read)], responses=ERRORS)

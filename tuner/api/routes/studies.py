@@ -47,7 +47,10 @@ async def list_studies(
 def _summary(state: ApiState, row, lease) -> dict:
     """The row's summary with its true status: from the driver lease (tuner.api.sweeps)."""
     handle = state.launcher.get(row.name)
-    return {**serializers.study_summary(row, handle), "status": sweeps.study_status(row.status, lease, handle)}
+    return {
+        **serializers.study_summary(row, handle),
+        "status": sweeps.study_status(row.status, lease, handle),
+    }
 
 
 def detail(state: ApiState, name: str) -> dict:
@@ -74,8 +77,10 @@ def check_data_dirs(body: CreateStudy, settings: ApiSettings) -> None:
     space = body.space if isinstance(body.space, dict) else {}
     fixed = space.get("fixed")
     fixed = fixed if isinstance(fixed, dict) else {}
-    named = {"body.overrides.set.data_dir": body.overrides.set.get("data_dir"),
-             "body.space.fixed.data_dir": fixed.get("data_dir")}
+    named = {
+        "body.overrides.set.data_dir": body.overrides.set.get("data_dir"),
+        "body.space.fixed.data_dir": fixed.get("data_dir"),
+    }
     for field, raw in named.items():
         if raw is not None and resolve_within(raw, settings.data_roots, Path.cwd()) is None:
             roots = ", ".join(str(r) for r in settings.data_roots) or "none configured"
@@ -120,8 +125,12 @@ def start_study(request: Request, name: StudyName) -> dict:
     """Launch the study's sweep in the background (409 while a driver holds its lease, or finished)."""
     state = _state(request)
     handle = sweeps.start(state, name)
-    return {"name": name, "status": "running", "process": handle.as_dict(),
-            "driver": sweeps.driver_info(read(state.leases, name))}
+    return {
+        "name": name,
+        "status": "running",
+        "process": handle.as_dict(),
+        "driver": sweeps.driver_info(read(state.leases, name)),
+    }
 
 
 @router.post(
@@ -135,5 +144,9 @@ def stop_study(request: Request, name: StudyName) -> dict:
     """Store a stop request for the study's sweep, wherever it runs; it stops cleanly and keeps its
     completed trials. 409 if no sweep drives it."""
     handle, lease = sweeps.stop(_state(request), name)
-    return {"name": name, "status": "stopping", "process": handle.as_dict() if handle else None,
-            "driver": sweeps.driver_info(lease)}
+    return {
+        "name": name,
+        "status": "stopping",
+        "process": handle.as_dict() if handle else None,
+        "driver": sweeps.driver_info(lease),
+    }

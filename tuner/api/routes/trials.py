@@ -100,7 +100,9 @@ def get_best_checkpoint(request: Request, name: StudyName) -> FileResponse:
     state = state_of(request)
     best = _best(state.store.snapshot(state.store.row(name)), name)
     settings = state.settings
-    found = checkpoint.locate(best.user_attrs.get("checkpoint"), (settings.storage_root,), settings.storage_root / name)
+    found = checkpoint.locate(
+        best.user_attrs.get("checkpoint"), (settings.storage_root,), settings.storage_root / name
+    )
     config_url = str(request.url_for("get_trial_config", name=name, number=best.number).path)
     return FileResponse(
         found.path,
