@@ -33,6 +33,7 @@ import os
 os.environ.setdefault("OMP_NUM_THREADS", "1")  # before torch loads: one thread per process
 
 import argparse
+import contextlib
 import gzip
 import heapq
 import importlib.util
@@ -52,9 +53,9 @@ import optuna
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-from tuner.early_stopping import ATTR, EarlyStopping
-from tuner.samplers import DEFAULT_SAMPLER, make_sampler
-from tuner.space import SearchSpace
+from tuner.early_stopping import ATTR, EarlyStopping  # noqa: E402 (after the sys.path insert)
+from tuner.samplers import DEFAULT_SAMPLER, make_sampler  # noqa: E402
+from tuner.space import SearchSpace  # noqa: E402
 
 DATA = ROOT / "bench" / "data" / "tiny_curves.json.gz"
 BUDGETS = (24, 48, 96)
@@ -302,7 +303,7 @@ def suggest_timing(n: int, data: str, policy: EarlyStopping, name: str) -> None:
     study.set_user_attr("task", dict(sur.fixed))
     study.set_user_attr(ATTR, policy.model_dump())
     rng = np.random.default_rng(0)
-    for i in range(n):
+    for _ in range(n):
         trial = study.ask()
         curve = sur.curve(sur.space.suggest(trial))
         level = min(int(rng.geometric(1 - 1 / policy.reduction_factor)) - 1, len(rungs))
@@ -387,8 +388,10 @@ def main() -> None:
         if importlib.util.find_spec("hpbandster") is None and importlib.util.find_spec("smac") is None:
             print("BOHB skipped: neither hpbandster (Ray's TuneBOHB) nor smac is installed in this venv")
         t0 = time.perf_counter()
-        sink = open(args.results, "a") if args.results else None
-        with ProcessPoolExecutor(max_workers=args.jobs) as pool:
+        with (
+            open(args.results, "a") if args.results else contextlib.nullcontext() as sink,
+            ProcessPoolExecutor(max_workers=args.jobs) as pool,
+        ):
             for n, row in enumerate(pool.map(run_one, jobs), 1):
                 rows.append(row)
                 if sink:
@@ -399,8 +402,6 @@ def main() -> None:
                     f"{time.perf_counter() - t0:.0f} s",
                     flush=True,
                 )
-        if sink:
-            sink.close()
     report([r for r in rows if all(str(b) in r["best_true"] for b in budgets)], sur, budgets)
 
 

@@ -15,7 +15,7 @@ from typing import Any
 import torch
 
 from .config import TrainConfig, make_config
-from .model import LanguageModel, make_model
+from .model import LanguageModel, ReverseCopyModel, make_model
 
 FORMAT_VERSION = 1
 
@@ -48,7 +48,7 @@ def read_checkpoint(path: str | Path, map_location: str | torch.device = "cpu") 
 
 def load_checkpoint(
     path: str | Path, device: str | torch.device = "cpu"
-) -> tuple[LanguageModel, TrainConfig]:
+) -> tuple[LanguageModel | ReverseCopyModel, TrainConfig]:
     """A ready model (evaluation mode, the checkpoint's best weights) and its config.
 
     A `reverse_copy` checkpoint gives the task's encoder–decoder (trainer.model.ReverseCopyModel).

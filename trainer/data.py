@@ -8,8 +8,10 @@ raises `DataError` naming what was expected where.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 import torch
 from torch import Tensor
@@ -100,6 +102,16 @@ def _word_files(cfg: TrainConfig, pattern: str) -> Corpus:
     return Corpus(cfg.dataset, vocab, ids["train"], ids["valid"], ids["test"], word_level=True)
 
 
+_Symbol = TypeVar("_Symbol", int, str)
+
+
+def _symbol_ids(symbols: Sequence[_Symbol]) -> tuple[list[_Symbol], Tensor]:
+    """The sorted distinct symbols, and each symbol's index among them [N]."""
+    ordered = sorted(set(symbols))
+    index = {s: i for i, s in enumerate(ordered)}
+    return ordered, torch.tensor([index[s] for s in symbols], dtype=torch.long)
+
+
 def _hutter(cfg: TrainConfig, filename: str, as_bytes: bool) -> Corpus:
     assert cfg.data_dir is not None
     path = Path(cfg.data_dir) / filename
@@ -107,24 +119,22 @@ def _hutter(cfg: TrainConfig, filename: str, as_bytes: bool) -> Corpus:
         raise DataError(f"{cfg.dataset}: expected the raw file {path} (unzipped), which does not exist")
     raw = path.read_bytes()
     if as_bytes:
-        symbols: list[int] | str = list(raw)
+        byte_syms, ids = _symbol_ids(list(raw))
+        vocab = [f"<{s:02x}>" for s in byte_syms]
     else:
         try:
-            symbols = raw.decode("ascii")
+            text = raw.decode("ascii")
         except UnicodeDecodeError:
             raise DataError(f"{cfg.dataset}: {path} should hold lowercase ASCII text (text8)") from None
-        if set(symbols) - set("abcdefghijklmnopqrstuvwxyz "):
+        if set(text) - set("abcdefghijklmnopqrstuvwxyz "):
             raise DataError(f"{cfg.dataset}: {path} holds characters other than a-z and space; is it text8?")
-    n = len(symbols)
+        vocab, ids = _symbol_ids(text)
+    n = len(ids)
     a, b = int(n * HUTTER_SPLIT[0]), int(n * (HUTTER_SPLIT[0] + HUTTER_SPLIT[1]))
-    vocab_syms = sorted(set(symbols))
-    index = {s: i for i, s in enumerate(vocab_syms)}
-    ids = torch.tensor([index[s] for s in symbols], dtype=torch.long)
     parts = {"train": ids[:a], "valid": ids[a:b], "test": ids[b:]}
-    for split, t in parts.items():
+    for t in parts.values():
         if len(t) < MIN_SPLIT_TOKENS:
             raise DataError(f"{cfg.dataset}: {path} is too short ({n} symbols) to split 90/5/5")
-    vocab = [f"<{s:02x}>" if as_bytes else s for s in vocab_syms]  # type: ignore[str-bytes-safe]
     return Corpus(cfg.dataset, vocab, parts["train"], parts["valid"], parts["test"], word_level=False)
 
 

@@ -24,6 +24,7 @@ against the formula.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import cast
 
 import torch
 from torch import Tensor
@@ -94,12 +95,12 @@ def gradient_statistics(model: LanguageModel, train_ids: Tensor, cfg: TrainConfi
     finally:
         model.train(was_training)
     rms = torch._foreach_sqrt(torch._foreach_div(ms, float(windows)))
-    mean_rms = sum(r.sum() for r in rms) / sum(r.numel() for r in rms)
+    mean_rms = cast(Tensor, sum(r.sum() for r in rms)) / sum(r.numel() for r in rms)
     scale = torch._foreach_reciprocal(torch._foreach_add(rms, cfg.dyneval_epsilon))
     # Krause et al. 2018: λ_i = λ · RMS_i / mean(RMS), capped at 1.
     decay = torch._foreach_mul(rms, cfg.dyneval_decay_rate / max(mean_rms.item(), 1e-30))
     torch._foreach_clamp_max_(decay, 1.0)
-    return GradientStatistics(scale=scale, decay=decay, batch_size=batch, windows=windows)
+    return GradientStatistics(scale=list(scale), decay=list(decay), batch_size=batch, windows=windows)
 
 
 def dyneval_update(
@@ -115,7 +116,7 @@ def dyneval_update(
 
 def dynamic_evaluate(model: LanguageModel, ids: Tensor, stats: GradientStatistics, cfg: TrainConfig) -> float:
     """Mean nats/token of a split's token stream [N] read at batch 1 while adapting; restores θ₀."""
-    params = list(model.parameters())
+    params: list[Tensor] = list(model.parameters())
     theta0 = [p.detach().clone() for p in params]
     data = batchify(ids, EVAL_BATCH_SIZE)
     n = data.shape[0]

@@ -90,8 +90,10 @@ def mc_evaluate(
                 logits, states[c] = model(repeat_for_samples(x, k), states[c])
                 for i, temp in enumerate(temperatures):
                     ll = token_log_likelihood(logits, y.repeat(1, k), temp).view(-1, k, batch).logsumexp(1)
-                    log_sum[i] = ll if log_sum[i] is None else torch.logaddexp(log_sum[i], ll)
+                    prev = log_sum[i]
+                    log_sum[i] = ll if prev is None else torch.logaddexp(prev, ll)
             for i, acc in enumerate(log_sum):
+                assert acc is not None  # sizes is non-empty: samples >= 1
                 totals[i] -= (acc - math.log(samples)).sum().item()
             count += y.numel()
         return [t / count for t in totals]

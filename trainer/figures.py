@@ -7,23 +7,26 @@ Language models: the test loss at the softmax temperature chosen on validation (
 
 from __future__ import annotations
 
-from torch import Tensor, nn
+from torch import Tensor
 
 from . import reverse_copy
 from .config import TrainConfig
 from .data import Corpus
 from .dyneval import run_dynamic_evaluation
 from .evaluate import evaluate, mc_evaluate, select_temperature
+from .model import LanguageModel, ReverseCopyModel
 
 
 def test_figures(
-    model: nn.Module, cfg: TrainConfig, corpus: Corpus, valid: Tensor, test: Tensor
+    model: LanguageModel | ReverseCopyModel, cfg: TrainConfig, corpus: Corpus, valid: Tensor, test: Tensor
 ) -> dict[str, float]:
     """TrainResult fields for the model's current weights; `valid`/`test` as the trainer holds them
     (batchified streams, or reverse copy's example sets), `corpus` for dynamic evaluation's streams."""
     if cfg.dataset == "reverse_copy":
+        assert isinstance(model, ReverseCopyModel)
         loss, accuracy = reverse_copy.evaluate_examples(model, test, cfg.eval_batch_size)
         return {"test_loss": loss, "test_accuracy": accuracy}
+    assert isinstance(model, LanguageModel)
     temperature, _ = select_temperature(model, valid, cfg.bptt)
     out = {"temperature": temperature, "test_loss": evaluate(model, test, cfg.bptt, (temperature,))[0]}
     if cfg.mc_dropout_samples > 0:

@@ -24,7 +24,7 @@ from .config import ConfigError, TrainConfig, make_config
 from .data import batchify, load_corpus
 from .evaluate import evaluate, headline
 from .figures import test_figures
-from .model import build_model, detach_state
+from .model import LanguageModel, ReverseCopyModel, build_model, detach_state
 from .objective import multi_sample_log_likelihood, repeat_for_samples, training_loss
 from .optim import make_optimizer
 
@@ -81,7 +81,7 @@ class Trainer:
         self.corpus = load_corpus(cfg)
         self.model = build_model(cfg, self.corpus.vocab_size).to(self.device)
         self.names = [n for n, _ in self.model.named_parameters()]
-        self.params = [p for _, p in self.model.named_parameters()]
+        self.params: list[Tensor] = [p for _, p in self.model.named_parameters()]
         self.optimizer = make_optimizer(cfg, self.params)
         self.copy_task = cfg.dataset == "reverse_copy"  # examples [N, L], not token streams
         if self.copy_task:
@@ -213,6 +213,7 @@ class Trainer:
     def _forward(self) -> tuple[Tensor, list]:
         """ln p of the next training batch's targets [T, B] (thesis §4.3), and the state to carry."""
         if self.copy_task:  # the reversed half of fresh examples (Mogrifier paper §4.3)
+            assert isinstance(self.model, ReverseCopyModel)
             source = reverse_copy.train_batch(self.cfg, self.step).to(self.device)
             return reverse_copy.log_likelihood(self.model, source), self.state
         x, y = self._next_window()
@@ -247,9 +248,11 @@ class Trainer:
         """Validation loss (nats/token) of the current weights, and reverse copy's sequence accuracy."""
         cfg = self.cfg
         if self.copy_task:
+            assert isinstance(self.model, ReverseCopyModel)
             return reverse_copy.evaluate_examples(
                 self.model, self.valid_data, cfg.eval_batch_size, cfg.max_eval_tokens
             )
+        assert isinstance(self.model, LanguageModel)
         return evaluate(self.model, self.valid_data, cfg.bptt, max_tokens=cfg.max_eval_tokens)[0], None
 
     def _loss_of(self, weights: list[Tensor] | None) -> float:
@@ -330,7 +333,7 @@ class Trainer:
         if improved:
             save_atomic(snapshot, self.run_dir / "best.pt")
         save_atomic(snapshot, self.run_dir / "last.pt")
-        metrics = {
+        metrics: dict[str, Any] = {
             "step": self.step,
             "epoch": self.epoch + self.position / max(1, self.train_data.shape[0] - 1),
             "val_loss": decision.loss,
@@ -353,7 +356,7 @@ class Trainer:
 
     def _finish(self, stopped: str) -> TrainResult:
         best = self.run_dir / "best.pt"
-        figures: dict[str, float | None] = {}
+        figures: dict[str, float] = {}
         if best.is_file() and stopped != "callback":
             ckpt = read_checkpoint(best, self.device)
             saved = swap_in(self.params, [ckpt["model"][n].to(self.device) for n in self.names])

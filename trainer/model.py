@@ -8,11 +8,13 @@ the residual branch (or inter-layer dropout in the skip architecture).
 
 from __future__ import annotations
 
+from typing import cast
+
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from .cells import State, make_cell
+from .cells import RecurrentCell, State, make_cell
 from .config import TrainConfig
 
 
@@ -65,7 +67,8 @@ class LanguageModel(nn.Module):
 
     def zero_state(self, batch_size: int, device: torch.device | str | None = None) -> list[State]:
         p = self.embedding.weight
-        return [cell.zero_state(batch_size, device or p.device, p.dtype) for cell in self.layers]
+        cells = [cast(RecurrentCell, cell) for cell in self.layers]
+        return [cell.zero_state(batch_size, device or p.device, p.dtype) for cell in cells]
 
     @property
     def output_weight(self) -> Tensor:
@@ -138,7 +141,7 @@ class ReverseCopyModel(nn.Module):
         return logits
 
 
-def make_model(cfg: TrainConfig, vocab_size: int, hidden_size: int) -> nn.Module:
+def make_model(cfg: TrainConfig, vocab_size: int, hidden_size: int) -> LanguageModel | ReverseCopyModel:
     """The configured task's model: the reverse copy encoder–decoder or a language model."""
     if cfg.dataset == "reverse_copy":
         return ReverseCopyModel(cfg, vocab_size, hidden_size)
@@ -186,6 +189,6 @@ def solve_hidden_size(cfg: TrainConfig, vocab_size: int) -> int:
     return lo
 
 
-def build_model(cfg: TrainConfig, vocab_size: int) -> nn.Module:
+def build_model(cfg: TrainConfig, vocab_size: int) -> LanguageModel | ReverseCopyModel:
     """A model of the configured task, cell and architecture, sized by hidden_size or the budget."""
     return make_model(cfg, vocab_size, solve_hidden_size(cfg, vocab_size))

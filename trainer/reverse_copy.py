@@ -16,11 +16,16 @@ argmax first goes wrong at that same position under greedy decoding.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import torch
-from torch import Tensor, nn
+from torch import Tensor
 
 from .config import TrainConfig
 from .objective import token_log_likelihood
+
+if TYPE_CHECKING:
+    from .model import ReverseCopyModel
 
 # Validation and test set sizes (Mogrifier paper §4.3).
 EVAL_EXAMPLES = 10_000
@@ -53,7 +58,7 @@ def split_examples(cfg: TrainConfig) -> dict[str, Tensor]:
     }
 
 
-def logits_and_targets(model: nn.Module, source: Tensor) -> tuple[Tensor, Tensor]:
+def logits_and_targets(model: ReverseCopyModel, source: Tensor) -> tuple[Tensor, Tensor]:
     """Decoder logits [L, B, V] and the reversed targets [L, B] for source sequences [B, L]."""
     marker = model.vocab_size - 1
     src = source.t()  # time-major [L, B]
@@ -63,7 +68,7 @@ def logits_and_targets(model: nn.Module, source: Tensor) -> tuple[Tensor, Tensor
     return model(src, decoder_input), target
 
 
-def log_likelihood(model: nn.Module, source: Tensor) -> Tensor:
+def log_likelihood(model: ReverseCopyModel, source: Tensor) -> Tensor:
     """ln p(y_t | x, y_<t) for the reversed half only [L, B]; the source half carries no loss."""
     logits, target = logits_and_targets(model, source)
     return token_log_likelihood(logits, target)
@@ -71,7 +76,7 @@ def log_likelihood(model: nn.Module, source: Tensor) -> Tensor:
 
 @torch.no_grad()
 def evaluate_examples(
-    model: nn.Module, source: Tensor, batch_size: int, max_tokens: int | None = None
+    model: ReverseCopyModel, source: Tensor, batch_size: int, max_tokens: int | None = None
 ) -> tuple[float, float]:
     """(mean nats per reversed token, sequence accuracy) over source sequences [N, L]."""
     was_training = model.training
@@ -83,7 +88,7 @@ def evaluate_examples(
         for batch in source.split(batch_size):
             logits, target = logits_and_targets(model, batch)
             total -= token_log_likelihood(logits, target).sum().item()
-            correct += (logits.argmax(-1) == target).all(0).sum().item()
+            correct += int((logits.argmax(-1) == target).all(0).sum().item())
     finally:
         model.train(was_training)
     n = source.shape[0]

@@ -79,10 +79,11 @@ def crowded_edges(
         if len(values) < MIN_TOP:
             continue
         positions = [_position(float(v), low, high, scale) for v in values]
-        for edge, bound, count in (
+        edges: tuple[tuple[Literal["low", "high"], float, int], ...] = (
             ("low", low, sum(x <= NEAR for x in positions)),
             ("high", high, sum(x >= 1 - NEAR for x in positions)),
-        ):
+        )
+        for edge, bound, count in edges:
             if count >= MIN_SHARE * len(values):
                 alerts.append(EdgeAlert(name, edge, bound, count, len(values)))
     return alerts

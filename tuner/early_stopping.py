@@ -31,12 +31,12 @@ class EarlyStopping(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     grace_steps: int | None = Field(
-        None,
+        default=None,
         ge=1,
         description="steps before the first rung (rounded up to the eval grid); default a quarter of max_steps",
     )
     reduction_factor: int = Field(
-        DEFAULT_REDUCTION_FACTOR,
+        default=DEFAULT_REDUCTION_FACTOR,
         ge=2,
         le=16,
         description="η: a trial continues past a rung if it is in the best 1/η of the trials there",
@@ -79,7 +79,7 @@ class EarlyStopping(BaseModel):
 
 
 def _round_up(value: float, multiple: int) -> int:
-    return max(multiple, int(math.ceil(value / multiple)) * multiple)
+    return max(multiple, math.ceil(value / multiple) * multiple)
 
 
 def _describe(error: Mapping[str, Any]) -> str:

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import optuna
+from pydantic import ValidationError
 from optuna.trial import FrozenTrial, TrialState
 from sqlalchemy import event
 from sqlalchemy.engine import make_url
@@ -30,6 +31,7 @@ from tuner.database_url import DatabaseUrlError, from_environment
 from tuner.early_stopping import ATTR as EARLY_STOPPING_ATTR
 from tuner.early_stopping import EarlyStopping, EarlyStoppingError
 from tuner.space import NAME_PATTERN, SearchSpace, resolve_space
+from tuner.study_stop import StudyStop
 
 # Set by the API for the sweeps it launches: which start of the study (tuner.lease) the driver serves.
 GENERATION_ENV = "RNNTUNE_SWEEP_GENERATION"
@@ -126,6 +128,8 @@ def create_study(
     overrides: Mapping[str, Any] | None = None,
     seed: int | None = None,
     early_stopping: Mapping[str, Any] | None = None,
+    study_stop: Mapping[str, Any] | None = None,
+    keep_top: int | None = None,
 ) -> optuna.Study:
     """Create a new sweep's study (status `created`, no trials yet); `rnntune sweep --resume NAME` runs it.
 
@@ -133,7 +137,9 @@ def create_study(
     `ranges` ({name: "low:high"}) and `set` ({setting: value}), applied on top of it by
     `tuner.space.resolve_space`, which validates the whole once. `name` None generates one. Raises
     StudyExistsError if the name is taken, SpaceError for a bad space, StudyError for bad settings.
-    `early_stopping` ({grace_steps, reduction_factor}) is stored resolved on the task's eval grid.
+    `early_stopping` ({grace_steps, reduction_factor}) is stored resolved on the task's eval grid;
+    `study_stop` ({patience, min_improvement, max_hours}) ends the sweep early, and `keep_top` keeps
+    only the N best trials' weights (tuner.orchestration.policies).
     """
     from tuner.samplers import DEFAULT_SAMPLER, SAMPLERS
 
@@ -151,6 +157,11 @@ def create_study(
     if not isinstance(parallel, int) or parallel < 1:
         raise StudyError(f"parallel must be a positive integer, not {parallel!r}")
     policy = _early_stopping(early_stopping, space)
+    stop = _study_stop(study_stop)
+    if keep_top is not None and (not isinstance(keep_top, int) or not 1 <= keep_top <= 100_000):
+        raise StudyError(
+            f"keep_top must be an integer from 1 to 100000 (the best is always kept), not {keep_top!r}"
+        )
     name = name or generate_study_name(space.name)
     if not re.fullmatch(NAME_PATTERN, name):
         raise StudyError(
@@ -175,6 +186,8 @@ def create_study(
         "parallel": parallel,
         "scheduler": scheduler,
         EARLY_STOPPING_ATTR: policy,
+        "study_stop": stop,
+        "keep_top": keep_top,
         "status": "created",
         "created_at": _now(),
         "storage_path": str(root.expanduser().resolve()),
@@ -183,6 +196,16 @@ def create_study(
     for key, value in attrs.items():
         study.set_user_attr(key, value)
     return study
+
+
+def _study_stop(raw: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The study-level stop rule, validated; StudyError names a bad field and its range."""
+    try:
+        return StudyStop.model_validate(dict(raw or {})).model_dump()
+    except ValidationError as err:
+        first = err.errors()[0]
+        field = ".".join(str(p) for p in first["loc"]) or "study_stop"
+        raise StudyError(f"{field}: {first['msg']}") from None
 
 
 def _early_stopping(raw: Mapping[str, Any] | None, space: SearchSpace) -> dict[str, Any]:

@@ -17,7 +17,7 @@ SPACE = {
 def _trials(n, lr_fn, seed=0):
     rng = random.Random(seed)
     out = []
-    for i in range(n):
+    for _ in range(n):
         lr = lr_fn(rng)
         params = {
             "learning_rate": lr,

@@ -33,7 +33,7 @@ def first_stop(policy: EarlyStopping) -> int:
     scheduler.set_search_properties("val_loss", "min")
     good = [_Trial(str(i)) for i in range(8)]
     bad = _Trial("bad")
-    for t in good + [bad]:
+    for t in [*good, bad]:
         scheduler.on_trial_add(None, t)
     for step in range(25, 201, 25):
         for i, t in enumerate(good):

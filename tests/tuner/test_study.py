@@ -58,7 +58,7 @@ def test_created_study_holds_the_contract_attrs(db, tmp_path):
 
 def test_names_are_unique_and_never_optunas_default(db):
     make(db)
-    with pytest.raises(StudyExistsError, match="study 's1' already exists.*--resume s1"):
+    with pytest.raises(StudyExistsError, match=r"study 's1' already exists.*--resume s1"):
         make(db)
     generated = make(db, name=None).study_name
     assert re.fullmatch(r"tiny-\d{8}-\d{4}-[0-9a-f]{4}", generated)

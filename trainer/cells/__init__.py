@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Protocol
+
 from .base import RecurrentCell, State, chrono_init_
 from .lstm import LSTMCell
 from .mgru import MGRUCell
@@ -11,7 +13,14 @@ from .rlstm import MogrifierRLSTMCell, RLSTMCell
 from .tmgru import TMGRUCell
 from .tmlstm import TMLSTMCell
 
-CELLS: dict[str, type[RecurrentCell]] = {
+
+class CellFactory(Protocol):
+    """A cell class: every cell takes its sizes and the Chrono `t_max` (thesis §4.4)."""
+
+    def __call__(self, input_size: int, hidden_size: int, *, t_max: float) -> RecurrentCell: ...
+
+
+CELLS: dict[str, CellFactory] = {
     "lstm": LSTMCell,
     "mogrifier_lstm": MogrifierLSTMCell,
     "rlstm": RLSTMCell,

@@ -20,14 +20,14 @@ class _BatchedWeightGrad(torch.autograd.Function):
     """Identity on `base`; its backward turns the stacked dY into dL/dW = U^T dY in one GEMM."""
 
     @staticmethod
-    def forward(ctx, base: Tensor, weight: Tensor, inputs: list[Tensor]) -> Tensor:  # type: ignore[override]
+    def forward(ctx, base: Tensor, weight: Tensor, inputs: list[Tensor]) -> Tensor:
         ctx.inputs = inputs
         ctx.weight_shape = weight.shape
         return base.view_as(base)
 
     @staticmethod
     @once_differentiable
-    def backward(ctx, grad: Tensor) -> tuple[Tensor | None, Tensor | None, None]:  # type: ignore[override]
+    def backward(ctx, grad: Tensor) -> tuple[Tensor | None, Tensor | None, None]:
         inputs: list[Tensor] = ctx.inputs
         if len(inputs) != grad.shape[0]:
             raise RuntimeError(

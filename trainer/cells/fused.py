@@ -110,7 +110,7 @@ class CappedLSTMWindow(torch.autograd.Function):
     """
 
     @staticmethod
-    def forward(ctx, x, w_x, w_h, bias, h0, c0, mask, ranks, *gate_params):  # type: ignore[override]
+    def forward(ctx, x, w_x, w_h, bias, h0, c0, mask, ranks, *gate_params):
         steps, batch, m = x.shape
         n = w_h.shape[0]
         rounds = len(ranks)
@@ -163,7 +163,7 @@ class CappedLSTMWindow(torch.autograd.Function):
 
     @staticmethod
     @once_differentiable
-    def backward(ctx, d_h_seq, d_h_last, d_c_last):  # type: ignore[override]
+    def backward(ctx, d_h_seq, d_h_last, d_c_last):
         ranks = ctx.ranks
         rounds = len(ranks)
         x, w_x, w_h, mask, tanh_c, cells, h_hat, u_all, *rest = ctx.saved_tensors

@@ -6,6 +6,7 @@ Mogrifier paper §2 eqs. (1)-(2); with the thesis' capped input gate (§4.1, §4
 from __future__ import annotations
 
 import math
+from typing import cast
 
 import torch
 from torch import Tensor, nn
@@ -94,8 +95,9 @@ class MogrifierLSTMCell(LSTMCell):
         h, c = state
         # x↑ depends on h_prev, so the input projection stays in the loop: [x↑, h↑] @ [W^x; W^h]
         # is one GEMM per step; the rounds and the LSTM run inside one Function (fused.py).
-        ranks = tuple(gate.rank for gate in self.gates)
-        params = [p for gate in self.gates for p in gate.tensors()]
+        gates = [cast(MogrifierGate, gate) for gate in self.gates]
+        ranks = tuple(gate.rank for gate in gates)
+        params = [p for gate in gates for p in gate.tensors()]
         h_seq, h, c = CappedLSTMWindow.apply(
             x, self.w_x, self.w_h, self.bias, h, c, state_mask, ranks, *params
         )

@@ -49,6 +49,7 @@ def create_app(settings: ApiSettings | None = None) -> FastAPI:
     @app.get("/docs", include_in_schema=False)
     async def docs() -> HTMLResponse:
         """Swagger UI from the app's own copy (FastAPI's default loads it from a CDN)."""
+        assert app.openapi_url is not None  # FastAPI's default; this app never turns it off
         return get_swagger_ui_html(
             openapi_url=app.openapi_url,
             title="rnntune API",

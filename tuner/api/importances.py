@@ -110,6 +110,7 @@ def choose_fidelity(completed: Sequence[TrialRecord], pruned: Sequence[TrialReco
 def _distribution(spec: ParamSpec) -> BaseDistribution:
     if spec.kind == "categorical":
         return CategoricalDistribution(list(spec.choices))
+    assert spec.low is not None and spec.high is not None  # numeric specs carry both bounds
     if spec.kind == "int":
         step = int(spec.step or 1)
         return IntDistribution(int(spec.low), int(spec.high), log=spec.log, step=step)

@@ -59,6 +59,20 @@ class CreateStudy(BaseModel):
         le=16,
         description="ASHA: a trial continues past a rung if in the best 1/factor there.",
     )
+    patience: int | None = Field(
+        default=None,
+        ge=1,
+        le=1_000_000,
+        description="End the sweep once this many finished trials in a row did not beat the best "
+        "by `min_improvement`.",
+    )
+    min_improvement: float = Field(default=0.0, ge=0.0, le=1e6, description="With `patience` (nats/token).")
+    max_hours: float | None = Field(
+        default=None, gt=0, le=24 * 366, description="End a run of the sweep after this long."
+    )
+    keep_top: int | None = Field(
+        default=None, ge=1, le=100_000, description="Keep only the N best trials' checkpoints (weights)."
+    )
     overrides: Overrides = Field(default_factory=Overrides)
 
 

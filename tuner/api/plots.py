@@ -64,6 +64,7 @@ def _dimension(spec: ParamSpec, values: list[Any]) -> dict[str, Any]:
             "range": [0, max(len(spec.choices) - 1, 1)],
         }
     if spec.log:
+        assert spec.low is not None and spec.high is not None  # numeric specs carry both bounds
         tickvals, ticktext = _log_ticks(spec.low, spec.high)
         return {
             "label": f"{spec.name} (log)",

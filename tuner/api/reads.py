@@ -203,7 +203,7 @@ class TrialDB:
         studies = self._storage.get_all_studies()
         with self._engine.connect() as conn:
             ids, counts, best = (conn.execute(q).all() for q in (_IDS, _COUNTS, _BEST))
-        id_of: dict[str, int] = dict(ids)  # type: ignore[arg-type]
+        id_of: dict[str, int] = dict(ids)
         count_map: dict[int, dict[str, int]] = {}
         for study_id, state, n in counts:
             count_map.setdefault(study_id, {})[state] = int(n)

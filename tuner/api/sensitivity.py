@@ -102,6 +102,7 @@ def windows(best: TrialRecord, fraction: float) -> dict[str, Window]:
         if not spec.numeric:
             out[name] = Window(spec=spec, center=center, half_width=0.0, low=center, high=center)
             continue
+        assert spec.low is not None and spec.high is not None  # numeric specs carry both bounds
         half = fraction * spec.scaled_width
         lo, hi = spec.scaled(center) - half, spec.scaled(center) + half
         unscale = math.exp if spec.log else float

@@ -260,6 +260,12 @@ def create(state: Any, body: CreateStudy) -> None:
             overrides=overrides if overrides["ranges"] or overrides["set"] else None,
             seed=body.seed,
             early_stopping={"grace_steps": body.grace_steps, "reduction_factor": body.reduction_factor},
+            study_stop={
+                "patience": body.patience,
+                "min_improvement": body.min_improvement,
+                "max_hours": body.max_hours,
+            },
+            keep_top=body.keep_top,
         )
     except StudyExistsError as err:
         raise SweepConflict(str(err)) from err

@@ -82,6 +82,26 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="ASHA: a trial goes on past a rung only if in the best 1/K there (default 3)",
     )
     p.add_argument(
+        "--patience",
+        type=int,
+        metavar="K",
+        help="end the sweep once K finished trials in a row did not beat the best by --min-improvement",
+    )
+    p.add_argument(
+        "--min-improvement",
+        type=float,
+        metavar="X",
+        help="with --patience: how much (nats/token) a trial must beat the best by (default 0)",
+    )
+    p.add_argument("--max-hours", type=float, metavar="T", help="end this run of the sweep after T hours")
+    p.add_argument(
+        "--keep-top",
+        type=int,
+        metavar="N",
+        help="keep the weights (best.pt, last.pt) of the N best trials only; the rest's are removed as "
+        "the sweep goes (configs and metrics stay)",
+    )
+    p.add_argument(
         "--db",
         help=f"SQLAlchemy URL of the study database (default ${DB_ENV} or sqlite:///studies/rnntune.db)",
     )
@@ -173,6 +193,16 @@ def run(args: argparse.Namespace) -> int:
                     )
                     if v is not None
                 },
+                study_stop={
+                    k: v
+                    for k, v in (
+                        ("patience", args.patience),
+                        ("min_improvement", args.min_improvement),
+                        ("max_hours", args.max_hours),
+                    )
+                    if v is not None
+                },
+                keep_top=args.keep_top,
             )
             name = study.study_name
         outcome = run_sweep(
@@ -195,6 +225,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"error: {err}", file=sys.stderr)
         return 1
     best = outcome.best
+    if outcome.ended_early:
+        print(f"ended early: {outcome.ended_early}")
     print(
         f"study {outcome.study_name}: {outcome.status}, {outcome.finished}/{outcome.n_trials} trials  (db {redact_url(url)})"
     )

@@ -53,7 +53,7 @@ def make_scheduler(
             time_attr=TIME_ATTR,
             grace_period=grace,
             min_samples_required=3,
-            min_time_slice=math.inf,
+            min_time_slice=math.inf,  # type: ignore[arg-type]  # Ray annotates int; inf = never pause
             hard_stop=True,
         )
     if name == "none":

@@ -25,6 +25,7 @@ from ray.tune import Callback
 from ray.tune.search import Searcher
 
 from tuner.orchestration.trainable import FINAL
+from tuner.orchestration.policies import SweepPolicies
 from tuner.space import SearchSpace
 from tuner.study import pending_retries
 
@@ -59,8 +60,16 @@ class Tally:
 class StudySearcher(Searcher):
     """Suggests trials by asking the Optuna study; tells it COMPLETE, PRUNED or FAIL as trials end."""
 
-    def __init__(self, study: optuna.Study, space: SearchSpace, storage_root: Path, budget: int) -> None:
+    def __init__(
+        self,
+        study: optuna.Study,
+        space: SearchSpace,
+        storage_root: Path,
+        budget: int,
+        policies: SweepPolicies | None = None,
+    ) -> None:
         super().__init__()
+        self._policies = policies
         self._study = study
         self._space = space
         self._root = Path(storage_root)
@@ -70,6 +79,7 @@ class StudySearcher(Searcher):
         self._retries: deque[FrozenTrial] = deque(pending_retries(study))
         self._max_steps = int(space.fixed.get("max_steps", _default("max_steps")))
         self.stop_reason: str | None = None
+        self.ended_early: str | None = None  # the study-level stop rule ended the sweep: why
         self.tally = Tally()
 
     # --- pickling: Tune saves the searcher in its experiment folder; keep the study (and its
@@ -96,7 +106,10 @@ class StudySearcher(Searcher):
         return self._live
 
     def suggest(self, trial_id: str) -> dict[str, Any] | str | None:  # type: ignore[override]  # Searcher.FINISHED is a str
-        if self.stop_reason is not None or self._asked >= self._budget:
+        if self.stop_reason is not None or self._asked >= self._budget or self.ended_early is not None:
+            return Searcher.FINISHED
+        if self._policies is not None and (reason := self._policies.stop_reason()) is not None:
+            self.ended_early = reason  # no new trial; the ones in flight finish
             return Searcher.FINISHED
         self._asked += 1
         if self._retries:
@@ -245,6 +258,8 @@ class StudySearcher(Searcher):
         if wall is not None:
             self.tally.wall_times.append(wall)
         self.tally.finished.append(trial)
+        if self._policies is not None:
+            self._policies.after_trial()
 
 
 def _default(name: str) -> Any:

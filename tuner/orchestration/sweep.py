@@ -24,6 +24,7 @@ from ray.tune.stopper import Stopper
 
 from tuner.early_stopping import study_policy
 from tuner.orchestration.driver import LeaseKeeper, StopRequest, stop_on_signals
+from tuner.orchestration.policies import SweepPolicies
 from tuner.samplers import make_sampler
 from tuner.space import SearchSpace
 from tuner.study import (
@@ -43,7 +44,8 @@ OWNER_FILE = ".rnntune-study"
 
 @dataclass
 class SweepOutcome:
-    """How a `run_sweep` call ended (`error` says why a `failed` one failed)."""
+    """How a `run_sweep` call ended (`error` says why a `failed` one failed; `ended_early` why the
+    study-level stop rule ended it before its trial count)."""
 
     study_name: str
     status: str
@@ -52,6 +54,7 @@ class SweepOutcome:
     best: FrozenTrial | None
     interrupted: list[int]
     error: str | None = None
+    ended_early: str | None = None
 
 
 class SweepStopper(Stopper):
@@ -88,11 +91,13 @@ def _trial_dirname(trial: Any) -> str:
 
 
 def _grid(space: SearchSpace) -> tuple[int, int]:
+    """The task's (max_steps, eval_every): the grid the early-stopping rungs lie on."""
     from trainer import TrainConfig
 
-    return tuple(
-        int(space.fixed.get(k, TrainConfig.model_fields[k].default)) for k in ("max_steps", "eval_every")
-    )
+    def setting(key: str) -> int:
+        return int(space.fixed.get(key, TrainConfig.model_fields[key].default))
+
+    return setting("max_steps"), setting("eval_every")
 
 
 def resolve_data_dir(space: SearchSpace) -> SearchSpace:
@@ -236,7 +241,7 @@ def _drive(
             ray.shutdown()
         raise
     policy = study_policy(attrs)
-    searcher = StudySearcher(study, space, root, budget)
+    searcher = StudySearcher(study, space, root, budget, SweepPolicies(study, root))
     progress = ProgressTable(study, searcher, target, parallel, out)
     warning = sqlite_on_cluster_warning(storage_url)
     early = policy.describe(*_grid(space)) if attrs["scheduler"] == "asha" else attrs["scheduler"]
@@ -282,7 +287,7 @@ def _drive(
         if request.reason is None:  # a stop that came while Ray started needs no trial
             with stop_on_signals(request):  # again: ray.init() replaced our SIGTERM handler with its own
                 tuner.fit()
-        status = "finished" if finished_count(study) >= target else "stopped"
+        status = "finished" if finished_count(study) >= target or searcher.ended_early else "stopped"
         if status == "finished" and (error := _all_failed(study)) is not None:
             status = "failed"
     except KeyboardInterrupt:
@@ -299,4 +304,13 @@ def _drive(
             import ray
 
             ray.shutdown()
-    return SweepOutcome(name, status, finished_count(study), target, best_trial(study), interrupted, error)
+    return SweepOutcome(
+        name,
+        status,
+        finished_count(study),
+        target,
+        best_trial(study),
+        interrupted,
+        error,
+        searcher.ended_early,
+    )

@@ -26,9 +26,10 @@ class BOHBRuleGPSampler(MultiFidelityGPSampler):
         self, study: Study, trials: list[FrozenTrial], sign: float
     ) -> tuple[list[FrozenTrial], np.ndarray]:
         complete = [t for t in trials if t.state == TrialState.COMPLETE and t.value is not None]
+        values = [sign * t.value for t in complete if t.value is not None]  # every one of `complete`
         if len(complete) >= self._min_observations:
-            return complete, self.warp(np.array([sign * t.value for t in complete]))
-        best: tuple[list[FrozenTrial], list[float]] = (complete, [sign * t.value for t in complete])
+            return complete, self.warp(np.array(values))
+        best: tuple[list[FrozenTrial], list[float]] = (complete, values)
         for step in sorted(_budgets(study, trials), reverse=True):
             seen = [t for t in trials if step in t.intermediate_values]
             if len(seen) >= self._min_observations:

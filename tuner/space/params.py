@@ -161,8 +161,8 @@ class IntParam(_Range):
     """An integer sampled uniformly in [low, high], both ends included."""
 
     scale: Literal["int"]
-    low: IntBound  # type: ignore[assignment]
-    high: IntBound  # type: ignore[assignment]
+    low: IntBound
+    high: IntBound
 
     def suggest(self, trial: Any, name: str) -> int:
         return trial.suggest_int(name, self.low, self.high)

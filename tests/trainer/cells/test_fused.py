@@ -24,7 +24,7 @@ def test_chunked_steps_match_one_chunk(monkeypatch, name, rounds, rank):
         assert fused._chunk_steps(T, B, 4 * N, 8) == chunk_steps
         cell.zero_grad()
         x.grad = None
-        h_seq, (h, c) = cell(x, state, mask)
+        h_seq, (_h, c) = cell(x, state, mask)
         ((h_seq * readout).sum() + c.sum()).backward()
         results.append([h_seq.detach(), x.grad.clone()] + [p.grad.clone() for p in cell.parameters()])
     for other in results[1:]:

@@ -28,8 +28,8 @@ def test_zero_rounds_with_copied_lstm_weights_is_the_lstm():
     mog = MogrifierLSTMCell(M, N, rounds=0, rank=0)
     mog.load_state_dict(lstm.state_dict())
     x, state = torch.randn(9, 2, M), (torch.randn(2, N), torch.randn(2, N))
-    got, (h, c) = mog(x, state)
-    want, (h_want, c_want) = lstm(x, state)
+    got, (_h, c) = mog(x, state)
+    want, (_h_want, c_want) = lstm(x, state)
     torch.testing.assert_close(got, want, rtol=0, atol=0)
     torch.testing.assert_close(c, c_want, rtol=0, atol=0)
 

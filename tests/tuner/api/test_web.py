@@ -150,7 +150,7 @@ def test_download_button_saves_the_best_checkpoint(browser, server):
         page.click("#download")
     download = info.value
     assert download.suggested_filename == "fixed-trial0-best.pt"
-    assert open(download.path(), "rb").read() == CHECKPOINT_BYTES
+    assert Path(download.path()).read_bytes() == CHECKPOINT_BYTES
     assert not errors
     page.close()
 

@@ -111,7 +111,7 @@ def test_unknown_name_lists_the_samplers() -> None:
 
 
 def test_unknown_option_lists_the_options() -> None:
-    with pytest.raises(ValueError, match="unknown option.*n_startup") as err:
+    with pytest.raises(ValueError, match=r"unknown option.*n_startup") as err:
         make_sampler("gp", seed=0, n_startup=3)
     assert "n_startup_trials" in str(err.value)
 

@@ -131,7 +131,7 @@ def test_invalid_yaml_and_unknown_name(tmp_path):
     path.write_text("params: [unclosed\n")
     with pytest.raises(SpaceError, match="not valid YAML"):
         load_space(path)
-    with pytest.raises(SpaceError, match="unknown search space 'nope'; known: .*tiny"):
+    with pytest.raises(SpaceError, match=r"unknown search space 'nope'; known: .*tiny"):
         load_space("nope")
     path.write_text(
         textwrap.dedent("""
@@ -140,7 +140,7 @@ def test_invalid_yaml_and_unknown_name(tmp_path):
         params: {learning_rate: {low: 0.001, high: 0.002, scale: log}}
     """)
     )
-    with pytest.raises(SpaceError, match="unknown key.s. name; a space is named after its file"):
+    with pytest.raises(SpaceError, match=r"unknown key.s. name; a space is named after its file"):
         load_space(path)
 
 

@@ -208,7 +208,7 @@ def test_overrides_from_the_command_line():
     assert load_space("tiny").with_overrides({"mogrifier_rounds": "1:3"}).param("mogrifier_rounds").high == 3
     lstm = load_space("tiny").with_overrides(fixed={"cell": "lstm"})
     assert "mogrifier_rounds" not in lstm.param_names
-    with pytest.raises(SpaceError, match="parameter learning_rate: low .* must be below high"):
+    with pytest.raises(SpaceError, match=r"parameter learning_rate: low .* must be below high"):
         load_space("tiny").with_overrides({"learning_rate": "0.004:0.001"})
     with pytest.raises(SpaceError, match="parameter t_max: unknown scale 'quadratic'"):
         load_space("tiny").with_overrides({"t_max": "1:5:quadratic"})
@@ -221,7 +221,7 @@ def test_a_range_that_overflows_is_a_space_error():
         resolve_space("tiny", {"ranges": {"learning_rate": "exp(1000):exp(1001)"}})
     assert str(err.value).startswith("tiny (overrides): parameter learning_rate: low exp(1000) is too large")
     inline = {"fixed": {"hidden_size": 16}, "params": {"t_max": {"low": 3, "high": 10**400, "scale": "log"}}}
-    with pytest.raises(SpaceError, match="inline space 'inline': parameter t_max: high 1000+ is too large"):
+    with pytest.raises(SpaceError, match=r"inline space 'inline': parameter t_max: high 1000+ is too large"):
         resolve_space(inline)
 
 
@@ -232,7 +232,7 @@ def test_space_names_are_safe(name):
         "fixed": {"hidden_size": 16},
         "params": {"learning_rate": {"low": 0.001, "high": 0.002}},
     }
-    with pytest.raises(SpaceError, match="space name .* should match pattern .*letters, digits"):
+    with pytest.raises(SpaceError, match=r"space name .* should match pattern .*letters, digits"):
         resolve_space(inline)
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+from typing import Any
 
 from fastapi import APIRouter, Depends, Request, status
 from starlette.concurrency import run_in_threadpool
@@ -84,6 +85,7 @@ def get_finalize(request: Request, name: StudyName) -> dict:
     rows = views.clean(finalize.summarize(attrs.get(finalize.ATTR) or {}, finalize.word_level_of(attrs)))
     winner = finalize.best_by_rerun_mean(rows)
     best_by = attrs.get(finalize.BEST_BY_ATTR) or "tuning"
+    best: dict[str, Any] | None
     if best_by == "rerun_mean" and winner is not None:
         best = {"trial": winner["trial"], "value": winner["val_loss_mean"], "by": "rerun_mean"}
     else:

@@ -33,7 +33,9 @@ async def list_studies(
 ) -> dict:
     """Studies, oldest first, with status, trial counts by state and best objective."""
     state = _state(request)
-    rows = state.store.fresh_rows() or await run_in_threadpool(state.store.rows)
+    rows = state.store.fresh_rows()
+    if not rows:
+        rows = await run_in_threadpool(state.store.rows)
     page = rows[offset : offset + limit]
     leases = await run_in_threadpool(read_all, state.leases) if page else {}
     return {

@@ -104,6 +104,7 @@ def get_best_checkpoint(request: Request, name: StudyName) -> FileResponse:
         best.user_attrs.get("checkpoint"), (settings.storage_root,), settings.storage_root / name
     )
     config_url = str(request.url_for("get_trial_config", name=name, number=best.number).path)
+    assert best.value is not None  # `best` is a completed trial with a finite objective
     return FileResponse(
         found.path,
         media_type="application/octet-stream",

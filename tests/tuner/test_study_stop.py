@@ -8,7 +8,7 @@ import pytest
 from optuna.trial import TrialState, create_trial
 from pydantic import ValidationError
 
-from tuner.orchestration.study_stop import StudyStop
+from tuner.study_stop import StudyStop
 
 T0 = dt.datetime(2026, 11, 22, tzinfo=dt.UTC)
 

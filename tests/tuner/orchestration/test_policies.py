@@ -1,0 +1,61 @@
+"""Study-level stop and checkpoint retention in a real sweep (real Ray, SQLite, the trainer)."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import pytest
+from optuna.trial import TrialState
+
+from tests.conftest import TINY_SETTINGS
+from tuner.orchestration import run_sweep
+from tuner.study import StudyError, create_study, load_study
+
+
+def test_bad_policy_settings_name_the_field(tmp_path):
+    db = f"sqlite:///{tmp_path / 'db.sqlite'}"
+    with pytest.raises(StudyError, match="patience: Input should be greater than or equal to 1"):
+        create_study("a", storage_url=db, space="tiny", n_trials=3, study_stop={"patience": 0})
+    with pytest.raises(StudyError, match="keep_top must be an integer from 1"):
+        create_study("b", storage_url=db, space="tiny", n_trials=3, keep_top=0)
+    study = create_study("c", storage_url=db, space="tiny", n_trials=3, study_stop={"max_hours": 2}, keep_top=2)
+    assert study.user_attrs["study_stop"] == {"patience": None, "min_improvement": 0.0, "max_hours": 2.0}
+    assert study.user_attrs["keep_top"] == 2
+
+
+@pytest.mark.slow
+def test_patience_ends_the_sweep_and_only_the_best_weights_are_kept(tmp_path, ray_cluster):
+    db = f"sqlite:///{tmp_path / 'db.sqlite'}"
+    # No trial can beat the first by 10 nats: after it, `patience` finished trials end the sweep.
+    create_study(
+        "plateau",
+        storage_url=db,
+        space="tiny",
+        n_trials=12,
+        parallel=2,
+        scheduler="none",
+        storage_path=tmp_path / "store",
+        overrides={"set": {**TINY_SETTINGS, "max_steps": 20}},
+        seed=0,
+        study_stop={"patience": 2, "min_improvement": 10.0},
+        keep_top=1,
+    )
+    outcome = run_sweep("plateau", db, num_cpus=2, out=io.StringIO())
+    study = load_study("plateau", db)
+    complete = [t for t in study.trials if t.state == TrialState.COMPLETE]
+    assert outcome.status == "finished" and study.user_attrs["status"] == "finished"
+    assert 3 <= outcome.finished < 12  # the first, then 2 that did not improve, plus those in flight
+    assert outcome.ended_early and "in 2 trials (--patience 2)" in outcome.ended_early
+    assert study.user_attrs["ended_early"] == outcome.ended_early
+    assert not [t for t in study.trials if t.state == TrialState.RUNNING]
+
+    best = min(complete, key=lambda t: t.value)
+    for trial in complete:
+        run_dir = Path(trial.user_attrs["run_dir"])
+        assert (run_dir / "config.yaml").is_file() and (run_dir / "metrics.jsonl").is_file()
+        assert (run_dir / "best.pt").is_file() == (trial.number == best.number)
+    assert Path(best.user_attrs["checkpoint"]).is_file()
+    assert study.user_attrs["checkpoints_removed"] == len(complete) - 1
+    used = sum(f.stat().st_size for t in study.trials for f in Path(t.user_attrs["run_dir"]).rglob("*") if f.is_file())
+    assert study.user_attrs["checkpoint_bytes"] <= used + 1  # recorded after the last trial finished

@@ -1,0 +1,55 @@
+"""Study-wide policies the sweep driver applies between trials: the study-level stop
+(`--patience`, `--min-improvement`, `--max-hours`) and checkpoint retention (`--keep-top N`).
+
+Both are stored in the study's user attrs when it is created (`study_stop`, `keep_top`), so a
+resumed sweep and the REST API see the same settings; what they did is written back to the study
+(`ended_early`, `checkpoint_bytes`, `checkpoints_removed`).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+
+import optuna
+from optuna.trial import TrialState
+
+from tuner.orchestration.retention import keep_top
+from tuner.study_stop import StudyStop
+
+STOP_ATTR = "study_stop"
+KEEP_ATTR = "keep_top"
+ENDED_ATTR = "ended_early"
+_DONE = (TrialState.COMPLETE, TrialState.PRUNED, TrialState.FAIL)
+
+
+class SweepPolicies:
+    """The stop rule and the retention of one study, as this run of its sweep applies them."""
+
+    def __init__(self, study: optuna.Study, root: Path) -> None:
+        attrs = study.user_attrs
+        self._study = study
+        self._root = root
+        self.stop = StudyStop.model_validate(attrs.get(STOP_ATTR) or {})
+        self.keep: int | None = attrs.get(KEEP_ATTR)
+        self.started = dt.datetime.now(dt.UTC)  # --max-hours counts this run of the sweep
+
+    def stop_reason(self) -> str | None:
+        """Why no further trial should start (the running ones finish), or None."""
+        if not self.stop.active:
+            return None
+        trials = self._study.get_trials(deepcopy=False, states=_DONE)
+        reason = self.stop.reason(trials, self.started)
+        if reason is not None:
+            self._study.set_user_attr(ENDED_ATTR, reason)
+        return reason
+
+    def after_trial(self) -> None:
+        """Free the weights of finished trials outside the best `keep`; record the disk they use."""
+        if not self.keep:
+            return
+        report, removed = keep_top(self._study.get_trials(deepcopy=False), self.keep, self._root)
+        self._study.set_user_attr("checkpoint_bytes", report.used_bytes)
+        if removed:
+            before = int(self._study.user_attrs.get("checkpoints_removed", 0))
+            self._study.set_user_attr("checkpoints_removed", before + len(removed))
