@@ -44,7 +44,7 @@ from scipy.stats import rankdata
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from tuner.samplers import DEFAULT_SAMPLER, make_sampler
 
-# Thesis Table 2.4 (DESIGN.md): name, low, high, scale.
+# Thesis Table 2.4 (docs/contracts.md): name, low, high, scale.
 SPACE = [
     ("learning_rate", 0.001, 0.004, "log"),
     ("input_embedding_ratio", 0.0, 2.0, "linear"),

@@ -1,6 +1,6 @@
 """The trainer's one visible config object (nanoGPT style): every field is a documented setting.
 
-Field names are the contract of DESIGN.md: the hyperparameter names are shared by the search
+Field names are the contract of docs/contracts.md: the hyperparameter names are shared by the search
 spaces, the SQL study and the API. The resolved config is written to every run folder and saved
 inside every checkpoint, so a checkpoint alone is enough to rebuild its model.
 """
@@ -50,7 +50,7 @@ class TrainConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid", validate_assignment=True)
 
-    # --- tuned hyperparameters (DESIGN.md table; ranges: thesis Tables 2.4-2.6, §4.6) ---
+    # --- tuned hyperparameters (docs/contracts.md table; ranges: thesis Tables 2.4-2.6, §4.6) ---
     learning_rate: float = tunable(3e-3, gt=0.0, le=1.0, description="RAdam/Adam learning rate")
     input_embedding_ratio: float = tunable(
         1.0,

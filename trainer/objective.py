@@ -33,7 +33,7 @@ def repeat_for_samples(tokens: Tensor, samples: int) -> Tensor:
 
 
 def training_loss(log_likelihood: Tensor, parameters: list[Tensor], l2_penalty: float) -> Tensor:
-    """The papers' loss scale (DESIGN.md, thesis §4.4): −Σ_t ln p summed over the BPTT window and
+    """The papers' loss scale (docs/contracts.md, thesis §4.4): −Σ_t ln p summed over the BPTT window and
     averaged over the batch, plus l2_penalty · Σ‖w‖²/2 over all parameters."""
     loss = -log_likelihood.sum(0).mean()
     if l2_penalty > 0.0:

@@ -21,8 +21,8 @@ from pathlib import Path
 from typing import Any
 
 import optuna
-from pydantic import ValidationError
 from optuna.trial import FrozenTrial, TrialState
+from pydantic import ValidationError
 from sqlalchemy import event
 from sqlalchemy.engine import make_url
 

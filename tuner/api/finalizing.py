@@ -9,22 +9,18 @@ records `failed`, so the status never lies about a dead run. Finished reruns are
 from __future__ import annotations
 
 import logging
-import os
 import subprocess
 import sys
 import threading
 from dataclasses import dataclass
 from pathlib import Path
 
-import tuner
 from tuner.api.errors import Conflict
-from tuner.api.sweeps import LaunchFailed
+from tuner.api.sweeps import LaunchFailed, spawn_logged, sweep_env
 from tuner.finalize import STATUS_ATTR, live_run, set_status
-from tuner.study import DB_ENV, load_study
+from tuner.study import load_study
 
 log = logging.getLogger("rnntune.api")
-
-_PACKAGE_ROOT = str(Path(tuner.__file__).resolve().parent.parent)
 
 
 @dataclass
@@ -89,21 +85,12 @@ class FinalizeLauncher:
                 STATUS_ATTR, {"state": "queued", "top": top, "seeds": seeds}
             )
             log_path = storage_path / "finalize.log"
-            env = dict(os.environ)
-            env["PYTHONPATH"] = os.pathsep.join(p for p in (_PACKAGE_ROOT, env.get("PYTHONPATH")) if p)
-            env["PYTHONUNBUFFERED"] = "1"
-            env[DB_ENV] = self.db_url
-            try:
-                storage_path.mkdir(parents=True, exist_ok=True)
-                with log_path.open("ab") as out:
-                    process = subprocess.Popen(
-                        self.command(name, top, seeds, parallel, storage_path),
-                        stdin=subprocess.DEVNULL,
-                        stdout=out,
-                        stderr=subprocess.STDOUT,
-                        env=env,
-                        start_new_session=True,
-                    )
+            try:  # the sweep's allow-listed environment: no token reaches the reruns' Ray processes
+                process = spawn_logged(
+                    self.command(name, top, seeds, parallel, storage_path),
+                    log_path,
+                    sweep_env(self.db_url, None),
+                )
             except OSError as err:
                 raise LaunchFailed(f"cannot start the finalize run of {name!r}: {err}") from err
             handle = FinalizeHandle(name=name, process=process, log=log_path)

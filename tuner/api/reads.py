@@ -16,20 +16,18 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from functools import lru_cache
 from typing import Any
 
 import optuna
 import sqlalchemy
-from optuna.distributions import (
-    BaseDistribution,
-    CategoricalDistribution,
-    IntDistribution,
-    json_to_distribution,
-)
 
+from tuner.api.records import ParamSpec, StudyRow, TrialRecord, parse_distribution
 from tuner.study import StudyError, redact_url
+
+__all__ = [
+    "MAX_COMPUTATIONS", "SCHEMA_VERSION", "SORT_KEYS", "ParamSpec", "SchemaMismatch", "StudyNotFound",
+    "StudyRow", "StudySnapshot", "StudyStore", "TooManyComputations", "TrialDB", "TrialRecord", "check_schema",
+]  # fmt: skip
 
 # Optuna's table schema (its `alembic_version`) that the SQL below was written against.
 SCHEMA_VERSION = "v3.2.0.a"
@@ -53,94 +51,6 @@ class SchemaMismatch(StudyError):
 
 class TooManyComputations(RuntimeError):
     """A study version already had `MAX_COMPUTATIONS` distinct analyses computed."""
-
-
-@dataclass(frozen=True)
-class ParamSpec:
-    """One hyperparameter's distribution: `kind` is `float`, `int` or `categorical`."""
-
-    name: str
-    kind: str
-    low: float | None = None
-    high: float | None = None
-    log: bool = False
-    step: float | None = None
-    choices: tuple[Any, ...] = ()
-
-    @staticmethod
-    @lru_cache(maxsize=4096)
-    def from_distribution(name: str, distribution_json: str) -> ParamSpec:
-        """Build from Optuna's distribution JSON (`FloatDistribution`, `IntDistribution`, ...)."""
-        dist: Any = _distribution(distribution_json)
-        if isinstance(dist, CategoricalDistribution):
-            return ParamSpec(name=name, kind="categorical", choices=tuple(dist.choices))
-        kind = "int" if isinstance(dist, IntDistribution) else "float"
-        return ParamSpec(name, kind, float(dist.low), float(dist.high), bool(dist.log), dist.step)
-
-    @property
-    def numeric(self) -> bool:
-        return self.kind != "categorical"
-
-    def scaled(self, value: float) -> float:
-        """The value on the axis the search works on: natural log for log params."""
-        return math.log(value) if self.log else float(value)
-
-    @property
-    def scaled_width(self) -> float:
-        """Width of the whole range on that axis (0 for a single-point range)."""
-        assert self.low is not None and self.high is not None
-        return self.scaled(self.high) - self.scaled(self.low)
-
-    def as_dict(self) -> dict[str, Any]:
-        keys = (
-            ("name", "kind", "choices")
-            if self.kind == "categorical"
-            else ("name", "kind", "low", "high", "log", "step")
-        )
-        return {key: list(self.choices) if key == "choices" else getattr(self, key) for key in keys}
-
-
-@dataclass(frozen=True)
-class TrialRecord:
-    """One trial: number, state name (`COMPLETE`, `PRUNED`, `FAIL`, `RUNNING`, `WAITING`), ..."""
-
-    trial_id: int
-    number: int
-    state: str
-    value: float | None
-    params: dict[str, Any]
-    specs: dict[str, ParamSpec]
-    curve: tuple[tuple[int, float | None], ...]
-    user_attrs: dict[str, Any]
-    datetime_start: str | None
-    datetime_complete: str | None
-
-    @property
-    def completed(self) -> bool:
-        """COMPLETE with a finite objective: the trials the sensitivity view draws."""
-        return self.state == "COMPLETE" and self.value is not None and math.isfinite(self.value)
-
-
-@dataclass(frozen=True)
-class StudyRow:
-    """A study's identity, attrs, trial counts by state and best objective, read in one pass."""
-
-    study_id: int
-    name: str
-    direction: str
-    user_attrs: dict[str, Any] = field(default_factory=dict)
-    counts: dict[str, int] = field(default_factory=dict)
-    best_value: float | None = None
-
-    @property
-    def status(self) -> str:
-        return str(self.user_attrs.get("status", "created"))
-
-
-@lru_cache(maxsize=4096)
-def _distribution(text: str) -> BaseDistribution:
-    """Parse a distribution JSON once: the same few strings repeat on every trial."""
-    return json_to_distribution(text)
 
 
 def _float(value: float | None, value_type: str) -> float | None:
@@ -242,7 +152,7 @@ class TrialDB:
         params: dict[int, dict[str, Any]] = {}
         specs: dict[int, dict[str, ParamSpec]] = {}
         for trial_id, name, internal, dist_json in param_rows:
-            params.setdefault(trial_id, {})[name] = _distribution(dist_json).to_external_repr(internal)
+            params.setdefault(trial_id, {})[name] = parse_distribution(dist_json).to_external_repr(internal)
             specs.setdefault(trial_id, {})[name] = ParamSpec.from_distribution(name, dist_json)
         values = {tid: _float(v, vt) for tid, v, vt in value_rows}
         curves: dict[int, list[tuple[int, float | None]]] = {}

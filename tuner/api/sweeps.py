@@ -93,10 +93,10 @@ class SweepHandle:
         }
 
 
-def sweep_env(db_url: str, generation: int) -> dict[str, str]:
-    """The sweep's environment: the allow-listed variables, never a token; the database URL in
-    $RNNTUNE_DB_URL (not argv, so a password never shows in a process list), which the driver
-    removes from its environment before Ray starts."""
+def sweep_env(db_url: str, generation: int | None) -> dict[str, str]:
+    """The environment of a process the API launches (a sweep, a finalize run): the allow-listed
+    variables, never a token; the database URL in $RNNTUNE_DB_URL (not argv, so a password never
+    shows in a process list), which the process removes from its environment before Ray starts."""
     env = {
         k: v
         for k, v in os.environ.items()
@@ -105,8 +105,24 @@ def sweep_env(db_url: str, generation: int) -> dict[str, str]:
     env["PYTHONPATH"] = os.pathsep.join(p for p in (_PACKAGE_ROOT, env.get("PYTHONPATH")) if p)
     env["PYTHONUNBUFFERED"] = "1"
     env[DB_ENV] = db_url
-    env[GENERATION_ENV] = str(generation)
+    if generation is not None:
+        env[GENERATION_ENV] = str(generation)
     return env
+
+
+def spawn_logged(argv: list[str], log_file: Path, env: dict[str, str]) -> subprocess.Popen:
+    """Start `argv` in its own session (a restart of the API does not kill it), output appended to
+    `log_file`; OSError if it cannot start."""
+    log_file.parent.mkdir(parents=True, exist_ok=True)
+    with log_file.open("ab") as out:
+        return subprocess.Popen(
+            argv,
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            env=env,
+            start_new_session=True,
+        )
 
 
 def log_path(log_root: Path, name: str) -> Path:
@@ -137,16 +153,11 @@ class SweepLauncher:
     def start(self, name: str, generation: int) -> SweepHandle:
         log_file = log_path(self._log_root, name)
         try:
-            log_file.parent.mkdir(parents=True, exist_ok=True)
-            with log_file.open("ab") as out:
-                process = subprocess.Popen(
-                    [self._python, "-m", "tuner.cli", "sweep", "--resume", name],
-                    stdin=subprocess.DEVNULL,
-                    stdout=out,
-                    stderr=subprocess.STDOUT,
-                    env=sweep_env(self.db_url, generation),
-                    start_new_session=True,
-                )
+            process = spawn_logged(
+                [self._python, "-m", "tuner.cli", "sweep", "--resume", name],
+                log_file,
+                sweep_env(self.db_url, generation),
+            )
         except OSError as err:
             raise LaunchFailed(f"cannot start the sweep of {name!r}: {err}") from err
         handle = SweepHandle(name=name, process=process, log=log_file)

@@ -13,6 +13,7 @@ from trainer.config import parse_set
 from trainer.data import batchify, load_corpus
 from trainer.dyneval import run_dynamic_evaluation
 from trainer.evaluate import evaluate, headline, mc_evaluate, select_temperature
+from trainer.model import LanguageModel
 from trainer.reverse_copy import evaluate_examples
 
 
@@ -62,6 +63,7 @@ def run(args: argparse.Namespace) -> int:
         return 2
     if cfg.dataset == "reverse_copy":
         return _reverse_copy(args, model, corpus, cfg)
+    assert isinstance(model, LanguageModel)  # every dataset but reverse_copy trains a language model
     valid = batchify(corpus.valid, cfg.eval_batch_size)
     data = valid if args.split == "valid" else batchify(corpus.test, cfg.eval_batch_size)
     if args.dyneval:

@@ -24,8 +24,8 @@ from optuna.trial import FrozenTrial, TrialState
 from ray.tune import Callback
 from ray.tune.search import Searcher
 
-from tuner.orchestration.trainable import FINAL
 from tuner.orchestration.policies import SweepPolicies
+from tuner.orchestration.trainable import FINAL
 from tuner.space import SearchSpace
 from tuner.study import pending_retries
 

@@ -160,3 +160,34 @@ def live_app(app: FastAPI) -> Iterator[str]:
         server.should_exit = True
         thread.join(timeout=30)
         sock.close()
+
+
+# A study whose best trials crowd the low bound of learning_rate (0.001..0.004, log): 3 of the
+# best 3 lie within 5% of it, in log space. It carries the stored space the boundary rule reads.
+EDGE_SPACE = {
+    "learning_rate": {"scale": "log", "low": 0.001, "high": 0.004},
+    "input_dropout": {"scale": "linear", "low": 0.0, "high": 0.9},
+    "mogrifier_rounds": {"scale": "int", "low": 0, "high": 10},
+}
+
+
+def make_edge_study(db_url: str, name: str, storage_path: Path) -> optuna.Study:
+    """10 COMPLETE trials, the best three at learning_rate ≈ 0.001 (see EDGE_SPACE)."""
+    trials = [
+        ({"learning_rate": 0.00101 + 0.0003 * i, "input_dropout": 0.1 * (i % 9), "mogrifier_rounds": i % 7},
+         TrialState.COMPLETE, 4.0 + 0.1 * i)
+        for i in range(10)
+    ]  # fmt: skip
+    trials[1] = (
+        {"learning_rate": 0.00102, "input_dropout": 0.5, "mogrifier_rounds": 3},
+        TrialState.COMPLETE,
+        4.05,
+    )
+    trials[2] = (
+        {"learning_rate": 0.00103, "input_dropout": 0.2, "mogrifier_rounds": 1},
+        TrialState.COMPLETE,
+        4.07,
+    )
+    study = make_study(db_url, name, storage_path, trials=trials)
+    study.set_user_attr("space_def", {"name": name, "params": EDGE_SPACE})
+    return study

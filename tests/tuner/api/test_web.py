@@ -222,57 +222,23 @@ def test_study_page_draws_pruned_trials_and_importance_intervals(browser, tmp_pa
 def test_study_page_shows_boundary_alerts_reruns_and_exports(browser, tmp_path):
     """Best trials at the low learning-rate bound raise an alert; stored reruns fill the finalisation
     table (mean ± sd, the winner by rerun mean marked); the CSV button downloads the trials table."""
-    from optuna.trial import TrialState
-
-    from tests.tuner.api.fixtures import live_server, make_study
+    from tests.tuner.api.fixtures import live_server, make_edge_study
     from tuner.api import ApiSettings
 
-    trials = [
-        (
-            {
-                "learning_rate": 0.00101 + 0.0003 * i,
-                "input_dropout": 0.1 * (i % 9),
-                "mogrifier_rounds": i % 7,
-            },
-            TrialState.COMPLETE,
-            4.0 + 0.1 * i,
-        )
-        for i in range(10)
-    ]
-    trials[1] = (
-        {"learning_rate": 0.00102, "input_dropout": 0.5, "mogrifier_rounds": 3},
-        TrialState.COMPLETE,
-        4.05,
-    )
-    trials[2] = (
-        {"learning_rate": 0.00103, "input_dropout": 0.2, "mogrifier_rounds": 1},
-        TrialState.COMPLETE,
-        4.07,
-    )
     db_url = f"sqlite:///{tmp_path / 'extras.db'}"
-    study = make_study(db_url, "extras", tmp_path / "storage" / "extras", trials=trials)
-    study.set_user_attr(
-        "space_def",
-        {
-            "name": "extras",
-            "params": {
-                "learning_rate": {"scale": "log", "low": 0.001, "high": 0.004},
-                "input_dropout": {"scale": "linear", "low": 0.0, "high": 0.9},
-                "mogrifier_rounds": {"scale": "int", "low": 0, "high": 10},
-            },
-        },
-    )
+    study = make_edge_study(db_url, "extras", tmp_path / "storage" / "extras")
+    trials = study.trials
     study.set_user_attr(
         "finalize",
         {
             "0": {
                 "value": 4.0,
-                "params": trials[0][0],
+                "params": trials[0].params,
                 "reruns": [{"seed": 1, "val_loss": 4.3}, {"seed": 2, "val_loss": 4.5}],
             },
             "1": {
                 "value": 4.05,
-                "params": trials[1][0],
+                "params": trials[1].params,
                 "reruns": [{"seed": 1, "val_loss": 4.1}, {"seed": 2, "val_loss": 4.2}],
             },
         },

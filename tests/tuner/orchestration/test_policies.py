@@ -19,7 +19,9 @@ def test_bad_policy_settings_name_the_field(tmp_path):
         create_study("a", storage_url=db, space="tiny", n_trials=3, study_stop={"patience": 0})
     with pytest.raises(StudyError, match="keep_top must be an integer from 1"):
         create_study("b", storage_url=db, space="tiny", n_trials=3, keep_top=0)
-    study = create_study("c", storage_url=db, space="tiny", n_trials=3, study_stop={"max_hours": 2}, keep_top=2)
+    study = create_study(
+        "c", storage_url=db, space="tiny", n_trials=3, study_stop={"max_hours": 2}, keep_top=2
+    )
     assert study.user_attrs["study_stop"] == {"patience": None, "min_improvement": 0.0, "max_hours": 2.0}
     assert study.user_attrs["keep_top"] == 2
 
@@ -57,5 +59,10 @@ def test_patience_ends_the_sweep_and_only_the_best_weights_are_kept(tmp_path, ra
         assert (run_dir / "best.pt").is_file() == (trial.number == best.number)
     assert Path(best.user_attrs["checkpoint"]).is_file()
     assert study.user_attrs["checkpoints_removed"] == len(complete) - 1
-    used = sum(f.stat().st_size for t in study.trials for f in Path(t.user_attrs["run_dir"]).rglob("*") if f.is_file())
+    used = sum(
+        f.stat().st_size
+        for t in study.trials
+        for f in Path(t.user_attrs["run_dir"]).rglob("*")
+        if f.is_file()
+    )
     assert study.user_attrs["checkpoint_bytes"] <= used + 1  # recorded after the last trial finished
