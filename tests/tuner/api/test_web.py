@@ -244,6 +244,11 @@ def test_study_page_shows_boundary_alerts_reruns_and_exports(browser, tmp_path):
         },
     )
     study.set_user_attr("finalize_status", {"state": "finished"})
+    study.set_user_attr("keep_top", 3)
+    study.set_user_attr("checkpoint_bytes", 5 * 2**20)
+    study.set_user_attr(
+        "ended_early", "the best (4.0000) has not improved by more than 0 in 5 trials (--patience 5)"
+    )
     with live_server(ApiSettings(db_url=db_url, storage_root=tmp_path / "storage")) as url:
         page, _, errors = _page(browser, url)
         page.goto(f"{url}/web/studies/extras")
@@ -255,6 +260,9 @@ def test_study_page_shows_boundary_alerts_reruns_and_exports(browser, tmp_path):
         rows = page.locator("#finalize tbody tr")
         assert rows.count() == 2
         assert page.locator("#finalize tr.winner").get_attribute("data-trial") == "1"  # 4.15 beats 4.4
+        facts = page.locator("#facts").inner_text()
+        assert "checkpoints: 5.0 MiB on disk, weights of the best 3 kept" in facts
+        assert "ended early: the best (4.0000) has not improved" in facts
         assert "4.150 ± 0.071" in rows.nth(0).inner_text()  # best rerun mean first
         assert "4.400 ± 0.14" in page.locator('#finalize tr[data-trial="0"]').inner_text()
         with page.expect_download() as download:

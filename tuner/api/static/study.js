@@ -29,6 +29,12 @@ function renderFacts(study) {
     ["best trial", study.best_trial ? `#${study.best_trial.number}` : "–"],
     ["space", study.space || "–"], ["sampler", study.sampler || "–"],
   ];
+  const attrs = study.user_attrs || {};
+  if (attrs.keep_top) {
+    const used = attrs.checkpoint_bytes === undefined ? "–" : `${(attrs.checkpoint_bytes / 2 ** 20).toFixed(1)} MiB`;
+    facts.push(["checkpoints", `${used} on disk, weights of the best ${attrs.keep_top} kept`]);
+  }
+  if (attrs.ended_early) facts.push(["ended early", attrs.ended_early]);
   document.getElementById("facts").replaceChildren(
     ...facts.map(([k, v]) => el("span", {}, el("b", {}, `${k}: `), String(v))));
   document.getElementById("download").disabled = !study.best_trial;
