@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 
+import optuna
 import sqlalchemy.exc
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -89,6 +90,14 @@ def install(app: FastAPI) -> None:
     @app.exception_handler(sqlalchemy.exc.OperationalError)
     async def _db_busy(request: Request, exc: sqlalchemy.exc.OperationalError) -> JSONResponse:
         log.warning("study database unavailable: %s", exc)
+        response = _json(503, "the study database is busy or unreachable; retry shortly")
+        response.headers["Retry-After"] = "1"
+        return response
+
+    @app.exception_handler(optuna.exceptions.StorageInternalError)
+    async def _storage_error(request: Request, exc: optuna.exceptions.StorageInternalError) -> JSONResponse:
+        # Optuna's RDB storage wraps the database's own error, an unreachable server among them.
+        log.warning("study database unavailable: %s (%s)", exc, exc.__cause__)
         response = _json(503, "the study database is busy or unreachable; retry shortly")
         response.headers["Retry-After"] = "1"
         return response
