@@ -7,6 +7,7 @@ the optimizer state, the full config, the vocabulary, the data position and the 
 
 from __future__ import annotations
 
+import json
 import os
 import tempfile
 from pathlib import Path
@@ -61,3 +62,16 @@ def load_checkpoint(
     model.load_state_dict(ckpt["model"])
     model.vocab = ckpt["vocab"]
     return model.to(device).eval(), cfg
+
+
+def last_evaluation(run_dir: Path, step: int) -> dict[str, Any] | None:
+    """The metrics of the evaluation at `step` from the run's metrics.jsonl, if it holds one."""
+    path = run_dir / "metrics.jsonl"
+    if not path.is_file():
+        return None
+    lines = path.read_text().strip().splitlines()
+    try:
+        last = json.loads(lines[-1]) if lines else None
+    except json.JSONDecodeError:  # a line cut short by a crash: nothing to repeat
+        return None
+    return last if isinstance(last, dict) and last.get("step") == step else None

@@ -19,7 +19,7 @@ from torch import Tensor
 
 from . import reverse_copy
 from .averaging import Decision, TwoTailedAverage, swap_in
-from .checkpoint import FORMAT_VERSION, read_checkpoint, save_atomic
+from .checkpoint import FORMAT_VERSION, last_evaluation, read_checkpoint, save_atomic
 from .config import ConfigError, TrainConfig, make_config
 from .data import batchify, load_corpus
 from .evaluate import evaluate, headline
@@ -98,6 +98,7 @@ class Trainer:
         self.accuracies: dict[float, float | None] = {}  # this evaluation's accuracy by its loss
         self.run_dir = Path(cfg.run_dir)
         self.step = 0
+        self.resumed_metrics: dict[str, Any] | None = None
         self.position = 0
         self.epoch = 0
         self.lr_scale = 1.0
@@ -167,6 +168,7 @@ class Trainer:
         self.best_val_loss, self.best_step = ckpt["best_val_loss"], ckpt["best_step"]
         self.train_time, self.tokens = ckpt["train_time"], ckpt["tokens"]
         torch.set_rng_state(ckpt["rng"])
+        self.resumed_metrics = last_evaluation(self.run_dir, self.step)
         if ckpt.get("cuda_rng") is not None and self.device.type == "cuda":
             torch.cuda.set_rng_state_all(ckpt["cuda_rng"])
         self._set_lr()
@@ -280,6 +282,11 @@ class Trainer:
         bar = _progress_bar(cfg, self.step) if self.progress else None
         stopped = "max_steps"
         window_tokens, window_time, train_losses = 0, 0.0, []
+        # last.pt is written just before its evaluation is reported: a run stopped in between
+        # resumes past an evaluation the caller may not have seen, so it is reported again.
+        if report is not None and self.resumed_metrics is not None and report(self.resumed_metrics):
+            save_atomic(self._snapshot(), self.run_dir / "last.pt")
+            return self._finish("callback")
         try:
             while self.step < cfg.max_steps:
                 if cfg.max_time_s is not None and self.train_time >= cfg.max_time_s:

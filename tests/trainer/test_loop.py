@@ -115,6 +115,23 @@ def test_resume_reaches_the_same_state(tmp_path):
     assert curve(tmp_path / "a") == curve(tmp_path / "b")
 
 
+def test_resume_reports_again_an_evaluation_saved_but_not_seen(tmp_path):
+    """A run killed between writing last.pt and reporting its evaluation resumes past that
+    evaluation; the caller sees it on resume, so a tuner's curve has every step."""
+
+    def killed_at_20(metrics):
+        if metrics["step"] == 20:
+            raise KeyboardInterrupt  # as if the process died inside the report call
+
+    with pytest.raises(KeyboardInterrupt):
+        train(tiny(tmp_path), report=killed_at_20)
+    seen: list[dict] = []
+    train(tiny(tmp_path), report=lambda m: seen.append(m) and None)
+    assert [m["step"] for m in seen] == [20, 30]
+    logged = [json.loads(line) for line in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
+    assert seen[0]["val_loss"] == logged[1]["val_loss"]  # the evaluation at 20, as it was logged
+
+
 def test_resume_refuses_a_different_config(tmp_path):
     train(tiny(tmp_path, max_steps=10))
     with pytest.raises(ValueError, match="hidden_size"):
