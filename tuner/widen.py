@@ -19,7 +19,7 @@ from optuna.trial import TrialState
 from tuner.boundaries import crowded_edges
 from tuner.space import SearchSpace
 from tuner.space.params import fmt
-from tuner.space.widen import EDGES, widen
+from tuner.space.widen import EDGES, check_widenable, widen
 from tuner.study import StudyError, finished_count
 
 ATTR = "widened"
@@ -57,6 +57,7 @@ def widen_study(study: optuna.Study, param: str, edge: str | None = None) -> dic
     alert names); returns the change as stored in the `widened` attr. SpaceError or StudyError
     name the parameter and what is allowed; nothing is stored then."""
     space = SearchSpace.from_dict(study.user_attrs["space_def"])
+    check_widenable(space, param)
     widened, change = widen(space, param, edge or alert_edge(study, param))
     change = {
         **change,

@@ -85,6 +85,20 @@ def _moved(param: str, spec: Any, edge: Edge) -> float | int:
     return new
 
 
+def check_widenable(space: SearchSpace, param: str) -> Any:
+    """The spec of `param` if it is a tuned range; SpaceError naming it otherwise."""
+    if param not in space.params:
+        raise SpaceError(
+            f"parameter {param}: not tuned by space {space.name}; tuned: {', '.join(space.params)}"
+        )
+    spec = space.params[param]
+    if spec.scale == "categorical":
+        raise SpaceError(
+            f"parameter {param}: categorical (choices {spec.describe_range()}); only ranges widen"
+        )
+    return spec
+
+
 def widen(space: SearchSpace, param: str, edge: str) -> tuple[SearchSpace, dict[str, Any]]:
     """The space with `param`'s range widened at `edge` (low, high or both), and what changed
     ({param, edge, old: [low, high], new: [low, high]}).
@@ -96,15 +110,7 @@ def widen(space: SearchSpace, param: str, edge: str) -> tuple[SearchSpace, dict[
     """
     if edge not in EDGES:
         raise SpaceError(f"parameter {param}: edge must be one of {', '.join(EDGES)}, not {edge!r}")
-    if param not in space.params:
-        raise SpaceError(
-            f"parameter {param}: not tuned by space {space.name}; tuned: {', '.join(space.params)}"
-        )
-    spec = space.params[param]
-    if spec.scale == "categorical":
-        raise SpaceError(
-            f"parameter {param}: categorical (choices {spec.describe_range()}); only ranges widen"
-        )
+    spec = check_widenable(space, param)
     edges: tuple[Edge, ...] = ("low", "high") if edge == "both" else (edge,)  # type: ignore[assignment]
     raw = space.to_dict()
     entry = raw["params"][param]
