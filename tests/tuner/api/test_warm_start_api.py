@@ -19,9 +19,9 @@ def api(tmp_path_factory):
     root = tmp_path_factory.mktemp("warm")
     db = f"sqlite:///{root / 's.db'}"
     edge_study(db, "ptb", root / "storage")
-    with live_server(ApiSettings(db_url=db, storage_root=root / "storage")) as url:
-        with httpx.Client(base_url=url, timeout=30) as client:
-            yield client
+    settings = ApiSettings(db_url=db, storage_root=root / "storage")
+    with live_server(settings) as url, httpx.Client(base_url=url, timeout=30) as client:
+        yield client
 
 
 def test_a_warm_started_study_names_its_source(api):
