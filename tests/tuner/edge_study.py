@@ -10,9 +10,17 @@ from tuner.study import create_study, set_status
 LR = FloatDistribution(0.001, 0.004, log=True)
 
 
-def edge_study(db: str, name: str, root, n_trials: int = 10) -> optuna.Study:
-    """A finished `tiny` study whose best trials sit at the low learning-rate bound."""
-    study = create_study(name, storage_url=db, space="tiny", n_trials=n_trials, storage_path=root / name)
+def edge_study(db: str, name: str, root, n_trials: int = 10, **settings) -> optuna.Study:
+    """A finished `tiny` study whose best trials sit at the low learning-rate bound; `settings` fix
+    trainer settings (e.g. the tests' small ones, for a study the test then continues)."""
+    study = create_study(
+        name,
+        storage_url=db,
+        space="tiny",
+        n_trials=n_trials,
+        storage_path=root / name,
+        overrides={"ranges": {}, "set": settings} if settings else None,
+    )
     for i in range(n_trials):
         lr = 0.00101 + 0.00001 * i if i < 3 else 0.001 + 0.0003 * i
         study.add_trial(
