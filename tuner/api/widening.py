@@ -33,18 +33,21 @@ def widen(state: Any, name: str, body: WidenRange) -> dict[str, Any]:
                 f"study {name!r} is driven by {lease.describe()}; stop that sweep to widen a range"
             )
         study = optuna.load_study(study_name=name, storage=state.store.storage)
-        if "space_def" not in study.user_attrs:
+        space = study.user_attrs.get("space_def")
+        if not isinstance(space, dict) or not isinstance(space.get("params"), dict):
             raise InvalidStudy(f"study {name!r} was not created by rnntune: it has no stored space to widen")
-        spec = study.user_attrs["space_def"]["params"].get(body.param)
+        spec = space["params"].get(body.param)
         # Not a tuned range: the param is wrong; otherwise the edge is (none alerted, or at a limit).
-        field = "body.param" if spec is None or spec.get("scale") == "categorical" else "body.edge"
+        field = (
+            "body.param" if not isinstance(spec, dict) or spec.get("scale") == "categorical" else "body.edge"
+        )
         try:
             change = widen_study(study, body.param, body.edge)
         except (SpaceError, StudyError) as err:
             raise InvalidStudy(f"{field}: {err}") from err
         finally:
             state.store.invalidate(name)
-        n_trials = int(study.user_attrs["n_trials"]) + body.add_trials
+        n_trials = int(study.user_attrs.get("n_trials") or 0) + body.add_trials
         if body.add_trials:
             study.set_user_attr("n_trials", n_trials)
             if study.user_attrs.get("status") == "finished":

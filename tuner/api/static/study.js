@@ -222,11 +222,14 @@ async function widenAndContinue(param, edge, button) {
     note.textContent = `${c.param} widened to [${fmt(c.new[0])}, ${fmt(c.new[1])}]; sweep started (${result.n_trials} trials in all).`;
   } catch (err) {
     note.textContent = `widening ${param} failed: ${err.message}`;
-  } finally {
-    button.disabled = false;
-    view.compared = "";
+  }
+  button.disabled = false;
+  view.compared = "";  // redraw the analysis on the next poll
+  try {
     renderFacts(await rnntune.get(base));
     await renderAlerts();
+  } catch (err) {
+    showError(`could not reload study ${studyName}: ${err.message}`);
   }
 }
 
