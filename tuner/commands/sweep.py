@@ -2,7 +2,9 @@
 
 With no options it runs the embedded default: the `tiny` space on the built-in corpus, 24 trials,
 2 at a time, SQLite in ./studies/rnntune.db, Ray started in-process. `--resume NAME` continues a
-study (after a crash or a stop, or one only created by the API) and `--trials M` extends it.
+study (after a crash or a stop, or one only created by the API) and `--trials M` extends it;
+`--widen PARAM[:EDGE]` first widens a range whose best trials crowd an edge (`tuner.widen`).
+`--warm-start STUDY` gives a new study's sampler another study's trials as prior data.
 
 One process drives a study at a time (its driver lease in the study database); a stop request
 stored through the API, SIGINT or SIGTERM stop it cleanly. The database URL from $RNNTUNE_DB_URL is
