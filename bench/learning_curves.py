@@ -142,7 +142,8 @@ def main() -> None:
 
     # Finished runs are appended to a journal as they end, so an interrupted recording resumes.
     journal = args.out.with_suffix(".partial.jsonl")
-    runs = []
+    runs: list[dict[str, Any]] = []
+    previous: dict[str, Any] = {}
     if args.out.exists():  # a recording finished early (`--finish`) is continued, not redone
         with gzip.open(args.out, "rt") as f:
             previous = json.load(f)
@@ -175,6 +176,8 @@ def main() -> None:
         "planned_runs": len(jobs),
         "runs": runs,
     }
+    if previous.get("settings_note"):  # how older runs' settings map onto the current names
+        data["settings_note"] = previous["settings_note"]
     with gzip.open(args.out, "wt") as f:
         json.dump(data, f, separators=(",", ":"))
     journal.unlink()

@@ -24,6 +24,7 @@ its recorded configurations and 4000 random ones, f_ref their median.
     nice -n 10 .venv/bin/python bench/multifidelity.py --jobs 2 --results runs/bench/mf.jsonl
     .venv/bin/python bench/multifidelity.py --results runs/bench/mf.jsonl --report-only
     .venv/bin/python bench/multifidelity.py --suggest-timing 500     # s per suggestion, 500 trials
+    .venv/bin/python bench/multifidelity.py --embedded --policy 50:3 --policy 25:3   # `make run`'s cost
 """
 
 from __future__ import annotations
@@ -53,7 +54,8 @@ import optuna
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-from tuner.early_stopping import ATTR, EarlyStopping  # noqa: E402 (after the sys.path insert)
+from tuner.defaults import DEFAULT_PARALLEL, DEFAULT_TRIALS  # noqa: E402 (after the sys.path insert)
+from tuner.early_stopping import ATTR, EarlyStopping  # noqa: E402
 from tuner.samplers import DEFAULT_SAMPLER, make_sampler  # noqa: E402
 from tuner.space import SearchSpace  # noqa: E402
 
@@ -105,8 +107,8 @@ class Surrogate:
 
     def encode(self, params: dict[str, Any]) -> np.ndarray:
         out = []
-        for p in self.space.params:
-            v = float(params[p.name])
+        for name, p in self.space.params.items():
+            v = float(params[name])
             if p.scale == "log":
                 out.append((np.log(v) - np.log(p.low)) / (np.log(p.high) - np.log(p.low)))
             else:
@@ -130,14 +132,14 @@ class Surrogate:
 
     def _random_params(self, rng: np.random.Generator) -> dict[str, Any]:
         out: dict[str, Any] = {}
-        for p in self.space.params:
+        for name, p in self.space.params.items():
             u = rng.random()
             if p.scale == "log":
-                out[p.name] = float(np.exp(np.log(p.low) + u * (np.log(p.high) - np.log(p.low))))
+                out[name] = float(np.exp(np.log(p.low) + u * (np.log(p.high) - np.log(p.low))))
             elif p.scale == "int":
-                out[p.name] = int(rng.integers(int(p.low), int(p.high) + 1))
+                out[name] = int(rng.integers(int(p.low), int(p.high) + 1))
             else:
-                out[p.name] = float(p.low + u * (p.high - p.low))
+                out[name] = float(p.low + u * (p.high - p.low))
         return out
 
 
@@ -173,6 +175,8 @@ def run_one(job: dict[str, Any]) -> dict[str, Any]:
     every, max_steps = int(sur.fixed["eval_every"]), int(sur.fixed["max_steps"])
     budgets = job["budgets"]
     limit = max(budgets) * max_steps
+    workers = int(job.get("workers", WORKERS))
+    max_trials = job.get("max_trials")  # the embedded default's replay: a number of trials, not steps
     used = 0  # training steps spent by all trials so far
     events: list[tuple[int, int]] = []  # (time of next evaluation, worker)
     live: dict[int, dict[str, Any]] = {}
@@ -201,7 +205,7 @@ def run_one(job: dict[str, Any]) -> dict[str, Any]:
         started.append(used)
         heapq.heappush(events, (now + every, worker))
 
-    for w in range(WORKERS):
+    for w in range(workers):
         start(w, 0)
     last_time = 0
     while events:
@@ -224,7 +228,7 @@ def run_one(job: dict[str, Any]) -> dict[str, Any]:
             heapq.heappush(events, (now + every, worker))
             continue
         del live[worker]
-        if used < limit:
+        if (max_trials is None and used < limit) or (max_trials is not None and len(started) < max_trials):
             start(worker, now)
     out = {
         "method": job["method"],
@@ -235,6 +239,9 @@ def run_one(job: dict[str, Any]) -> dict[str, Any]:
         "ask_s": float(np.mean(ask_s)),
         "ask_cpu_s": float(np.mean(ask_cpu)),
         "n_trials": len(study.trials),
+        "steps_used": used,
+        "complete": len(finished),
+        "final_true": min(finished, key=lambda f: f[1])[2] if finished else None,
     }
     for b in budgets:
         done = [f for f in finished if f[0] <= b * max_steps]
@@ -285,6 +292,27 @@ def report(rows: list[dict[str, Any]], sur: Surrogate, budgets: tuple[int, ...])
         print(
             f"{method:38} {policy:14} {len(rs):>5}{''.join(c.rjust(22) for c in cells)}"
             f"   {statistics.mean(r['ask_s'] for r in rs):.3f} ({statistics.mean(r['ask_cpu_s'] for r in rs):.3f})"
+        )
+
+
+def report_embedded(rows: list[dict[str, Any]], sur: Surrogate) -> None:
+    """What `make run` gets under each policy: training steps (its wall time), trials that ran to
+    the end, and the regret of the best one."""
+    f_min, f_ref = sur.reference()
+    groups: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
+    for r in rows:
+        groups[(r["method"], json.dumps(r["policy"], sort_keys=True))].append(r)
+    print(f"\n# embedded default replayed: {DEFAULT_TRIALS} trials, {DEFAULT_PARALLEL} in flight; medians")
+    print(f"{'method':38} {'policy':10} seeds  steps trained  COMPLETE  regret of the best")
+    for (method, pol), rs in sorted(groups.items()):
+        p = json.loads(pol)
+        regrets = [
+            (r["final_true"] - f_min) / (f_ref - f_min) if r["final_true"] is not None else 1.0 for r in rs
+        ]
+        print(
+            f"{method:38} {p['grace_steps'] or 'default'}:{p['reduction_factor']:<8} {len(rs):>5}"
+            f"  {statistics.median(r['steps_used'] for r in rs):>13.0f}"
+            f"  {statistics.median(r['complete'] for r in rs):>8.0f}  {statistics.median(regrets):>18.4f}"
         )
 
 
@@ -354,6 +382,12 @@ def main() -> None:
         default=",".join(map(str, BUDGETS)),
         help="budgets in full trials' worth of steps (default 24,48,96)",
     )
+    ap.add_argument(
+        "--embedded",
+        action="store_true",
+        help="replay the embedded default sweep instead (24 trials, 2 in flight): steps trained, "
+        "COMPLETE trials and regret per policy",
+    )
     ap.add_argument("--results", type=Path, help="JSON-lines file of finished runs (resumable)")
     ap.add_argument("--report-only", action="store_true")
     ap.add_argument("--suggest-timing", type=int, metavar="N", help="only time suggestions at N trials")
@@ -372,14 +406,16 @@ def main() -> None:
         ]
     budgets = tuple(int(b) for b in args.budgets.split(","))
     sur = Surrogate(_load(args.data))
-    names = args.methods or list(methods())
+    names = args.methods or ([f"{DEFAULT_SAMPLER} + ASHA (default)"] if args.embedded else list(methods()))
+    embedded = {"workers": DEFAULT_PARALLEL, "max_trials": DEFAULT_TRIALS} if args.embedded else {}
     rows = []
     if args.results and args.results.exists():
         rows = [json.loads(line) for line in args.results.read_text().splitlines() if line.strip()]
+    rows = [r for r in rows if bool(r.get("embedded")) == args.embedded]
     if not args.report_only:
         done = {(r["method"], r["seed"], json.dumps(r["policy"], sort_keys=True)) for r in rows}
         jobs = [
-            {"method": m, "seed": s, "policy": p, "data": args.data, "budgets": budgets}
+            {"method": m, "seed": s, "policy": p, "data": args.data, "budgets": budgets, **embedded}
             for s in range(args.seeds)
             for p in policies
             for m in names
@@ -393,6 +429,7 @@ def main() -> None:
             ProcessPoolExecutor(max_workers=args.jobs) as pool,
         ):
             for n, row in enumerate(pool.map(run_one, jobs), 1):
+                row["embedded"] = args.embedded
                 rows.append(row)
                 if sink:
                     sink.write(json.dumps(row) + "\n")
@@ -402,7 +439,10 @@ def main() -> None:
                     f"{time.perf_counter() - t0:.0f} s",
                     flush=True,
                 )
-    report([r for r in rows if all(str(b) in r["best_true"] for b in budgets)], sur, budgets)
+    if args.embedded:
+        report_embedded(rows, sur)
+    else:
+        report([r for r in rows if all(str(b) in r["best_true"] for b in budgets)], sur, budgets)
 
 
 if __name__ == "__main__":

@@ -33,6 +33,7 @@ class SweepPolicies:
         self.stop = StudyStop.model_validate(attrs.get(STOP_ATTR) or {})
         self.keep: int | None = attrs.get(KEEP_ATTR)
         self.started = dt.datetime.now(dt.UTC)  # --max-hours counts this run of the sweep
+        self._sizes: dict[str, int] = {}  # finished trials' folder sizes, for keep_top
 
     def stop_reason(self) -> str | None:
         """Why no further trial should start (the running ones finish), or None."""
@@ -48,7 +49,7 @@ class SweepPolicies:
         """Free the weights of finished trials outside the best `keep`; record the disk they use."""
         if not self.keep:
             return
-        report, removed = keep_top(self._study.get_trials(deepcopy=False), self.keep, self._root)
+        report, removed = keep_top(self._study.get_trials(deepcopy=False), self.keep, self._root, self._sizes)
         self._study.set_user_attr("checkpoint_bytes", report.used_bytes)
         if removed:
             before = int(self._study.user_attrs.get("checkpoints_removed", 0))

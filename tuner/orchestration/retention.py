@@ -42,13 +42,16 @@ def _inside(path: Path, root: Path) -> bool:
 
 
 def keep_top(
-    trials: Sequence[FrozenTrial], keep: int, root: Path
+    trials: Sequence[FrozenTrial], keep: int, root: Path, sizes: dict[str, int] | None = None
 ) -> tuple[RetentionReport, list[FrozenTrial]]:
     """Remove the weight files of finished trials outside the `keep` best COMPLETE ones.
 
     Only run folders inside `root` (the study's storage) are touched. Returns the report and the
-    trials whose weights this pass removed (the caller marks them in the study).
+    trials whose weights this pass removed (the caller marks them in the study). `sizes` caches the
+    disk use of finished trials' folders between passes (a finished trial's folder changes only
+    when this function removes its weights), so a pass walks only the running trials' folders.
     """
+    sizes = {} if sizes is None else sizes
     if keep < 1:
         raise ValueError(f"keep_top must be at least 1 (the best trial is always kept), not {keep}")
     complete = sorted(
@@ -70,7 +73,19 @@ def keep_top(
         for f in files:
             freed += f.stat().st_size
             f.unlink()
+        sizes.pop(run_dir, None)
         removed.append(trial)
-    used = sum(_size(Path(t.user_attrs["run_dir"])) for t in trials if t.user_attrs.get("run_dir"))
+    used = 0
+    for trial in trials:
+        run_dir = trial.user_attrs.get("run_dir")
+        if not run_dir:
+            continue
+        if run_dir not in sizes:
+            size = _size(Path(run_dir))
+            if trial.state not in (TrialState.COMPLETE, TrialState.PRUNED):
+                used += size  # still writing (or waiting for a retry): measured on every pass
+                continue
+            sizes[run_dir] = size
+        used += sizes[run_dir]
     report = RetentionReport(tuple(sorted(kept)), tuple(t.number for t in removed), freed, used)
     return report, removed

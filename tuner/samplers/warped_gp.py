@@ -24,13 +24,14 @@ from typing import Any
 
 import numpy as np
 import optuna
+from optuna._gp import search_space as gp_search_space  # the GP's own normalisation (Optuna 5.0)
 from optuna.distributions import BaseDistribution
 from optuna.samplers import BaseSampler, GPSampler
 from optuna.study import Study, StudyDirection
 from optuna.trial import FrozenTrial, TrialState
 
-from tuner.samplers import inactive, prior_trials as priors
-from tuner.samplers.union_space import study_search_space, union_search_space
+from tuner.samplers import activity, inactive, prior_trials as priors
+from tuner.samplers.union_space import active_params, study_search_space, union_search_space
 
 
 class WarpedGPSampler(GPSampler, abc.ABC):
@@ -66,6 +67,7 @@ class WarpedGPSampler(GPSampler, abc.ABC):
         self._min_observations = n_startup_trials
         self._prior_trials = list(prior_trials or [])
         self._prior_horizon = prior_horizon
+        self._activity_rules: list[activity.Rule] = []
 
     @staticmethod
     @abc.abstractmethod
@@ -124,12 +126,20 @@ class WarpedGPSampler(GPSampler, abc.ABC):
         pending = [t for t in running if t.params and t.number not in fitted]
         proxies = [inactive.with_params(t, search_space, row) for t, row in zip(trials, targets)]
         pending = [inactive.with_params(t, search_space) for t in pending]
-        return super()._sample_relative_impl(study, proxies, pending, inactive.gp_space(search_space))
+        space = inactive.gp_space(search_space)
+        normalized = gp_search_space.SearchSpace(space).get_normalized_params(proxies)
+        self._activity_rules = activity.learn(
+            search_space, normalized, [set(active_params(t, search_space)) for t in trials]
+        )
+        return super()._sample_relative_impl(study, proxies, pending, space)
 
     # Also a private GPSampler hook (Optuna 5.0, same check): the best trial seeds the acquisition
-    # optimiser's local search, and an inactive coordinate (outside [0, 1]) must not be its start.
+    # optimiser's local search, and an inactive coordinate (outside [0, 1]) must not be its start;
+    # and the acquisition must score a candidate as its trial will be stored (tuner.samplers.activity).
     def _optimize_acqf(self, acqf: Any, best_params: np.ndarray | None) -> np.ndarray:
         start = inactive.warm_start_points(best_params, acqf.search_space.is_categorical)
+        # Candidates are scored with the parameters they leave inactive at the imputed value.
+        acqf.eval_acqf = activity.masked(acqf.eval_acqf, self._activity_rules)
         return super()._optimize_acqf(acqf, start)
 
     def fit_data(
@@ -161,6 +171,8 @@ def check_optuna_hook() -> None:
                 f"optuna {optuna.__version__}: GPSampler.{name} is missing or changed; "
                 "rnntune's GP samplers need Optuna 5.0's (pin optuna==5.0.*)"
             )
+    if not hasattr(gp_search_space.SearchSpace, "get_normalized_params"):
+        raise RuntimeError(f"optuna {optuna.__version__}: optuna._gp.search_space changed; pin optuna==5.0.*")
 
 
 check_optuna_hook()

@@ -58,3 +58,21 @@ def test_never_touches_folders_outside_the_storage_root(tmp_path):
 def test_keep_must_be_positive(tmp_path):
     with pytest.raises(ValueError, match="at least 1"):
         keep_top([], 0, tmp_path)
+
+
+def test_cached_sizes_give_the_same_disk_use_as_a_fresh_walk(tmp_path):
+    root = tmp_path / "study"
+    trials = [
+        _trial(0, TrialState.COMPLETE, 4.5, root / "trial-0"),
+        _trial(1, TrialState.COMPLETE, 4.1, root / "trial-1"),
+        _trial(2, TrialState.RUNNING, None, root / "trial-2"),
+    ]
+    sizes: dict[str, int] = {}
+    first, _ = keep_top(trials, 2, root, sizes)
+    assert str(root / "trial-2") not in sizes  # a running trial is measured on every pass
+    (root / "trial-2" / "metrics.jsonl").write_bytes(b"x" * 500)  # it goes on writing
+    trials.append(_trial(3, TrialState.COMPLETE, 4.0, root / "trial-3"))  # displaces trial 0
+    second, removed = keep_top(trials, 2, root, sizes)
+    assert [t.number for t in removed] == [0]
+    fresh, _ = keep_top(trials, 2, root)
+    assert second.used_bytes == fresh.used_bytes == first.used_bytes + 2030 + 480 - 2000
