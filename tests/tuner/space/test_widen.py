@@ -110,3 +110,12 @@ def test_errors_name_the_parameter():
         SpaceError, match="parameter learning_rate: edge must be one of low, high, both, not 'up'"
     ):
         widen(space, "learning_rate", "up")
+
+
+def test_the_shipped_rank_condition_follows_the_widened_rounds():
+    widened, change = widen(load_space("tiny"), "mogrifier_rounds", "high")
+    assert change["new"] == [0, 9]
+    assert widened.params["mogrifier_rank"].when == {
+        "cell": ("mogrifier_lstm",),
+        "mogrifier_rounds": (1, 2, 3, 4, 5, 6, 7, 8, 9),
+    }
