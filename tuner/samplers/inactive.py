@@ -68,10 +68,15 @@ def with_params(
     return proxy
 
 
-def warm_start_points(normalized: np.ndarray | None, is_categorical: np.ndarray) -> np.ndarray | None:
-    """The acquisition optimiser's starting points with inactive coordinates moved into the range
-    (the middle, or the first category), so it never starts outside [0, 1]."""
+def warm_start_points(normalized: np.ndarray | None, gp_space: Any) -> np.ndarray | None:
+    """The acquisition optimiser's starting points with inactive coordinates moved into the range:
+    the middle (the grid value nearest it for a discrete parameter, the first category for a
+    categorical one), so it never starts outside [0, 1] or off the grid. `gp_space` is Optuna's
+    GP search space (`optuna._gp.search_space.SearchSpace`)."""
     if normalized is None:
         return None
-    inside = np.where(is_categorical, 0.0, 0.5)
+    inside = np.where(gp_space.is_categorical, 0.0, 0.5)
+    for i, grid in zip(gp_space.discrete_indices, gp_space.get_choices_of_discrete_params()):
+        if not gp_space.is_categorical[i]:
+            inside[i] = grid[np.argmin(np.abs(grid - 0.5))]
     return np.where(normalized < 0.0, inside, normalized)
