@@ -18,7 +18,12 @@ import math
 from typing import Any
 
 import numpy as np
-from optuna.distributions import BaseDistribution, CategoricalDistribution
+from optuna.distributions import (
+    BaseDistribution,
+    CategoricalDistribution,
+    FloatDistribution,
+    IntDistribution,
+)
 from optuna.trial import FrozenTrial
 
 from tuner.samplers.union_space import active_params
@@ -48,7 +53,8 @@ def inactive_value(distribution: BaseDistribution) -> Any:
     """The raw value Optuna's GP search space normalises to `INACTIVE_AT` for `distribution`."""
     if isinstance(distribution, CategoricalDistribution):
         return INACTIVE
-    step = float(getattr(distribution, "step", None) or 0.0)
+    assert isinstance(distribution, (FloatDistribution, IntDistribution))
+    step = float(distribution.step or 0.0)
     low, high = distribution.low - 0.5 * step, distribution.high + 0.5 * step  # as Optuna pads
     if distribution.log:
         return math.exp(math.log(low) + INACTIVE_AT * (math.log(high) - math.log(low)))

@@ -35,9 +35,9 @@ import math
 from collections.abc import Callable, Sequence
 
 import numpy as np
-from scipy.stats import kendalltau
 from optuna.distributions import BaseDistribution
 from optuna.trial import FrozenTrial, TrialState
+from scipy.stats import kendalltau
 
 from tuner.samplers.union_space import contains, kind
 
@@ -114,7 +114,9 @@ def combine(
         return own, own_minimised
     prior_minimised = warp(sign * np.array([t.values[0] for t in priors], dtype=float))
     if len(own) >= MIN_CHECKED:
-        tau = agreement(normalise(own), np.asarray(own_minimised, dtype=float), normalise(priors), prior_minimised)
+        tau = agreement(
+            normalise(own), np.asarray(own_minimised, dtype=float), normalise(priors), prior_minimised
+        )
         if tau < MIN_AGREEMENT:
             return own, own_minimised  # the prior study ranks this one's trials wrongly: drop it
     order = np.argsort(prior_minimised, kind="stable")

@@ -30,7 +30,8 @@ from optuna.samplers import BaseSampler, GPSampler
 from optuna.study import Study, StudyDirection
 from optuna.trial import FrozenTrial, TrialState
 
-from tuner.samplers import activity, inactive, prior_trials as priors
+from tuner.samplers import activity, inactive
+from tuner.samplers import prior_trials as priors
 from tuner.samplers.union_space import active_params, study_search_space, union_search_space
 
 

@@ -193,7 +193,8 @@ def test_conditional_categorical_parameter(sampler_class: Callable) -> None:
 
 
 @pytest.mark.parametrize(
-    ("name", "x_distribution"), [(("gp_warped", "gp_rungs", "gp_bohb")[i % 3], d) for i, d in enumerate(NUMERICAL)]
+    ("name", "x_distribution"),
+    [(("gp_warped", "gp_rungs", "gp_bohb")[i % 3], d) for i, d in enumerate(NUMERICAL)],
 )
 def test_prior_trials_in_an_empty_study(name: str, x_distribution: BaseDistribution) -> None:
     """Prior trials (some without `x`) alone drive the first suggestion: in range, right type."""
