@@ -38,9 +38,9 @@ import optuna
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from search_efficiency import DIM, Problem, suggest  # noqa: E402
+from search_efficiency import DIM, Problem, suggest
 
-from tuner.samplers import make_sampler  # noqa: E402
+from tuner.samplers import make_sampler
 
 SHIFT, SCALE, OFFSET = 0.5, 10.0, 100.0
 SOURCE_TRIALS = 50

@@ -37,9 +37,7 @@ class Rule:
     inactive_at: float
 
 
-def learn(
-    space: dict[str, BaseDistribution], normalized: np.ndarray, active: list[set[str]]
-) -> list[Rule]:
+def learn(space: dict[str, BaseDistribution], normalized: np.ndarray, active: list[set[str]]) -> list[Rule]:
     """Rules from the fitted trials: `normalized` rows (imputed), `active` names per row."""
     names = list(space)
     rules = []

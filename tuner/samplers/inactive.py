@@ -18,7 +18,12 @@ import math
 from typing import Any
 
 import numpy as np
-from optuna.distributions import BaseDistribution, CategoricalDistribution
+from optuna.distributions import (
+    BaseDistribution,
+    CategoricalDistribution,
+    FloatDistribution,
+    IntDistribution,
+)
 from optuna.trial import FrozenTrial
 
 from tuner.samplers.union_space import active_params
@@ -48,7 +53,8 @@ def inactive_value(distribution: BaseDistribution) -> Any:
     """The raw value Optuna's GP search space normalises to `INACTIVE_AT` for `distribution`."""
     if isinstance(distribution, CategoricalDistribution):
         return INACTIVE
-    step = float(getattr(distribution, "step", None) or 0.0)
+    assert isinstance(distribution, (FloatDistribution, IntDistribution))
+    step = float(distribution.step or 0.0)
     low, high = distribution.low - 0.5 * step, distribution.high + 0.5 * step  # as Optuna pads
     if distribution.log:
         return math.exp(math.log(low) + INACTIVE_AT * (math.log(high) - math.log(low)))
@@ -68,10 +74,15 @@ def with_params(
     return proxy
 
 
-def warm_start_points(normalized: np.ndarray | None, is_categorical: np.ndarray) -> np.ndarray | None:
-    """The acquisition optimiser's starting points with inactive coordinates moved into the range
-    (the middle, or the first category), so it never starts outside [0, 1]."""
+def warm_start_points(normalized: np.ndarray | None, gp_space: Any) -> np.ndarray | None:
+    """The acquisition optimiser's starting points with inactive coordinates moved into the range:
+    the middle (the grid value nearest it for a discrete parameter, the first category for a
+    categorical one), so it never starts outside [0, 1] or off the grid. `gp_space` is Optuna's
+    GP search space (`optuna._gp.search_space.SearchSpace`)."""
     if normalized is None:
         return None
-    inside = np.where(is_categorical, 0.0, 0.5)
+    inside = np.where(gp_space.is_categorical, 0.0, 0.5)
+    for i, grid in zip(gp_space.discrete_indices, gp_space.get_choices_of_discrete_params()):
+        if not gp_space.is_categorical[i]:
+            inside[i] = grid[np.argmin(np.abs(grid - 0.5))]
     return np.where(normalized < 0.0, inside, normalized)

@@ -14,7 +14,10 @@ comparable). rnntune keeps Optuna's single GP and gets the two properties that m
   subset spread evenly over the priors' ranks, so the prior's shape is kept while its weight
   falls). Stacked residual GPs would need a second GP inside Optuna's acquisition; a pooled fit
   with a shrinking prior is the simpler form of the same idea (the `horizon` was chosen with
-  `bench/warm_start.py`, docs/samplers.md).
+  `bench/warm_start.py`, docs/samplers.md);
+* negative transfer: from `MIN_CHECKED` own observations on, the priors must rank them: Kendall's
+  tau between this study's values and the priors' prediction at its points (a nearest-neighbour
+  mean; the ranking check of RGPE, Feurer et al. 2018) below `MIN_AGREEMENT` drops the priors.
 
 Only COMPLETE prior trials with a finite value count, and only those whose parameters lie in this
 study's space (after union and widening): a prior parameter named in the space but of another kind
@@ -34,10 +37,14 @@ from collections.abc import Callable, Sequence
 import numpy as np
 from optuna.distributions import BaseDistribution
 from optuna.trial import FrozenTrial, TrialState
+from scipy.stats import kendalltau
 
 from tuner.samplers.union_space import contains, kind
 
 DEFAULT_HORIZON = 30  # own observations at which no prior trial is fitted any more
+MIN_CHECKED = 3  # own observations from which the priors must agree with them
+MIN_AGREEMENT = 0.2  # Kendall's tau below which the priors are dropped
+NEIGHBOURS = 5
 
 
 def usable(prior_trials: Sequence[FrozenTrial], space: dict[str, BaseDistribution]) -> list[FrozenTrial]:
@@ -79,6 +86,17 @@ def kept(n_priors: int, n_own: int, horizon: int) -> int:
     return math.ceil(n_priors * max(0.0, 1.0 - n_own / horizon))
 
 
+def agreement(own_x: np.ndarray, own_y: np.ndarray, prior_x: np.ndarray, prior_y: np.ndarray) -> float:
+    """Kendall's tau between this study's values and what the prior trials predict at its points
+    (inverse-distance-weighted mean of the `NEIGHBOURS` nearest prior trials, normalised space)."""
+    d = np.linalg.norm(own_x[:, None, :] - prior_x[None, :, :], axis=-1)
+    nearest = np.argsort(d, axis=1)[:, :NEIGHBOURS]
+    w = 1.0 / (np.take_along_axis(d, nearest, axis=1) + 1e-3) ** 2
+    predicted = (w * prior_y[nearest]).sum(axis=1) / w.sum(axis=1)
+    tau = kendalltau(own_y, predicted).statistic
+    return float(tau) if np.isfinite(tau) else 0.0
+
+
 def combine(
     own: list[FrozenTrial],
     own_minimised: np.ndarray,
@@ -86,13 +104,21 @@ def combine(
     sign: float,
     warp: Callable[[np.ndarray], np.ndarray],
     horizon: int,
+    normalise: Callable[[list[FrozenTrial]], np.ndarray],
 ) -> tuple[list[FrozenTrial], np.ndarray]:
     """This study's observations plus the prior trials kept, on one standardised scale (targets to
-    be minimised). Prior trials are copies without system attrs (no constraints of another study)."""
+    be minimised). Prior trials are copies without system attrs (no constraints of another study).
+    `normalise` maps trials to the GP's normalised coordinates (for the agreement check)."""
     n = kept(len(priors), len(own), horizon)
     if n == 0:
         return own, own_minimised
     prior_minimised = warp(sign * np.array([t.values[0] for t in priors], dtype=float))
+    if len(own) >= MIN_CHECKED:
+        tau = agreement(
+            normalise(own), np.asarray(own_minimised, dtype=float), normalise(priors), prior_minimised
+        )
+        if tau < MIN_AGREEMENT:
+            return own, own_minimised  # the prior study ranks this one's trials wrongly: drop it
     order = np.argsort(prior_minimised, kind="stable")
     chosen = order[np.unique(np.linspace(0, len(order) - 1, n).round().astype(int))]
     proxies = []

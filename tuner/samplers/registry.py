@@ -21,8 +21,16 @@ asked at once do not collapse onto one point:
 * ``qmc``: a scrambled Sobol sequence; each trial takes the next index, so pending trials never
   repeat.
 
-Conditional parameters work with each sampler through Optuna's define-by-run API: parameters outside
-the space a sampler models jointly (GP, QMC) are drawn by its independent (random) sampler.
+Conditional parameters work with each sampler through Optuna's define-by-run API. rnntune's GPs
+(``gp_warped``, ``gp_rungs``, ``gp_bohb``) model every parameter seen in the study — conditional
+ones (imputed outside their range when a trial lacks them) and ranges widened mid-study
+(`tuner.samplers.union_space`, `tuner.samplers.inactive`); Optuna's ``gp`` and ``qmc`` model only
+the parameters every trial has with the same range, and draw the others with their independent
+(random) sampler.
+
+Warm starts: the samplers of `WARM_START_SAMPLERS` take ``prior_trials`` (another study's
+FrozenTrials, e.g. the same space on another corpus), fitted beside the study's own trials while it
+has few (`tuner.samplers.prior_trials`); any other sampler given them is a ValueError.
 """
 
 from __future__ import annotations

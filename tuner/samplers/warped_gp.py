@@ -30,7 +30,8 @@ from optuna.samplers import BaseSampler, GPSampler
 from optuna.study import Study, StudyDirection
 from optuna.trial import FrozenTrial, TrialState
 
-from tuner.samplers import activity, inactive, prior_trials as priors
+from tuner.samplers import activity, inactive
+from tuner.samplers import prior_trials as priors
 from tuner.samplers.union_space import active_params, study_search_space, union_search_space
 
 
@@ -116,8 +117,13 @@ class WarpedGPSampler(GPSampler, abc.ABC):
         if len(study.directions) == 1:
             sign = 1.0 if study.direction == StudyDirection.MINIMIZE else -1.0
             prior = self.priors(study, search_space)
+            gp_space = gp_search_space.SearchSpace(inactive.gp_space(search_space))
+
+            def normalise(ts: list[FrozenTrial]) -> np.ndarray:
+                return gp_space.get_normalized_params([inactive.with_params(t, search_space) for t in ts])
+
             trials, minimised = priors.combine(
-                trials, sign * targets[:, 0], prior, sign, self.warp, self._prior_horizon
+                trials, sign * targets[:, 0], prior, sign, self.warp, self._prior_horizon, normalise
             )
             targets = (sign * minimised).reshape(-1, 1)
         # Every RUNNING trial with suggested params is pending, conditional ones included (Optuna
@@ -137,7 +143,7 @@ class WarpedGPSampler(GPSampler, abc.ABC):
     # optimiser's local search, and an inactive coordinate (outside [0, 1]) must not be its start;
     # and the acquisition must score a candidate as its trial will be stored (tuner.samplers.activity).
     def _optimize_acqf(self, acqf: Any, best_params: np.ndarray | None) -> np.ndarray:
-        start = inactive.warm_start_points(best_params, acqf.search_space.is_categorical)
+        start = inactive.warm_start_points(best_params, acqf.search_space)
         # Candidates are scored with the parameters they leave inactive at the imputed value.
         acqf.eval_acqf = activity.masked(acqf.eval_acqf, self._activity_rules)
         return super()._optimize_acqf(acqf, start)

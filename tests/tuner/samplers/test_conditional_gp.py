@@ -103,4 +103,6 @@ def test_a_trial_asking_the_old_range_takes_the_gp_value_inside_it(tmp_path) -> 
     x = trial.suggest_float("x", 0.0, 5.0)  # Optuna checks the kind, then that the value lies inside
     assert x == trial.relative_params["x"] and 0.0 <= x <= 5.0
     study.tell(trial, (x - 4.0) ** 2 + (trial.suggest_float("y", 0.0, 1.0) - 0.5) ** 2)
-    assert study.sampler.infer_relative_search_space(study, study.ask()._cached_frozen_trial)["x"].high == 10.0
+    assert (
+        study.sampler.infer_relative_search_space(study, study.ask()._cached_frozen_trial)["x"].high == 10.0
+    )

@@ -8,7 +8,7 @@ import pytest
 from optuna.distributions import FloatDistribution
 from optuna.trial import FrozenTrial, TrialState, create_trial
 
-from tuner.samplers import WARM_START_SAMPLERS, SAMPLERS, make_sampler, sampler_options
+from tuner.samplers import SAMPLERS, WARM_START_SAMPLERS, make_sampler, sampler_options
 from tuner.samplers.prior_trials import kept, standardised
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)

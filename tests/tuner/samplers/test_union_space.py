@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import numpy as np
 import optuna
 import pytest
 from optuna._gp.search_space import SearchSpace
@@ -31,7 +30,9 @@ def test_widened_ranges_merge_to_the_widest() -> None:
 
 def test_conditional_parameters_are_kept() -> None:
     a = trial(0, {"rounds": 0}, {"rounds": IntDistribution(0, 6)})
-    b = trial(1, {"rounds": 2, "rank": 40}, {"rounds": IntDistribution(0, 6), "rank": IntDistribution(-20, 100)})
+    b = trial(
+        1, {"rounds": 2, "rank": 40}, {"rounds": IntDistribution(0, 6), "rank": IntDistribution(-20, 100)}
+    )
     space = union_search_space([a, b])
     assert set(space) == {"rounds", "rank"}
     assert active_params(a, space) == {"rounds": 0}
@@ -100,11 +101,17 @@ def test_activity_rules_need_a_repeated_pattern() -> None:
 
 def test_a_real_study_has_the_conditional_parameter_in_the_relative_space(tmp_path) -> None:
     space = {"rounds": IntDistribution(0, 6), "rank": IntDistribution(-20, 100)}
-    ours = optuna.create_study(storage=f"sqlite:///{tmp_path / 's.db'}", sampler=make_sampler("gp_bohb", seed=0))
+    ours = optuna.create_study(
+        storage=f"sqlite:///{tmp_path / 's.db'}", sampler=make_sampler("gp_bohb", seed=0)
+    )
     stock = optuna.create_study(sampler=optuna.samplers.GPSampler(seed=0))
     for study in (ours, stock):
-        study.add_trial(create_trial(params={"rounds": 0}, distributions={"rounds": space["rounds"]}, value=1.0))
+        study.add_trial(
+            create_trial(params={"rounds": 0}, distributions={"rounds": space["rounds"]}, value=1.0)
+        )
         study.add_trial(create_trial(params={"rounds": 2, "rank": 40}, distributions=space, value=0.5))
     new = ours.ask()
     assert ours.sampler.infer_relative_search_space(ours, new._cached_frozen_trial) == space
-    assert set(stock.sampler.infer_relative_search_space(stock, stock.ask()._cached_frozen_trial)) == {"rounds"}
+    assert set(stock.sampler.infer_relative_search_space(stock, stock.ask()._cached_frozen_trial)) == {
+        "rounds"
+    }
