@@ -17,6 +17,11 @@ suggestion with 100 completed trials (and K − 1 pending).
     .venv/bin/python bench/search_efficiency.py            # full run (~1.5 h on 2 shared cores)
     .venv/bin/python bench/search_efficiency.py --quick    # ~1 min smoke run
     .venv/bin/python bench/search_efficiency.py --results runs/bench/se.jsonl --jobs 2  # resumable
+
+`--conditional` makes `mogrifier_rank` conditional, as in the shipped spaces: it is suggested only
+when `mogrifier_rounds >= 1`, and the function ignores it otherwise (its coordinate is held at the
+middle of the domain). Optuna's GPSampler then draws rank at random (its intersection search space
+drops it); rnntune's GPs model it (tuner.samplers.union_space, tuner.samplers.inactive).
 """
 
 from __future__ import annotations
@@ -42,7 +47,7 @@ import optuna
 from scipy.stats import rankdata
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from tuner.samplers import DEFAULT_SAMPLER, make_sampler
+from tuner.samplers import DEFAULT_SAMPLER, SAMPLERS, make_sampler
 
 # Thesis Table 2.4 (docs/contracts.md): name, low, high, scale.
 SPACE = [
@@ -77,10 +82,17 @@ FULL = dict(
 QUICK = dict(functions=[1, 8, 15], noisy_functions=[8], seeds=2, in_flight=[4], budgets=[15, 30])
 
 
-def suggest(trial: optuna.Trial) -> np.ndarray:
-    """Suggest the Table 2.4 parameters and map them onto [-5, 5]^9."""
+RANK = [name for name, *_ in SPACE].index("mogrifier_rank")
+
+
+def suggest(trial: optuna.Trial, conditional: bool = False) -> np.ndarray:
+    """Suggest the Table 2.4 parameters and map them onto [-5, 5]^9; with `conditional`, rank is
+    suggested only when rounds >= 1 (else its coordinate is 0, the middle of the domain)."""
     x = np.empty(DIM)
     for i, (name, low, high, scale) in enumerate(SPACE):
+        if conditional and i == RANK and trial.params["mogrifier_rounds"] < 1:
+            x[i] = 0.0
+            continue
         if scale == "int":
             v = trial.suggest_int(name, low, high)
         else:
@@ -127,9 +139,9 @@ def make(optimizer: str, seed: int) -> optuna.samplers.BaseSampler:
     return STOCK[optimizer](seed) if optimizer in STOCK else make_sampler(optimizer, seed=seed)
 
 
-def run(job: tuple[str, int, bool, int, int, list[int]]) -> dict:
+def run(job: tuple[str, int, bool, int, int, list[int], bool]) -> dict:
     """One ask/tell run; returns the normalized regret at each budget and the suggestion time."""
-    optimizer, function, noisy, seed, k, budgets = job
+    optimizer, function, noisy, seed, k, budgets, conditional = job
     optuna.logging.set_verbosity(optuna.logging.ERROR)
     problem = Problem(function, seed + 1, noisy)
     rng = np.random.default_rng(10_000 + seed)
@@ -141,7 +153,7 @@ def run(job: tuple[str, int, bool, int, int, list[int]]) -> dict:
     while len(true_values) < n:
         while len(pending) < k and asked < n:
             trial = study.ask()
-            pending.append((trial, suggest(trial)))
+            pending.append((trial, suggest(trial, conditional)))
             asked += 1
         trial, x = pending.pop(0)
         observed, true = problem(x, rng)
@@ -151,7 +163,7 @@ def run(job: tuple[str, int, bool, int, int, list[int]]) -> dict:
     if n >= 100:  # time per suggestion with n completed, growing to K in flight
         for _ in range(k):
             t0, c0 = time.perf_counter(), time.process_time()
-            suggest(study.ask())
+            suggest(study.ask(), conditional)
             times.append(time.perf_counter() - t0)
             cpu_times.append(time.process_time() - c0)
     best = np.minimum.accumulate(true_values)
@@ -161,6 +173,7 @@ def run(job: tuple[str, int, bool, int, int, list[int]]) -> dict:
         "noisy": noisy,
         "seed": seed,
         "k": k,
+        **({"conditional": True} if conditional else {}),
         "regret": {str(b): problem.regret(float(best[b - 1])) for b in budgets},
         "suggest_s": statistics.fmean(times) if times else None,
         "suggest_cpu_s": statistics.fmean(cpu_times) if cpu_times else None,
@@ -240,12 +253,17 @@ def report(
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--quick", action="store_true", help="small configuration, a few minutes")
-    p.add_argument("--functions", type=lambda s: [int(v) for v in s.split(",")])
+    p.add_argument("--functions", type=lambda s: [int(v) for v in s.split(",") if v])
     p.add_argument("--noisy-functions", type=lambda s: [int(v) for v in s.split(",") if v])
     p.add_argument("--seeds", type=int)
     p.add_argument("--in-flight", type=lambda s: [int(v) for v in s.split(",")])
     p.add_argument("--budgets", type=lambda s: sorted(int(v) for v in s.split(",")))
     p.add_argument("--optimizers", type=lambda s: s.split(","), default=list(OURS) + list(STOCK))
+    p.add_argument(
+        "--conditional",
+        action="store_true",
+        help="mogrifier_rank only when mogrifier_rounds >= 1 (a conditional parameter)",
+    )
     p.add_argument("--jobs", type=int, default=1, help="worker processes (the machine has 2 cores)")
     p.add_argument(
         "--results",
@@ -265,15 +283,16 @@ def main(argv: list[str] | None = None) -> None:
         **{k: v for k, v in vars(args).items() if k in FULL and v is not None},
     }
     problems = [(f, False) for f in cfg["functions"]] + [(f, True) for f in cfg["noisy_functions"]]
-    unknown = [o for o in args.optimizers if o not in STOCK and o not in OURS]
+    unknown = [o for o in args.optimizers if o not in STOCK and o not in SAMPLERS]
     if unknown:
-        p.error(f"unknown optimizers {unknown}; choose from {list(OURS) + list(STOCK)}")
+        p.error(f"unknown optimizers {unknown}; choose from {sorted(set(SAMPLERS) | set(STOCK))}")
 
     done: dict[tuple, dict] = {}
     if args.results and args.results.exists():
         for line in args.results.read_text().splitlines():
             r = json.loads(line)
-            done[(r["optimizer"], r["function"], r["noisy"], r["seed"], r["k"])] = r
+            if r.get("conditional", False) == args.conditional:
+                done[(r["optimizer"], r["function"], r["noisy"], r["seed"], r["k"])] = r
     jobs, records = [], []
     for s in range(cfg["seeds"]):  # seed-major, so a partial --results file covers every optimizer
         for f, nz in problems:
@@ -283,7 +302,7 @@ def main(argv: list[str] | None = None) -> None:
                     if r is not None and all(str(b) in r["regret"] for b in cfg["budgets"]):
                         records.append(r)
                     else:
-                        jobs.append((o, f, nz, s, k, cfg["budgets"]))
+                        jobs.append((o, f, nz, s, k, cfg["budgets"], args.conditional))
     if args.report_only:
         jobs = []
     print(f"{len(records)} runs reused, {len(jobs)} to run", file=sys.stderr)

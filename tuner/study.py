@@ -130,6 +130,7 @@ def create_study(
     early_stopping: Mapping[str, Any] | None = None,
     study_stop: Mapping[str, Any] | None = None,
     keep_top: int | None = None,
+    warm_start: str | None = None,
 ) -> optuna.Study:
     """Create a new sweep's study (status `created`, no trials yet); `rnntune sweep --resume NAME` runs it.
 
@@ -139,7 +140,8 @@ def create_study(
     StudyExistsError if the name is taken, SpaceError for a bad space, StudyError for bad settings.
     `early_stopping` ({grace_steps, reduction_factor}) is stored resolved on the task's eval grid;
     `study_stop` ({patience, min_improvement, max_hours}) ends the sweep early, and `keep_top` keeps
-    only the N best trials' weights (tuner.orchestration.policies).
+    only the N best trials' weights (tuner.orchestration.policies). `warm_start` names a study in
+    the same storage whose trials the sampler takes as prior data (`tuner.warm_start`).
     """
     from tuner.samplers import DEFAULT_SAMPLER, SAMPLERS
 
@@ -168,6 +170,11 @@ def create_study(
             f"study name {name!r} must be 1-128 letters, digits, _ . - (not starting with . or -)"
         )
     root = Path(storage_path) if storage_path else DEFAULT_STORAGE_ROOT / name
+    prior = None
+    if warm_start is not None:
+        from tuner import warm_start as warm
+
+        prior = warm.check(storage_url, warm_start, space, sampler)
     storage = open_storage(storage_url)
     try:
         study = optuna.create_study(study_name=name, storage=storage, direction="minimize")
@@ -188,6 +195,7 @@ def create_study(
         EARLY_STOPPING_ATTR: policy,
         "study_stop": stop,
         "keep_top": keep_top,
+        "warm_start": prior,
         "status": "created",
         "created_at": _now(),
         "storage_path": str(root.expanduser().resolve()),

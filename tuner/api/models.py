@@ -74,6 +74,56 @@ class CreateStudy(BaseModel):
         default=None, ge=1, le=100_000, description="Keep only the N best trials' checkpoints (weights)."
     )
     overrides: Overrides = Field(default_factory=Overrides)
+    warm_start: str | None = Field(
+        default=None,
+        pattern=STUDY_NAME_PATTERN,
+        description="A study in the same database whose finished trials the sampler takes as prior "
+        "data (it must share a tuned parameter with this space; GP samplers only).",
+    )
+
+
+class WidenRange(BaseModel):
+    """Body of POST /studies/{name}/widen: which range to widen, and how many trials to add."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    param: str = Field(min_length=1, max_length=64, description="A tuned, non-categorical parameter.")
+    edge: Literal["low", "high", "both"] | None = Field(
+        default=None, description="The edge to move out; null: the edge the study's boundary alert names."
+    )
+    add_trials: int = Field(
+        default=0,
+        ge=0,
+        le=100_000,
+        description="Trials to add to the study's count (to sample the wider range).",
+    )
+
+
+class Widening(BaseModel):
+    """One widened range, as stored in the study's `widened` history."""
+
+    param: str
+    edge: Literal["low", "high", "both"]
+    old: list[float]
+    new: list[float]
+    at: str
+    trials_before: int = Field(description="Finished trials when the range was widened.")
+
+
+class WarmStart(BaseModel):
+    """The studies whose trials a warm-started study's sampler takes as prior data."""
+
+    studies: list[str]
+    trials: int = Field(description="Their usable trials (COMPLETE, PRUNED with a curve) at creation.")
+
+
+class WidenResult(BaseModel):
+    """Answer of POST /studies/{name}/widen: the change, the study's trial count and status."""
+
+    name: str
+    change: Widening
+    n_trials: int
+    status: str
 
 
 class Counts(BaseModel):
@@ -142,6 +192,8 @@ class TrialDetail(TrialSummary):
 
 class StudyDetail(StudySummary):
     storage_path: str | None
+    warm_start: WarmStart | None = None
+    widened: list[Widening] = Field(default_factory=list, description="Ranges widened, oldest first.")
     user_attrs: dict[str, Any]
     best_trial: TrialSummary | None
     process: SweepProcess | None

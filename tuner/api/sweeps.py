@@ -277,6 +277,7 @@ def create(state: Any, body: CreateStudy) -> None:
                 "max_hours": body.max_hours,
             },
             keep_top=body.keep_top,
+            warm_start=body.warm_start,
         )
     except StudyExistsError as err:
         raise SweepConflict(str(err)) from err

@@ -2,7 +2,9 @@
 
 With no options it runs the embedded default: the `tiny` space on the built-in corpus, 24 trials,
 2 at a time, SQLite in ./studies/rnntune.db, Ray started in-process. `--resume NAME` continues a
-study (after a crash or a stop, or one only created by the API) and `--trials M` extends it.
+study (after a crash or a stop, or one only created by the API) and `--trials M` extends it;
+`--widen PARAM[:EDGE]` first widens a range whose best trials crowd an edge (`tuner.widen`).
+`--warm-start STUDY` gives a new study's sampler another study's trials as prior data.
 
 One process drives a study at a time (its driver lease in the study database); a stop request
 stored through the API, SIGINT or SIGTERM stop it cleanly. The database URL from $RNNTUNE_DB_URL is
@@ -33,6 +35,7 @@ from tuner.study import (
     redact_url,
     resolve_db_url,
 )
+from tuner.widen import parse_widen
 
 # Options that define a study; they cannot change when resuming it.
 STUDY_OPTIONS = (
@@ -46,6 +49,7 @@ STUDY_OPTIONS = (
     "set",
     "grace_steps",
     "reduction_factor",
+    "warm_start",
 )
 
 
@@ -110,6 +114,20 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--name", help="study name (default: generated, e.g. tiny-20261122-0312-ab12)")
     p.add_argument("--resume", metavar="NAME", help="continue the study NAME")
+    p.add_argument(
+        "--widen",
+        action="append",
+        default=None,
+        metavar="PARAM[:low|high|both]",
+        help="with --resume: widen PARAM's range by half its span at the edge its boundary alert "
+        "names (or the edge given) before continuing (repeatable); add --trials to run more trials",
+    )
+    p.add_argument(
+        "--warm-start",
+        metavar="STUDY",
+        help="use the finished trials of STUDY (same database, shared parameters) as the sampler's "
+        "prior data; GP samplers only",
+    )
     p.add_argument("--seed", type=int, help="sampler seed")
     p.add_argument(
         "--range",
@@ -162,6 +180,8 @@ def run(args: argparse.Namespace) -> int:
                     f"{', '.join(given)}: not allowed with --resume; study {args.resume!r} keeps the settings it was created with"
                 )
             name = args.resume
+        elif args.widen:
+            raise StudyError("--widen: widens the range of an existing study; use it with --resume NAME")
         else:
             space = load_space(args.space or DEFAULT_SPACE)
             overrides = None
@@ -203,12 +223,14 @@ def run(args: argparse.Namespace) -> int:
                     if v is not None
                 },
                 keep_top=args.keep_top,
+                warm_start=args.warm_start,
             )
             name = study.study_name
         outcome = run_sweep(
             name,
             url,
             generation=int(generation) if generation else None,
+            widen=[parse_widen(w) for w in args.widen or []],
             n_trials=args.trials if args.resume else None,
             storage_path=args.storage if args.resume else None,
             ray_address=args.ray_address,
@@ -233,6 +255,11 @@ def run(args: argparse.Namespace) -> int:
     if best is not None:
         print(
             f"best: trial #{best.number} objective {best.value:.4f}  checkpoint {best.user_attrs.get('checkpoint', '-')}"
+        )
+    if args.widen and outcome.status == "finished" and outcome.finished >= outcome.n_trials:
+        print(
+            f"the study has all its {outcome.n_trials} trials: sample from the widened range with "
+            f"rnntune sweep --resume {outcome.study_name} --trials M (M > {outcome.n_trials})"
         )
     if outcome.status == "stopped":
         print(

@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import datetime as dt
 import os
-from collections.abc import Callable
+import sys
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
@@ -36,6 +37,9 @@ from tuner.study import (
     redact_url,
     set_status,
 )
+from tuner.warm_start import prior_trials
+from tuner.widen import describe as describe_widening
+from tuner.widen import widen_study
 
 ZOMBIE_REASON = "sweep process died while the trial was running; found RUNNING on resume"
 # The file that says which study a storage folder belongs to.
@@ -149,12 +153,14 @@ def run_sweep(
     storage_url: str,
     *,
     generation: int | None = None,
+    widen: Sequence[tuple[str, str | None]] = (),
     **options: Any,
 ) -> SweepOutcome:
     """Run (or resume, or extend to `n_trials`) the study `name` until it has its trial count.
 
     Takes the study's driver lease first (DriverBusy if another live driver holds it); `generation`
-    is the start this driver serves when the API launched it. `options` are `_drive`'s.
+    is the start this driver serves when the API launched it. `widen` holds (param, edge or None)
+    ranges to widen, under the lease, before sampling (`tuner.widen`). `options` are `_drive`'s.
     """
     request = StopRequest()
     with stop_on_signals(request):
@@ -164,6 +170,9 @@ def run_sweep(
         keeper = LeaseKeeper(storage_url, name, request, generation)
         keeper.acquire()
         try:
+            for param, edge in widen:
+                change = widen_study(study, param, edge)
+                print(describe_widening(change), file=options.get("out") or sys.stdout)
             return _drive(study, storage_url, request, **options)
         finally:
             keeper.close()
@@ -203,7 +212,10 @@ def _drive(
     root = Path(study.user_attrs["storage_path"])
     space = resolve_data_dir(SearchSpace.from_dict(attrs["space_def"]))
     claim_storage(root, name)
-    sampler = make_sampler(attrs["sampler"], seed=attrs.get("seed"))
+    priors = prior_trials(storage_url, attrs.get("warm_start"))
+    sampler = make_sampler(
+        attrs["sampler"], seed=attrs.get("seed"), **({"prior_trials": priors} if priors else {})
+    )
     study = load_study(name, storage_url, sampler=sampler)
     zombies = fail_zombies(study, ZOMBIE_REASON)
     budget = target - finished_count(study)
@@ -252,6 +264,11 @@ def _drive(
             f"parallel {parallel}",
             f"early stopping: {early}",
             f"db {redact_url(storage_url)}  storage {root}",
+            *(
+                [f"warm start: {len(priors)} prior trials from {', '.join(attrs['warm_start']['studies'])}"]
+                if attrs.get("warm_start")
+                else []
+            ),
             f"trials {target - budget}/{target} done"
             + (
                 f"; {len(zombies)} left RUNNING by a dead sweep marked FAIL and retried: {zombies}"

@@ -11,22 +11,23 @@ study's early-stopping policy), so they work in a plain `optuna.Study` with Optu
 from __future__ import annotations
 
 import abc
-from typing import Any
+from collections.abc import Sequence
 
 import numpy as np
 from optuna.distributions import BaseDistribution
 from optuna.samplers import BaseSampler
-from optuna.search_space import IntersectionSearchSpace
 from optuna.study import Study, StudyDirection
 from optuna.trial import FrozenTrial, TrialState
 
 from tuner.samplers.half_rank_gp import HalfRankGPSampler
+from tuner.samplers.prior_trials import DEFAULT_HORIZON
 
 
 class MultiFidelityGPSampler(HalfRankGPSampler, abc.ABC):
     """Half-rank-warped GP over COMPLETE and PRUNED trials (single objective); q-logEI over pending.
 
-    `n_startup_trials` counts observations (trials the GP would fit), not COMPLETE trials only.
+    `n_startup_trials` counts observations (trials the GP would fit) and usable prior trials, not
+    COMPLETE trials only. The search space is the union of the trials (PRUNED ones included).
     Multi-objective studies fall back to the parent's COMPLETE-only fit.
     """
 
@@ -38,45 +39,31 @@ class MultiFidelityGPSampler(HalfRankGPSampler, abc.ABC):
         n_startup_trials: int = 10,
         deterministic_objective: bool = False,
         warn_independent_sampling: bool = True,
+        prior_trials: Sequence[FrozenTrial] | None = None,
+        prior_horizon: int = DEFAULT_HORIZON,
     ) -> None:
-        # The parent's gate counts COMPLETE trials only; ours (sample_relative) counts observations.
         super().__init__(
             seed=seed,
             independent_sampler=independent_sampler,
-            n_startup_trials=0,
+            n_startup_trials=n_startup_trials,
             deterministic_objective=deterministic_objective,
             warn_independent_sampling=warn_independent_sampling,
+            prior_trials=prior_trials,
+            prior_horizon=prior_horizon,
         )
-        self._min_observations = n_startup_trials
-        # Pruned trials define the search space too: with 3 COMPLETE of 23 trials it is still known.
-        self._intersection_search_space = IntersectionSearchSpace(include_pruned=True)
 
-    def sample_relative(
-        self, study: Study, trial: FrozenTrial, search_space: dict[str, BaseDistribution]
-    ) -> dict[str, Any]:
-        if not search_space:
-            return {}
-        if len(study.directions) == 1:
-            observed = self.observations(study, search_space)[0]
-        else:
-            observed = study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
-        if len(observed) < self._min_observations:
-            return {}  # the independent (random) sampler draws the startup trials
-        return super().sample_relative(study, trial, search_space)
+    def n_observations(self, study: Study, search_space: dict[str, BaseDistribution]) -> int:
+        if len(study.directions) != 1:
+            return super().n_observations(study, search_space)
+        return len(self.observations(study, search_space)[0])
 
     def fit_data(
-        self,
-        study: Study,
-        completed_trials: list[FrozenTrial],
-        running_trials: list[FrozenTrial],
-        search_space: dict[str, BaseDistribution],
-    ) -> tuple[list[FrozenTrial], np.ndarray, list[FrozenTrial]]:
+        self, study: Study, completed_trials: list[FrozenTrial], search_space: dict[str, BaseDistribution]
+    ) -> tuple[list[FrozenTrial], np.ndarray]:
         if len(study.directions) != 1:
-            return super().fit_data(study, completed_trials, running_trials, search_space)
+            return super().fit_data(study, completed_trials, search_space)
         trials, targets = self.observations(study, search_space)
-        observed = {t.number for t in trials}
-        pending = [t for t in running_trials if t.number not in observed]
-        return trials, targets.reshape(-1, 1), pending
+        return trials, targets.reshape(-1, 1)
 
     def observations(
         self, study: Study, search_space: dict[str, BaseDistribution]
@@ -84,10 +71,12 @@ class MultiFidelityGPSampler(HalfRankGPSampler, abc.ABC):
         """The trials the GP fits and their targets (to be minimised after `_sign`), warped."""
         sign = 1.0 if study.direction == StudyDirection.MINIMIZE else -1.0
         states = (TrialState.COMPLETE, TrialState.PRUNED, TrialState.RUNNING)
+        # Conditional parameters a trial lacks are imputed (tuner.samplers.inactive), so every trial
+        # with a parameter of the space is fitted; RUNNING ones only once they have suggested params.
         trials = [
             t
             for t in study.get_trials(deepcopy=False, states=states)
-            if search_space.keys() <= t.params.keys()
+            if t.params.keys() & search_space.keys()
         ]
         chosen, minimised = self.targets(study, trials, sign)
         if not chosen:

@@ -21,8 +21,16 @@ asked at once do not collapse onto one point:
 * ``qmc``: a scrambled Sobol sequence; each trial takes the next index, so pending trials never
   repeat.
 
-Conditional parameters work with each sampler through Optuna's define-by-run API: parameters outside
-the space a sampler models jointly (GP, QMC) are drawn by its independent (random) sampler.
+Conditional parameters work with each sampler through Optuna's define-by-run API. rnntune's GPs
+(``gp_warped``, ``gp_rungs``, ``gp_bohb``) model every parameter seen in the study — conditional
+ones (imputed outside their range when a trial lacks them) and ranges widened mid-study
+(`tuner.samplers.union_space`, `tuner.samplers.inactive`); Optuna's ``gp`` and ``qmc`` model only
+the parameters every trial has with the same range, and draw the others with their independent
+(random) sampler.
+
+Warm starts: the samplers of `WARM_START_SAMPLERS` take ``prior_trials`` (another study's
+FrozenTrials, e.g. the same space on another corpus), fitted beside the study's own trials while it
+has few (`tuner.samplers.prior_trials`); any other sampler given them is a ValueError.
 """
 
 from __future__ import annotations
@@ -30,11 +38,12 @@ from __future__ import annotations
 import contextlib
 import inspect
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import optuna
 from optuna.samplers import BaseSampler
+from optuna.trial import FrozenTrial
 
 from tuner.samplers.bohb_gp import BOHBRuleGPSampler
 from tuner.samplers.half_rank_gp import HalfRankGPSampler
@@ -94,6 +103,8 @@ _FACTORIES: dict[str, tuple[Callable[..., BaseSampler], type[BaseSampler]]] = {
 }
 
 SAMPLERS: tuple[str, ...] = tuple(_FACTORIES)
+# The samplers that take `prior_trials` (another study's trials as prior data: a warm start).
+WARM_START_SAMPLERS: tuple[str, ...] = ("gp_warped", "gp_rungs", "gp_bohb")
 DEFAULT_SAMPLER = "gp_bohb"  # best under ASHA on real learning curves at 24 and 48 (docs/samplers.md)
 
 
@@ -101,17 +112,32 @@ def sampler_options(name: str) -> tuple[str, ...]:
     """The keyword options `make_sampler(name, ...)` accepts besides `seed`."""
     _check_name(name)
     params = inspect.signature(_FACTORIES[name][1]).parameters
-    return tuple(p for p in params if p != "seed")
+    return tuple(p for p in params if p not in ("seed", "prior_trials"))
 
 
-def make_sampler(name: str, seed: int | None = None, **options: Any) -> BaseSampler:
+def make_sampler(
+    name: str,
+    seed: int | None = None,
+    prior_trials: Sequence[FrozenTrial] | None = None,
+    **options: Any,
+) -> BaseSampler:
     """Build the sampler called `name` (one of `SAMPLERS`), seeded with `seed`.
 
-    `options` are passed to the underlying Optuna sampler (e.g. ``n_startup_trials``); they override
-    rnntune's defaults. Raises ValueError for an unknown name or option, naming the allowed ones.
+    `prior_trials` (another study's trials, e.g. the same space on another corpus) warm-start the
+    samplers of `WARM_START_SAMPLERS` (`tuner.samplers.prior_trials` says how); any other sampler
+    given them is a ValueError. `options` are passed to the underlying Optuna sampler (e.g.
+    ``n_startup_trials``); they override rnntune's defaults. Raises ValueError for an unknown name
+    or option, naming the allowed ones.
     """
     _check_name(name)
-    allowed = sampler_options(name)
+    if prior_trials is not None:
+        if name not in WARM_START_SAMPLERS:
+            raise ValueError(
+                f"sampler {name!r} cannot take prior trials (a warm start); "
+                f"choose one of: {', '.join(WARM_START_SAMPLERS)}"
+            )
+        options = {**options, "prior_trials": list(prior_trials)}
+    allowed = sampler_options(name) + (("prior_trials",) if prior_trials is not None else ())
     unknown = sorted(set(options) - set(allowed))
     if unknown:
         raise ValueError(

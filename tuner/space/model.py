@@ -69,10 +69,17 @@ class SpaceFile(BaseModel):
     @field_validator("params")
     @classmethod
     def _kinds(cls, params: dict[str, Any]) -> dict[str, Any]:
-        """Each entry suits its config field's type; conditional entries sample after the others."""
+        """Each entry suits its config field's type; conditional entries sample after the others, and
+        after the conditional entries their conditions name (`_check_conditions` limits the depth)."""
         for name, spec in params.items():
             _check_kind(name, spec)
-        return dict(sorted(params.items(), key=lambda item: bool(item[1].when)))
+
+        def depth(spec: Any) -> int:
+            if not spec.when:
+                return 0
+            return 2 if any(key in params and params[key].when for key in spec.when) else 1
+
+        return dict(sorted(params.items(), key=lambda item: depth(item[1])))
 
     @model_validator(mode="after")
     def _trainer_accepts(self) -> SpaceFile:
@@ -145,7 +152,9 @@ def _check_conditions(params: Mapping[str, Any], fixed: Mapping[str, Any]) -> No
                 raise ValueError(f"parameter {name}: a parameter cannot be conditional on itself")
             subject = params.get(key)
             if subject is not None:
-                if subject.when:
+                # A condition on fixed settings only always holds or never does (checked on the
+                # subject itself), so the subject is as good as unconditional: no nesting.
+                if any(k in params for k in subject.when):
                     raise ValueError(
                         f"parameter {name}: conditions may not be nested ({key} is itself conditional)"
                     )

@@ -1,5 +1,6 @@
 """Optuna's own sampler test cases (tests/samplers_tests/test_samplers.py in optuna/optuna), ported
-to rnntune's multi-fidelity samplers and run with PRUNED and RUNNING trials in the study."""
+to rnntune's multi-fidelity samplers and run with PRUNED and RUNNING trials in the study; and the
+same checks with conditional (inactive) parameters and with prior trials."""
 
 from __future__ import annotations
 
@@ -132,7 +133,7 @@ def test_nan_objective_value(sampler_class: Callable) -> None:
 
 @parametrize_sampler
 def test_conditional_parameters(sampler_class: Callable) -> None:
-    """Optuna's conditional case: parameters outside the intersection space go to the independent sampler."""
+    """Optuna's conditional case (here x_a and x_b are in rnntune's union space, imputed when inactive)."""
     study = optuna.create_study(sampler=sampler_class())
 
     def objective(trial: optuna.Trial) -> float:
@@ -158,3 +159,56 @@ def test_reproducible_with_seed(sampler_class: Callable) -> None:
         return [t.params for t in study.trials]
 
     assert history() == history()
+
+
+@parametrize_sampler
+@pytest.mark.parametrize("x_distribution", NUMERICAL)
+def test_sample_relative_with_a_conditional_parameter(
+    sampler_class: Callable, x_distribution: BaseDistribution
+) -> None:
+    """Trials without `x` (inactive) beside trials with it: `x` stays in the relative space and its
+    relative value is in range and of the right type."""
+    full: dict[str, BaseDistribution] = OrderedDict(x=x_distribution, y=FloatDistribution(-1.0, 1.0))
+    study = optuna.create_study(sampler=sampler_class())
+    with_history(study, full)
+    with_history(study, {"y": full["y"]})
+    space = study.sampler.infer_relative_search_space(study, _new_trial(study))
+    assert set(space) == {"x", "y"}
+    params = study.sampler.sample_relative(study, _new_trial(study), space)
+    assert set(params) == {"x", "y"}
+    assert x_distribution.low <= params["x"] <= x_distribution.high
+    assert isinstance(params["x"], int if isinstance(x_distribution, IntDistribution) else float)
+
+
+@parametrize_sampler
+def test_conditional_categorical_parameter(sampler_class: Callable) -> None:
+    space: dict[str, BaseDistribution] = OrderedDict(
+        x=FloatDistribution(-1.0, 1.0), kind=CategoricalDistribution(["a", "b", "c"])
+    )
+    study = optuna.create_study(sampler=sampler_class())
+    with_history(study, space)
+    with_history(study, {"x": space["x"]})
+    params = study.sampler.sample_relative(study, _new_trial(study), space)
+    assert params["kind"] in ("a", "b", "c") and -1.0 <= params["x"] <= 1.0
+
+
+@pytest.mark.parametrize(
+    ("name", "x_distribution"),
+    [(("gp_warped", "gp_rungs", "gp_bohb")[i % 3], d) for i, d in enumerate(NUMERICAL)],
+)
+def test_prior_trials_in_an_empty_study(name: str, x_distribution: BaseDistribution) -> None:
+    """Prior trials (some without `x`) alone drive the first suggestion: in range, right type."""
+    space: dict[str, BaseDistribution] = OrderedDict(x=x_distribution, y=FloatDistribution(-1.0, 1.0))
+    source = optuna.create_study(sampler=optuna.samplers.RandomSampler(seed=0))
+    for i in range(6):
+        trial = source.ask(space if i % 3 else {"y": space["y"]})
+        source.tell(trial, float(sum(_num(v) for v in trial.params.values())))
+    sampler = make_sampler(name, seed=0, prior_trials=source.trials, n_startup_trials=3)
+    study = optuna.create_study(sampler=sampler)
+    trial = _new_trial(study)
+    relative = sampler.infer_relative_search_space(study, trial)
+    assert set(relative) == {"x", "y"}
+    params = sampler.sample_relative(study, trial, relative)
+    assert set(params) == {"x", "y"}
+    assert x_distribution.low <= params["x"] <= x_distribution.high
+    assert isinstance(params["x"], int if isinstance(x_distribution, IntDistribution) else float)

@@ -48,6 +48,31 @@ def test_conditional_params_only_for_the_mogrifier(tmp_path):
     assert seen == {"lstm", "mogrifier_lstm"}
 
 
+def test_rank_only_with_rounds_when_rounds_depends_on_a_fixed_cell(tmp_path):
+    """A condition on a fixed setting is no nesting: rounds always applies, rank only for rounds >= 1."""
+    path = write(
+        tmp_path,
+        """
+        fixed: {dataset: builtin, hidden_size: 16, cell: mogrifier_lstm}
+        params:
+          mogrifier_rank: {low: -20, high: 100, scale: int, when: {cell: mogrifier_lstm, mogrifier_rounds: [1, 2, 3]}}
+          mogrifier_rounds: {low: 0, high: 6, scale: int, when: {cell: mogrifier_lstm}}
+          learning_rate: {low: 0.001, high: 0.004, scale: log}
+    """,
+    )
+    space = load_space(path)
+    assert space.param_names == ("learning_rate", "mogrifier_rounds", "mogrifier_rank")
+    study = optuna.create_study(sampler=optuna.samplers.RandomSampler(seed=1))
+    seen = set()
+    for _ in range(30):
+        trial = study.ask()
+        values = space.suggest(trial)
+        study.tell(trial, 0.0)
+        seen.add(values["mogrifier_rounds"])
+        assert ("mogrifier_rank" in values) == (1 <= values["mogrifier_rounds"] <= 3)
+    assert {0, 1} <= seen and seen - {0, 1, 2, 3}
+
+
 def test_suggestions_respect_scales():
     space = load_space("mogrifier_lstm")
     study = optuna.create_study(sampler=optuna.samplers.RandomSampler(seed=1))
@@ -121,6 +146,12 @@ MALFORMED = {
     "condition that never holds": (
         "params:\n  mogrifier_rounds: {low: 0, high: 6, scale: int, when: {cell: mogrifier_lstm}}\n",
         "parameter mogrifier_rounds: condition cell in ['mogrifier_lstm'] never holds; cell is fixed to 'lstm'",
+    ),
+    "nested condition": (
+        "params:\n  cell: {choices: [lstm, mogrifier_lstm]}\n"
+        "  mogrifier_rounds: {low: 0, high: 6, scale: int, when: {cell: mogrifier_lstm}}\n"
+        "  mogrifier_rank: {low: -20, high: 100, scale: int, when: {mogrifier_rounds: [1, 2]}}\n",
+        "parameter mogrifier_rank: conditions may not be nested (mogrifier_rounds is itself conditional)",
     ),
     "condition on an unknown setting": (
         "params:\n  mogrifier_rounds: {low: 0, high: 6, scale: int, when: {colour: red}}\n",
@@ -242,6 +273,9 @@ def test_round_trip_through_a_study_dict():
     assert again.params == space.params and dict(again.fixed) == dict(space.fixed)
     assert again.name == "rlstm" and again.to_dict() == space.to_dict()
     assert space.to_dict()["params"]["t_max"] == {"scale": "log", "low": math.exp(2), "high": math.exp(5)}
-    assert load_space("tiny").to_dict()["params"]["mogrifier_rank"]["when"] == {"cell": ["mogrifier_lstm"]}
+    assert load_space("tiny").to_dict()["params"]["mogrifier_rank"]["when"] == {
+        "cell": ["mogrifier_lstm"],
+        "mogrifier_rounds": [1, 2, 3, 4, 5, 6],
+    }
     with pytest.raises(SpaceError, match="stored space rlstm: parameter t_max: missing low"):
         SearchSpace.from_dict({**space.to_dict(), "params": {"t_max": {"high": 5.0, "scale": "log"}}})

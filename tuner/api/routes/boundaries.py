@@ -19,7 +19,8 @@ ERRORS = errors(401, 404, 422)
 async def get_boundaries(request: Request, name: StudyName) -> dict[str, Any]:
     """Parameters whose best trials crowd one edge of their range, with the rule that found them.
 
-    Search beyond such an edge in a new study: `rnntune sweep --range PARAM=LOW:HIGH`.
+    Search beyond such an edge: `POST /studies/{name}/widen` (or `rnntune sweep --resume NAME
+    --widen PARAM`), then start the study again.
     """
     snapshot = await snapshot_of(request, name)
     store = state_of(request).store
@@ -35,4 +36,5 @@ async def get_boundaries(request: Request, name: StudyName) -> dict[str, Any]:
             "rule": {"top_fraction": TOP_FRACTION, "min_top": MIN_TOP, "near": NEAR, "min_share": MIN_SHARE},
         }
 
-    return await memoised(snapshot, ("boundaries",), compute)
+    # A widened range changes the alerts but not the trials the snapshot is keyed on.
+    return await memoised(snapshot, ("boundaries", len(row.user_attrs.get("widened") or [])), compute)

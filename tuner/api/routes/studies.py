@@ -8,10 +8,10 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, HTTPException, Query, Request, status
 from starlette.concurrency import run_in_threadpool
 
-from tuner.api import serializers, sweeps
+from tuner.api import serializers, sweeps, widening
 from tuner.api.auth import require_read, require_write
 from tuner.api.checkpoint import storage_root
-from tuner.api.models import Action, CreateStudy, StudyDetail, StudyPage
+from tuner.api.models import Action, CreateStudy, StudyDetail, StudyPage, WidenRange, WidenResult
 from tuner.api.routes.common import StudyName, errors, json_body, read_json
 from tuner.api.settings import ApiSettings, resolve_within
 from tuner.api.state import ApiState
@@ -67,6 +67,8 @@ def detail(state: ApiState, name: str) -> dict:
         **summary,
         "storage_path": str(storage_root(row.user_attrs, state.settings.storage_root / name)),
         "user_attrs": serializers.clean(row.user_attrs),
+        "warm_start": row.user_attrs.get("warm_start"),
+        "widened": row.user_attrs.get("widened") or [],
         "best_trial": serializers.trial_summary(best) if best else None,
         "process": handle.as_dict() if handle else None,
         "driver": sweeps.driver_info(lease),
@@ -152,3 +154,18 @@ def stop_study(request: Request, name: StudyName) -> dict:
         "process": handle.as_dict() if handle else None,
         "driver": sweeps.driver_info(lease),
     }
+
+
+@router.post(
+    "/{name}/widen",
+    response_model=WidenResult,
+    dependencies=[Depends(require_write)],
+    responses=ERRORS,
+    openapi_extra=json_body(WidenRange),
+)
+async def widen_range(request: Request, name: StudyName) -> dict:
+    """Widen one range of the study's space by half its span (at the edge its boundary alert names,
+    or `edge`), adding `add_trials` to its count; then `start` continues it in the wider range.
+    409 while a sweep drives the study."""
+    body: WidenRange = await read_json(request, WidenRange)
+    return await run_in_threadpool(widening.widen, _state(request), name, body)

@@ -16,7 +16,17 @@ const rnntune = (() => {
   }
 
   async function get(path) {
-    const response = await fetch(path, { headers: headers() });
+    return answer(await fetch(path, { headers: headers() }));
+  }
+
+  // A JSON POST (the mutations: widen a range, start a sweep); the token as for reads.
+  async function post(path, body = {}) {
+    return answer(await fetch(path, {
+      method: "POST", headers: { ...headers(), "Content-Type": "application/json" }, body: JSON.stringify(body),
+    }));
+  }
+
+  async function answer(response) {
     if (!response.ok) {
       let detail = response.statusText;
       try { detail = (await response.json()).detail; } catch (e) { /* not JSON */ }
@@ -47,5 +57,5 @@ const rnntune = (() => {
   }
 
   const LIVE = new Set(["running", "stopping"]);
-  return { get, headers, token, fmt, el, LIVE };
+  return { get, post, headers, token, fmt, el, LIVE };
 })();

@@ -38,6 +38,31 @@ function renderFacts(study) {
   document.getElementById("facts").replaceChildren(
     ...facts.map(([k, v]) => el("span", {}, el("b", {}, `${k}: `), String(v))));
   document.getElementById("download").disabled = !study.best_trial;
+  renderWarmStart(study);
+  renderWidened(study);
+  if (view.widenTrials === undefined) {  // a finished study needs more trials to sample the wider range
+    view.widenTrials = study.status === "finished" ? Math.max(1, Math.ceil(study.n_trials / 2)) : 0;
+    document.getElementById("widen-trials").value = String(view.widenTrials);
+  }
+}
+
+// Warm start: the study whose trials the sampler takes as prior data, linked.
+function renderWarmStart(study) {
+  const line = document.getElementById("warm-start");
+  const warm = study.warm_start;
+  line.hidden = !warm;
+  if (!warm) return;
+  const links = warm.studies.map((s) => el("a", { href: `/web/studies/${encodeURIComponent(s)}` }, s));
+  line.replaceChildren("warm-started from ", ...links.flatMap((a, i) => (i ? [", ", a] : [a])), ` (${warm.trials} trials)`);
+}
+
+// The history of widened ranges (POST /studies/{name}/widen, `rnntune sweep --widen`).
+function renderWidened(study) {
+  const rows = study.widened || [];
+  document.getElementById("widened-section").hidden = rows.length === 0;
+  document.getElementById("widened").replaceChildren(...rows.map((w) => el("li", { "data-param": w.param },
+    `${w.param}: ${w.edge === "both" ? "both edges" : `${w.edge} edge`} widened from [${fmt(w.old[0])}, ${fmt(w.old[1])}] ` +
+    `to [${fmt(w.new[0])}, ${fmt(w.new[1])}] after ${w.trials_before} trials (${w.at})`)));
 }
 
 function describeTrial(trial, line) {
@@ -175,8 +200,37 @@ async function renderTrials() {
 async function renderAlerts() {
   const body = await rnntune.get(`${base}/boundaries`);
   const list = document.getElementById("alerts");
-  list.replaceChildren(...body.alerts.map((a) => el("li", { "data-param": a.param, "data-edge": a.edge }, a.message)));
+  list.replaceChildren(...body.alerts.map((a) => {
+    const button = el("button", { class: "widen", title: `Widen ${a.param}'s range at its ${a.edge} edge by half its span, then start the sweep` }, "Widen and continue");
+    button.addEventListener("click", () => widenAndContinue(a.param, a.edge, button));
+    return el("li", { "data-param": a.param, "data-edge": a.edge }, a.message, " ", button);
+  }));
   list.hidden = body.alerts.length === 0;
+  document.getElementById("widen-controls").hidden = body.alerts.length === 0;
+}
+
+// Widen the crowded range through the API, then start the study's sweep on the wider range.
+async function widenAndContinue(param, edge, button) {
+  const note = document.getElementById("widen-note");
+  button.disabled = true;
+  try {
+    const addTrials = Number(document.getElementById("widen-trials").value) || 0;
+    const result = await rnntune.post(`${base}/widen`, { param, edge, add_trials: addTrials });
+    const c = result.change;
+    note.textContent = `${c.param} widened to [${fmt(c.new[0])}, ${fmt(c.new[1])}]; starting the sweep…`;
+    await rnntune.post(`${base}/start`);
+    note.textContent = `${c.param} widened to [${fmt(c.new[0])}, ${fmt(c.new[1])}]; sweep started (${result.n_trials} trials in all).`;
+  } catch (err) {
+    note.textContent = `widening ${param} failed: ${err.message}`;
+  }
+  button.disabled = false;
+  view.compared = "";  // redraw the analysis on the next poll
+  try {
+    renderFacts(await rnntune.get(base));
+    await renderAlerts();
+  } catch (err) {
+    showError(`could not reload study ${studyName}: ${err.message}`);
+  }
 }
 
 // Finalisation: reruns of the best configurations with fresh seeds, mean ± sd beside the tuning run.
