@@ -42,7 +42,7 @@ from scipy.stats import kendalltau
 from tuner.samplers.union_space import contains, kind
 
 DEFAULT_HORIZON = 30  # own observations at which no prior trial is fitted any more
-MIN_CHECKED = 3  # own observations from which the priors must agree with them
+MIN_CHECKED = 5  # own observations from which the priors must agree with them
 MIN_AGREEMENT = 0.2  # Kendall's tau below which the priors are dropped
 NEIGHBOURS = 5
 
