@@ -1,6 +1,6 @@
 """The parallel-coordinates sensitivity plot of thesis Figures 2.5–2.6, built with plotly.
 
-One axis per hyperparameter that every line has (log-scale ones on log10 axes with ticks in the
+One axis per hyperparameter any line has (a conditional one's inactive trials at "off"; log-scale ones on log10 axes with ticks in the
 hyperparameter's own units, categorical ones as indexed choices) and a last axis for the objective.
 Every completed trial is one line, coloured by objective; every pruned trial (unless COMPLETE only
 is asked for) a grey line at the value it reported where it was stopped; the best trial and its
@@ -35,6 +35,7 @@ _PINK_FROM, _PINK_TO = 0.84, 0.88
 _RED_FROM = 0.94
 # Colour range stops at this quantile of objectives so a few diverged trials don't flatten it.
 _COLOUR_QUANTILE = 0.9
+_OFF_GAP = 0.08  # the "off" tick of a conditional parameter's axis: this fraction of its span below
 
 
 def _log_ticks(low: float, high: float) -> tuple[list[float], list[str]]:
@@ -54,34 +55,61 @@ def _log_ticks(low: float, high: float) -> tuple[list[float], list[str]]:
 
 
 def _dimension(spec: ParamSpec, values: list[Any]) -> dict[str, Any]:
+    """One axis; a value None (the parameter was inactive in that trial, e.g. mogrifier_rank with
+    0 rounds) sits on an extra tick "off" just below the range."""
     if spec.kind == "categorical":
         index = {choice: i for i, choice in enumerate(spec.choices)}
-        return {
+        dim = {
             "label": spec.name,
             "values": [index.get(v, -1) for v in values],
             "tickvals": list(range(len(spec.choices))),
             "ticktext": [str(c) for c in spec.choices],
             "range": [0, max(len(spec.choices) - 1, 1)],
         }
+        return _with_off(dim, values, -1.0)
+    assert spec.low is not None and spec.high is not None  # numeric specs carry both bounds
     if spec.log:
-        assert spec.low is not None and spec.high is not None  # numeric specs carry both bounds
         tickvals, ticktext = _log_ticks(spec.low, spec.high)
-        return {
+        low, high = math.log10(spec.low), math.log10(spec.high)
+        dim = {
             "label": f"{spec.name} (log)",
-            "values": [math.log10(v) for v in values],
+            "values": [math.log10(v) if v is not None else None for v in values],
             "tickvals": tickvals,
             "ticktext": ticktext,
-            "range": [math.log10(spec.low), math.log10(spec.high)],
+            "range": [low, high],
         }
-    return {"label": spec.name, "values": list(values), "range": [spec.low, spec.high]}
+    else:
+        low, high = spec.low, spec.high
+        dim = {"label": spec.name, "values": list(values), "range": [low, high]}
+    return _with_off(dim, values, low - _OFF_GAP * ((high - low) or 1.0))
+
+
+def _with_off(dim: dict[str, Any], values: list[Any], off: float) -> dict[str, Any]:
+    """`dim` with inactive (None) values drawn at `off`, labelled "off", when there are any."""
+    if all(v is not None for v in values):
+        return dim
+    ticks = dim.get("tickvals") or [dim["range"][0], dim["range"][1]]
+    text = dim.get("ticktext") or [f"{dim['range'][0]:g}", f"{dim['range'][1]:g}"]
+    return {
+        **dim,
+        "values": [off if v is None else v for v in dim["values"]],
+        "tickvals": [off, *ticks],
+        "ticktext": ["off", *text],
+        "range": [off, dim["range"][1]],
+    }
 
 
 def shared_specs(lines: Sequence[Point]) -> list[ParamSpec]:
-    """Hyperparameters every line has, in the first (best) line's order (conditional ones out)."""
-    if not lines:
-        return []
-    names = [n for n in lines[0].specs if all(n in t.params for t in lines)]
-    return [lines[0].specs[n] for n in names]
+    """Hyperparameters any line has, in the first (best) line's order, then the others' order.
+
+    A conditional parameter (mogrifier_rank is sampled only with mogrifier_rounds ≥ 1) keeps its
+    axis; the lines of trials where it was inactive cross it at "off"."""
+    specs: dict[str, ParamSpec] = {}
+    for line in lines:
+        for name, spec in line.specs.items():
+            if name in line.params:
+                specs.setdefault(name, spec)
+    return list(specs.values())
 
 
 def parallel_coordinates(
@@ -96,7 +124,7 @@ def parallel_coordinates(
     """
     rank = {(False, True): 0, (False, False): 1, (True, True): 2, (True, False): 3}
     lines = sorted(drawn, key=lambda p: rank[(p.number in near, p.pruned)])  # stable: best first kept
-    dims = [_dimension(spec, [t.params[spec.name] for t in lines]) for spec in shared_specs(drawn)]
+    dims = [_dimension(spec, [t.params.get(spec.name) for t in lines]) for spec in shared_specs(drawn)]
     dims.append({"label": objective_label, "values": [t.value for t in lines]})
     colours, colorbar = _colours(lines, near)
     trace = go.Parcoords(

@@ -31,14 +31,21 @@ def trainer_limits(param: str) -> tuple[tuple[float, bool] | None, tuple[float, 
     lower = upper = None
     for c in TrainConfig.model_fields[param].metadata:
         if isinstance(c, Ge):
-            lower = (float(c.ge), True)
+            lower = (_number(c.ge), True)
         elif isinstance(c, Gt):
-            lower = (float(c.gt), False)
+            lower = (_number(c.gt), False)
         elif isinstance(c, Le):
-            upper = (float(c.le), True)
+            upper = (_number(c.le), True)
         elif isinstance(c, Lt):
-            upper = (float(c.lt), False)
+            upper = (_number(c.lt), False)
     return lower, upper
+
+
+def _number(bound: object) -> float:
+    """An annotated-types bound as a float (TrainConfig's bounds are all numbers)."""
+    if not isinstance(bound, int | float):
+        raise TypeError(f"non-numeric trainer bound {bound!r}")
+    return float(bound)
 
 
 def _forward(x: float, scale: str) -> float:

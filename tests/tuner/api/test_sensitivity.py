@@ -216,3 +216,30 @@ def test_conditional_and_categorical_hyperparameters(tmp_path):
     with_ci = importances.with_intervals(importances.choose_fidelity(completed, []), "minimize")
     assert {r["name"] for r in with_ci["importances"]} == {"cell", "learning_rate", "mogrifier_rounds"}
     assert all(r["ci_low"] <= r["importance"] <= r["ci_high"] for r in with_ci["importances"])
+
+
+def test_a_conditional_parameter_keeps_its_axis_with_inactive_trials_at_off(tmp_path):
+    db_url = f"sqlite:///{tmp_path / 's.db'}"
+    study = optuna.create_study(study_name="cond-plot", storage=db_url)
+    rounds = IntDistribution(0, 6)
+    rate = FloatDistribution(0.001, 0.004, log=True)
+    rows = [
+        ({"mogrifier_rounds": 3, "learning_rate": 0.002}, 4.0),
+        ({"mogrifier_rounds": 5, "learning_rate": 0.003}, 4.1),
+        ({"learning_rate": 0.0015}, 4.2),  # the parameter was inactive in this trial
+    ]
+    for params, value in rows:
+        dists = {
+            "learning_rate": rate,
+            **({"mogrifier_rounds": rounds} if "mogrifier_rounds" in params else {}),
+        }
+        study.add_trial(optuna.trial.create_trial(params=params, distributions=dists, value=value))
+    with live_server(ApiSettings(db_url=db_url, storage_root=tmp_path)) as url:
+        plot = httpx.get(f"{url}/studies/cond-plot/plots/parallel-coordinates", timeout=60).json()
+    dims = {d["label"]: d for d in plot["figure"]["data"][0]["dimensions"]}
+    assert set(dims) == {"mogrifier_rounds", "learning_rate (log)", "objective"}
+    axis = dims["mogrifier_rounds"]
+    assert axis["ticktext"][0] == "off" and axis["range"][0] == axis["tickvals"][0] < 0
+    by_trial = dict(zip(plot["trial_numbers"], axis["values"]))
+    assert by_trial[0] == 3 and by_trial[1] == 5 and by_trial[2] == axis["tickvals"][0]
+    assert "off" not in (dims["learning_rate (log)"].get("ticktext") or [])
