@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 ATTR = "early_stopping"
 # Chosen by bench/multifidelity.py on real tiny-space learning curves (docs/samplers.md).
 DEFAULT_GRACE_FRACTION = 0.25
-DEFAULT_REDUCTION_FACTOR = 3
+DEFAULT_REDUCTION_FACTOR = 2
 
 
 class EarlyStoppingError(ValueError):

@@ -6,6 +6,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from tuner.early_stopping import DEFAULT_REDUCTION_FACTOR
 from tuner.samplers import DEFAULT_SAMPLER, SAMPLERS
 from tuner.study import SCHEDULERS
 
@@ -54,7 +55,7 @@ class CreateStudy(BaseModel):
         default=None, ge=1, description="ASHA: steps before the first rung (default a quarter of max_steps)."
     )
     reduction_factor: int = Field(
-        default=3,
+        default=DEFAULT_REDUCTION_FACTOR,
         ge=2,
         le=16,
         description="ASHA: a trial continues past a rung if in the best 1/factor there.",

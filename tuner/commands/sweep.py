@@ -24,6 +24,7 @@ from pathlib import Path
 
 from trainer.config import ConfigError, parse_assignment, parse_set
 from tuner.defaults import DEFAULT_PARALLEL, DEFAULT_SPACE, DEFAULT_TRIALS
+from tuner.early_stopping import DEFAULT_REDUCTION_FACTOR
 from tuner.samplers import DEFAULT_SAMPLER, SAMPLERS
 from tuner.space import SpaceError, load_space
 from tuner.study import (
@@ -83,7 +84,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--reduction-factor",
         type=int,
         metavar="K",
-        help="ASHA: a trial goes on past a rung only if in the best 1/K there (default 3)",
+        help=f"ASHA: a trial goes on past a rung only if in the best 1/K there (default {DEFAULT_REDUCTION_FACTOR})",
     )
     p.add_argument(
         "--patience",
