@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 ATTR = "early_stopping"
 # Chosen by bench/multifidelity.py on real tiny-space learning curves (docs/samplers.md).
-DEFAULT_GRACE_FRACTION = 0.25
+DEFAULT_GRACE_FRACTION = 0.375
 DEFAULT_REDUCTION_FACTOR = 2
 
 
@@ -33,7 +33,7 @@ class EarlyStopping(BaseModel):
     grace_steps: int | None = Field(
         default=None,
         ge=1,
-        description="steps before the first rung (rounded up to the eval grid); default a quarter of max_steps",
+        description="steps before the first rung (rounded up to the eval grid); default 3/8 of max_steps",
     )
     reduction_factor: int = Field(
         default=DEFAULT_REDUCTION_FACTOR,

@@ -52,7 +52,7 @@ class CreateStudy(BaseModel):
     scheduler: SchedulerName = Field(default="asha", description="Early stopping of poor trials.")
     seed: int | None = Field(default=None, ge=0, le=2**32 - 1, description="Sampler seed.")
     grace_steps: int | None = Field(
-        default=None, ge=1, description="ASHA: steps before the first rung (default a quarter of max_steps)."
+        default=None, ge=1, description="ASHA: steps before the first rung (default 3/8 of max_steps)."
     )
     reduction_factor: int = Field(
         default=DEFAULT_REDUCTION_FACTOR,

@@ -78,7 +78,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--grace-steps",
         type=int,
         metavar="N",
-        help="ASHA/median: training steps before the first comparison (default a quarter of max_steps)",
+        help="ASHA/median: training steps before the first comparison (default 3/8 of max_steps)",
     )
     p.add_argument(
         "--reduction-factor",
