@@ -135,6 +135,30 @@ class Problem:
         return (f - self.f_opt) / (self.f_ref - self.f_opt)
 
 
+def ask_tell_in_flight(
+    study: optuna.Study,
+    n: int,
+    k: int,
+    propose: Callable[[optuna.Trial], np.ndarray],
+    evaluate: Callable[[np.ndarray], tuple[float, float]],
+) -> list[float]:
+    """Run `n` trials keeping `k` pending (ask until k are pending, tell the oldest); `evaluate`
+    gives (observed, true) for a point; returns the true values in the order told."""
+    pending: list[tuple[optuna.Trial, np.ndarray]] = []
+    true_values: list[float] = []
+    asked = 0
+    while len(true_values) < n:
+        while len(pending) < k and asked < n:
+            trial = study.ask()
+            pending.append((trial, propose(trial)))
+            asked += 1
+        trial, x = pending.pop(0)
+        observed, true = evaluate(x)
+        study.tell(trial, observed)
+        true_values.append(true)
+    return true_values
+
+
 def make(optimizer: str, seed: int) -> optuna.samplers.BaseSampler:
     return STOCK[optimizer](seed) if optimizer in STOCK else make_sampler(optimizer, seed=seed)
 
@@ -147,18 +171,9 @@ def run(job: tuple[str, int, bool, int, int, list[int], bool]) -> dict:
     rng = np.random.default_rng(10_000 + seed)
     study = optuna.create_study(sampler=make(optimizer, seed + 1))
     n = max(budgets)
-    pending: list[tuple[optuna.Trial, np.ndarray]] = []
-    true_values: list[float] = []
-    asked = 0
-    while len(true_values) < n:
-        while len(pending) < k and asked < n:
-            trial = study.ask()
-            pending.append((trial, suggest(trial, conditional)))
-            asked += 1
-        trial, x = pending.pop(0)
-        observed, true = problem(x, rng)
-        study.tell(trial, observed)
-        true_values.append(true)
+    true_values = ask_tell_in_flight(
+        study, n, k, lambda trial: suggest(trial, conditional), lambda x: problem(x, rng)
+    )
     times, cpu_times = [], []
     if n >= 100:  # time per suggestion with n completed, growing to K in flight
         for _ in range(k):

@@ -38,7 +38,7 @@ import optuna
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from search_efficiency import DIM, Problem, suggest
+from search_efficiency import DIM, Problem, ask_tell_in_flight, suggest
 
 from tuner.samplers import make_sampler
 
@@ -91,19 +91,7 @@ def run(job: tuple[int, int, str, str, int, list[int]]) -> dict:
     priors = source_trials(function, seed) if prior == "warm" else None
     sampler = make_sampler("gp_bohb", seed=seed + 1, prior_trials=priors, prior_horizon=horizon)
     study = optuna.create_study(sampler=sampler)
-    n, k = max(budgets), 4
-    pending: list[tuple[optuna.Trial, np.ndarray]] = []
-    values: list[float] = []
-    asked = 0
-    while len(values) < n:
-        while len(pending) < k and asked < n:
-            trial = study.ask()
-            pending.append((trial, suggest(trial)))
-            asked += 1
-        trial, x = pending.pop(0)
-        f = task(x)
-        study.tell(trial, f)
-        values.append(f)
+    values = ask_tell_in_flight(study, max(budgets), 4, suggest, lambda x: (value := task(x), value))
     best = np.minimum.accumulate(values)
     return {
         "function": function,
