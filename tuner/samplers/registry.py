@@ -105,7 +105,7 @@ _FACTORIES: dict[str, tuple[Callable[..., BaseSampler], type[BaseSampler]]] = {
 SAMPLERS: tuple[str, ...] = tuple(_FACTORIES)
 # The samplers that take `prior_trials` (another study's trials as prior data: a warm start).
 WARM_START_SAMPLERS: tuple[str, ...] = ("gp_warped", "gp_rungs", "gp_bohb")
-DEFAULT_SAMPLER = "gp_bohb"  # best under ASHA on real learning curves at 24 and 48 full runs (docs/samplers.md)
+DEFAULT_SAMPLER = "gp_bohb"  # best under ASHA on real curves at 24 and 48 full runs (docs/samplers.md)
 
 
 def sampler_options(name: str) -> tuple[str, ...]:
