@@ -8,7 +8,7 @@ import importlib.metadata
 import sys
 
 # Subcommand modules, in the order `rnntune --help` lists them.
-COMMANDS = ("up", "sweep", "finalize", "train", "evaluate", "serve", "remote", "spaces", "export")
+COMMANDS = ("up", "sweep", "finalize", "train", "evaluate", "serve", "remote", "spaces", "export", "report")
 
 
 def version() -> str:

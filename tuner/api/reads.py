@@ -214,6 +214,16 @@ class StudySnapshot:
             self._orders[(state, sort)] = found
         return found
 
+    def analysed(self, include: str) -> tuple[list[TrialRecord], list[TrialRecord]]:
+        """The trials the sensitivity analysis and importances read: the COMPLETE ones with a finite
+        objective (best first) and, for `include="all"`, the PRUNED ones."""
+        completed = [t for t in self.ordered("COMPLETE", "objective") if t.completed]
+        return completed, self.ordered("PRUNED", "number") if include == "all" else []
+
+    def complete_points(self) -> list[tuple[float, dict[str, Any]]]:
+        """(objective, params) of the COMPLETE trials, best first: what range-boundary alerts read."""
+        return [(t.value, t.params) for t in self.ordered("COMPLETE", "objective") if t.value is not None]
+
     @property
     def best(self) -> TrialRecord | None:
         """The best COMPLETE trial with a finite objective, or None."""

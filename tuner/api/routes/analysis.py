@@ -13,7 +13,7 @@ from tuner.api import importances, plots, sensitivity
 from tuner.api.auth import require_read
 from tuner.api.errors import NotFound
 from tuner.api.models import Importances, ParallelCoordinates, Sensitivity
-from tuner.api.reads import StudySnapshot, TrialRecord
+from tuner.api.reads import StudySnapshot
 from tuner.api.routes.common import STUDY, StudyName, errors, memoised, snapshot_of
 
 router = APIRouter(prefix=STUDY, tags=["analysis"], dependencies=[Depends(require_read)])
@@ -43,17 +43,11 @@ async def _completed(request: Request, name: str) -> StudySnapshot:
     return snapshot
 
 
-def _trials(snapshot: StudySnapshot, include: str) -> tuple[list[TrialRecord], list[TrialRecord]]:
-    """The COMPLETE trials with a finite objective (best first) and, for `all`, the PRUNED ones."""
-    completed = [t for t in snapshot.ordered("COMPLETE", "objective") if t.completed]
-    return completed, snapshot.ordered("PRUNED", "number") if include == "all" else []
-
-
 async def _analysis(snapshot: StudySnapshot, fraction: float, include: str) -> str:
     """The analysis as JSON, validated against the `Sensitivity` model once per study version."""
 
     def build() -> str:
-        completed, pruned = _trials(snapshot, include)
+        completed, pruned = snapshot.analysed(include)
         result = sensitivity.analyse(completed, pruned, snapshot.direction, fraction, include)  # type: ignore[arg-type]
         return Sensitivity.model_validate(result).model_dump_json()
 
@@ -65,7 +59,7 @@ async def _importances(snapshot: StudySnapshot, include: str) -> str:
     costly part: 100 PED-ANOVA runs on at most 100 trials each)."""
 
     def build() -> str:
-        completed, pruned = _trials(snapshot, include)
+        completed, pruned = snapshot.analysed(include)
         fidelity = importances.choose_fidelity(completed, pruned)
         result = importances.with_intervals(fidelity, snapshot.direction)
         return Importances.model_validate({**result, "include": include}).model_dump_json()
@@ -75,7 +69,7 @@ async def _importances(snapshot: StudySnapshot, include: str) -> str:
 
 async def _plot(snapshot: StudySnapshot, fraction: float, include: str) -> dict:
     def build() -> dict:
-        completed, pruned = _trials(snapshot, include)
+        completed, pruned = snapshot.analysed(include)
         drawn = sensitivity.points(completed, pruned, include)  # type: ignore[arg-type]
         near = {completed[0].number} | {
             p.number for p in sensitivity.neighbourhood(completed[0], drawn, fraction)

@@ -26,7 +26,7 @@ async def get_boundaries(request: Request, name: StudyName) -> dict[str, Any]:
     store = state_of(request).store
     row = await run_in_threadpool(store.row, name)
     space = (row.user_attrs.get("space_def") or {}).get("params", {})
-    complete = [(t.value, t.params) for t in snapshot.ordered("COMPLETE", "objective") if t.value is not None]
+    complete = snapshot.complete_points()
 
     def compute() -> dict[str, Any]:
         alerts = crowded_edges(space, complete)

@@ -1,0 +1,38 @@
+"""`rnntune report`: the terminal view of a study's importances, alerts and policies, with the
+same numbers the API serves."""
+
+from __future__ import annotations
+
+import json
+
+import httpx
+
+from tests.tuner.api.fixtures import live_server, make_edge_study
+from tuner.api import ApiSettings
+from tuner.cli import main
+
+
+def test_report_prints_importances_alerts_and_the_widen_command(tmp_path, capsys):
+    db_url = f"sqlite:///{tmp_path / 'edgy.db'}"
+    make_edge_study(db_url, "edgy", tmp_path / "edgy")
+    assert main(["report", "edgy", "--db", db_url]) == 0
+    text = capsys.readouterr().out
+    assert text.startswith("study edgy: ") and "10 complete" in text
+    assert "importances (ped_anova, 10 trials at the objective, 90% bootstrap intervals):" in text
+    assert "3 of the 3 best trials have learning_rate within 5% of its low bound 0.001" in text
+    assert "rnntune sweep --resume edgy --widen learning_rate:low" in text
+
+    assert main(["report", "edgy", "--db", db_url, "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    with live_server(ApiSettings(db_url=db_url, storage_root=tmp_path)) as url:
+        served = httpx.get(f"{url}/studies/edgy/importances", timeout=60).json()
+        alerts = httpx.get(f"{url}/studies/edgy/boundaries", timeout=60).json()["alerts"]
+    assert report["importances"]["importances"] == served["importances"]  # one computation, two views
+    assert report["importances"]["n_trials"] == served["n_trials"] == 10
+    assert report["alerts"] == alerts
+
+
+def test_unknown_study_is_exit_2(tmp_path, capsys):
+    db_url = f"sqlite:///{tmp_path / 'none.db'}"
+    assert main(["report", "nope", "--db", db_url]) == 2
+    assert "no study named 'nope'" in capsys.readouterr().err

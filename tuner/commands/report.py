@@ -1,0 +1,128 @@
+"""`rnntune report`: a study's analysis in the terminal, the same figures as the web view and the API.
+
+Importances with their bootstrap intervals and the fidelity they rest on (`GET .../importances`),
+range-boundary alerts with the `--widen` command that acts on each (`GET .../boundaries`), and what
+the sweep's policies did (widened ranges, warm start, an early end, checkpoint retention). It reads
+the study database through the API's own read model, so the numbers are the ones the API serves.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from tuner.api import importances
+from tuner.api.reads import StudyNotFound, StudyStore
+from tuner.boundaries import crowded_edges
+from tuner.study import DB_ENV, redact_url, resolve_db_url
+
+BAR_WIDTH = 30
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "report",
+        help="print a study's importances (with intervals), range-boundary alerts and policies",
+        description=__doc__.split("\n\n")[0],
+    )
+    p.add_argument("name", help="study name")
+    p.add_argument(
+        "--include",
+        choices=("all", "complete"),
+        default="all",
+        help="trials the importances use: all (pruned ones at the step they reached) or complete only",
+    )
+    p.add_argument("--json", action="store_true", help="print the report as JSON (the API's fields)")
+    p.add_argument(
+        "--db",
+        help=f"SQLAlchemy URL of the study database (default ${DB_ENV} or sqlite:///studies/rnntune.db)",
+    )
+    p.set_defaults(func=run)
+
+
+def build(store: StudyStore, name: str, include: str) -> dict[str, Any]:
+    """The report's data: importances as `GET /studies/{name}/importances` gives them, alerts as
+    `GET /studies/{name}/boundaries`, and the study attrs the policies write."""
+    row = store.row(name)
+    snapshot = store.snapshot(row)
+    completed, pruned = snapshot.analysed(include)
+    space = (row.user_attrs.get("space_def") or {}).get("params", {})
+    attrs = row.user_attrs
+    return {
+        "study": name,
+        "status": row.status,
+        "counts": dict(row.counts),
+        "best_value": row.best_value,
+        "importances": importances.with_intervals(
+            importances.choose_fidelity(completed, pruned), row.direction
+        ),
+        "alerts": [a.to_dict() for a in crowded_edges(space, snapshot.complete_points())],
+        "widened": attrs.get("widened") or [],
+        "warm_start": attrs.get("warm_start"),
+        "ended_early": attrs.get("ended_early"),
+        "checkpoint_bytes": attrs.get("checkpoint_bytes"),
+        "checkpoints_removed": attrs.get("checkpoints_removed"),
+    }
+
+
+def render(report: dict[str, Any]) -> str:
+    """The report as text for a terminal."""
+    counts = ", ".join(f"{n} {state.lower()}" for state, n in sorted(report["counts"].items()) if n)
+    best = report["best_value"]
+    lines = [
+        f"study {report['study']}: {report['status']}, {counts or 'no trials'}"
+        + (f"; best {best:.4f}" if best is not None else "")
+    ]
+    imp = report["importances"]
+    if imp["importances"]:
+        at = "the objective" if imp["step"] is None else f"step {imp['step']}"
+        level = round(100 * imp["bootstrap"]["confidence"])
+        lines.append(
+            f"importances ({imp['method']}, {imp['n_trials']} trials at {at}, {level}% bootstrap intervals):"
+        )
+        width = max(len(r["name"]) for r in imp["importances"])
+        for r in sorted(imp["importances"], key=lambda r: -r["importance"]):
+            bar = "#" * round(BAR_WIDTH * r["importance"])
+            lines.append(
+                f"  {r['name']:<{width}}  {r['importance']:.3f}  [{r['ci_low']:.3f}, {r['ci_high']:.3f}]  {bar}"
+            )
+    else:
+        lines.append(f"importances: none yet ({imp['note']})")
+    if report["alerts"]:
+        lines.append("range-boundary alerts:")
+        for a in report["alerts"]:
+            lines.append(
+                f"  {a['message']}\n    search beyond it: rnntune sweep --resume {report['study']} "
+                f"--widen {a['param']}:{a['edge']} [--trials N]"
+            )
+    else:
+        lines.append("range-boundary alerts: none")
+    for change in report["widened"]:
+        lines.append(
+            f"widened {change['param']} ({change['edge']}): {change['old']} -> {change['new']} "
+            f"after {change['trials_before']} trials"
+        )
+    if report["warm_start"]:
+        source = report["warm_start"]
+        lines.append(f"warm-started from {', '.join(source['studies'])} ({source['trials']} trials)")
+    if report["ended_early"]:
+        lines.append(f"ended early: {report['ended_early']}")
+    if report["checkpoint_bytes"] is not None:
+        lines.append(
+            f"checkpoints: {report['checkpoint_bytes'] / 2**20:.1f} MiB on disk, "
+            f"weights of {report['checkpoints_removed'] or 0} trials removed (--keep-top)"
+        )
+    return "\n".join(lines)
+
+
+def run(args: argparse.Namespace) -> int:
+    url = resolve_db_url(args.db)
+    try:
+        report = build(StudyStore(url), args.name, args.include)
+    except StudyNotFound:
+        print(f"error: no study named {args.name!r} in {redact_url(url)}", file=sys.stderr)
+        return 2
+    print(json.dumps(report, indent=2) if args.json else render(report))
+    return 0
