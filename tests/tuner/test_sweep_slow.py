@@ -80,7 +80,9 @@ def test_killed_sweep_resumes_without_losing_or_rerunning_trials(tmp_path):
         assert dead.state == TrialState.FAIL and dead.user_attrs["error"] == ZOMBIE_REASON
         assert dead.user_attrs["needs_retry"] is True
         retry = retried[n]
-        assert retry.params == dead.params
+        # The retry reruns what the dead trial stored; a kill while its parameters were being
+        # suggested leaves only some stored, and the retry draws the rest.
+        assert dead.params.items() <= retry.params.items()
         assert retry.state in (TrialState.COMPLETE, TrialState.PRUNED)
     check_trials(study)
 
