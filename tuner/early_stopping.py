@@ -1,8 +1,9 @@
 """The sweep's early-stopping policy, in one place: ASHA's rungs on the task's evaluation grid.
 
 The scheduler (`tuner.orchestration.schedulers`) stops trials at these rungs and the multi-fidelity
-sampler (`tuner.samplers.rung_rank_gp`) reads the same rungs back from the study (user attr
-`early_stopping`), so what the search learns from pruned trials matches where they were pruned.
+sampler (`tuner.samplers.bohb_gp`, which the default `fidelity_gp` starts with) reads the same
+rungs back from the study (user attr `early_stopping`), so what the search learns from pruned
+trials matches where they were pruned.
 ASHA (Li et al. 2020): at rung r = grace·η^k steps a trial continues only if it is in the best 1/η
 of the trials that reached r.
 """
@@ -11,14 +12,16 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from fractions import Fraction
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 ATTR = "early_stopping"
 # Chosen by bench/multifidelity.py on real tiny-space learning curves (docs/samplers.md).
-DEFAULT_GRACE_FRACTION = 0.375
-DEFAULT_REDUCTION_FACTOR = 2
+DEFAULT_GRACE_FRACTION = Fraction(1, 4)
+DEFAULT_REDUCTION_FACTOR = 3
+DEFAULT_GRACE = f"{DEFAULT_GRACE_FRACTION} of max_steps"  # how help texts and docs say it
 
 
 class EarlyStoppingError(ValueError):
@@ -33,7 +36,7 @@ class EarlyStopping(BaseModel):
     grace_steps: int | None = Field(
         default=None,
         ge=1,
-        description="steps before the first rung (rounded up to the eval grid); default 3/8 of max_steps",
+        description=f"steps before the first rung (rounded up to the eval grid); default {DEFAULT_GRACE}",
     )
     reduction_factor: int = Field(
         default=DEFAULT_REDUCTION_FACTOR,
@@ -56,7 +59,9 @@ class EarlyStopping(BaseModel):
             raise EarlyStoppingError(
                 f"grace_steps must be between 1 and max_steps ({max_steps}), not {self.grace_steps}"
             )
-        wanted = self.grace_steps if self.grace_steps is not None else max_steps * DEFAULT_GRACE_FRACTION
+        wanted = (
+            self.grace_steps if self.grace_steps is not None else float(max_steps * DEFAULT_GRACE_FRACTION)
+        )
         # On a coarse grid (eval_every near max_steps) the first comparison can be the last step.
         grace = min(_round_up(wanted, eval_every), max_steps)
         return self.model_copy(update={"grace_steps": grace})

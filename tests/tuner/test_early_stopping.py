@@ -44,8 +44,8 @@ def first_stop(policy: EarlyStopping) -> int:
 
 
 def test_rungs_on_the_eval_grid() -> None:
-    assert EarlyStopping().resolved(200, 25).grace_steps == 75
-    assert EarlyStopping().rungs(200, 25) == [75, 150]
+    assert EarlyStopping().resolved(200, 25).grace_steps == 50
+    assert EarlyStopping().rungs(200, 25) == [50, 150]
     assert EarlyStopping(grace_steps=60, reduction_factor=2).rungs(200, 25) == [75, 150]
     assert EarlyStopping(grace_steps=25, reduction_factor=3).rungs(200, 25) == [25, 75]
 

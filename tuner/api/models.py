@@ -6,7 +6,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from tuner.early_stopping import DEFAULT_REDUCTION_FACTOR
+from tuner.early_stopping import DEFAULT_GRACE, DEFAULT_REDUCTION_FACTOR
 from tuner.samplers import DEFAULT_SAMPLER, SAMPLERS
 from tuner.study import SCHEDULERS
 
@@ -52,7 +52,7 @@ class CreateStudy(BaseModel):
     scheduler: SchedulerName = Field(default="asha", description="Early stopping of poor trials.")
     seed: int | None = Field(default=None, ge=0, le=2**32 - 1, description="Sampler seed.")
     grace_steps: int | None = Field(
-        default=None, ge=1, description="ASHA: steps before the first rung (default 3/8 of max_steps)."
+        default=None, ge=1, description=f"ASHA: steps before the first rung (default {DEFAULT_GRACE})."
     )
     reduction_factor: int = Field(
         default=DEFAULT_REDUCTION_FACTOR,

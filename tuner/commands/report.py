@@ -16,6 +16,8 @@ from typing import Any
 from tuner.api import importances
 from tuner.api.reads import StudyNotFound, StudyStore
 from tuner.boundaries import crowded_edges
+from tuner.space import SearchSpace, SpaceError
+from tuner.space.widen import widen
 from tuner.study import DB_ENV, redact_url, resolve_db_url
 
 BAR_WIDTH = 30
@@ -48,7 +50,8 @@ def build(store: StudyStore, name: str, include: str) -> dict[str, Any]:
     row = store.row(name)
     snapshot = store.snapshot(row)
     completed, pruned = snapshot.analysed(include)
-    space = (row.user_attrs.get("space_def") or {}).get("params", {})
+    space_def = row.user_attrs.get("space_def") or {}
+    space = space_def.get("params", {})
     attrs = row.user_attrs
     return {
         "study": name,
@@ -58,13 +61,25 @@ def build(store: StudyStore, name: str, include: str) -> dict[str, Any]:
         "importances": importances.with_intervals(
             importances.choose_fidelity(completed, pruned), row.direction
         ),
-        "alerts": [a.to_dict() for a in crowded_edges(space, snapshot.complete_points())],
+        "alerts": [
+            {**a.to_dict(), "widen_error": _widen_error(space_def, a.param, a.edge)}
+            for a in crowded_edges(space, snapshot.complete_points())
+        ],
         "widened": attrs.get("widened") or [],
         "warm_start": attrs.get("warm_start"),
         "ended_early": attrs.get("ended_early"),
         "checkpoint_bytes": attrs.get("checkpoint_bytes"),
         "checkpoints_removed": attrs.get("checkpoints_removed"),
     }
+
+
+def _widen_error(space_def: dict[str, Any], param: str, edge: str) -> str | None:
+    """Why `--widen param:edge` would be refused (the edge is at the trainer's limit), else None."""
+    try:
+        widen(SearchSpace.from_dict(space_def, where="the stored space"), param, edge)
+    except SpaceError as err:
+        return str(err)
+    return None
 
 
 def render(report: dict[str, Any]) -> str:
@@ -93,6 +108,9 @@ def render(report: dict[str, Any]) -> str:
     if report["alerts"]:
         lines.append("range-boundary alerts:")
         for a in report["alerts"]:
+            if a["widen_error"]:
+                lines.append(f"  {a['message']}\n    cannot search beyond it: {a['widen_error']}")
+                continue
             lines.append(
                 f"  {a['message']}\n    search beyond it: rnntune sweep --resume {report['study']} "
                 f"--widen {a['param']}:{a['edge']} [--trials N]"

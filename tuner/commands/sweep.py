@@ -24,7 +24,7 @@ from pathlib import Path
 
 from trainer.config import ConfigError, parse_assignment, parse_set
 from tuner.defaults import DEFAULT_PARALLEL, DEFAULT_SPACE, DEFAULT_TRIALS
-from tuner.early_stopping import DEFAULT_REDUCTION_FACTOR
+from tuner.early_stopping import DEFAULT_GRACE, DEFAULT_REDUCTION_FACTOR
 from tuner.samplers import DEFAULT_SAMPLER, SAMPLERS
 from tuner.space import SpaceError, load_space
 from tuner.study import (
@@ -78,7 +78,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--grace-steps",
         type=int,
         metavar="N",
-        help="ASHA/median: training steps before the first comparison (default 3/8 of max_steps)",
+        help=f"ASHA/median: training steps before the first comparison (default {DEFAULT_GRACE})",
     )
     p.add_argument(
         "--reduction-factor",

@@ -14,6 +14,9 @@ asked at once do not collapse onto one point:
   RUNNING ones.
 * ``gp_bohb``: the warped GP fitted on the largest budget (rung of the study's early-stopping
   policy, or the full run) with enough observations, BOHB's rule (`tuner.samplers.bohb_gp`).
+* ``gp_fidelity`` (the default): ``gp_bohb`` until ``n_startup_trials`` trials are COMPLETE, then
+  the warped GP over (configuration, step), every trial at the last step it reported, candidates
+  scored at the full length (`tuner.samplers.fidelity_gp`, MOBSTER-like).
 * ``tpe``: multivariate TPE with ``group=True`` (joint model per group of parameters that occur
   together, so conditional parameters such as ``mogrifier_rounds`` are modelled) and the constant
   liar (RUNNING trials count as the worst value seen, which pushes new points away from them).
@@ -22,7 +25,7 @@ asked at once do not collapse onto one point:
   repeat.
 
 Conditional parameters work with each sampler through Optuna's define-by-run API. rnntune's GPs
-(``gp_warped``, ``gp_rungs``, ``gp_bohb``) model every parameter seen in the study — conditional
+(``gp_warped``, ``gp_rungs``, ``gp_bohb``, ``gp_fidelity``) model every parameter seen in the study — conditional
 ones (imputed outside their range when a trial lacks them) and ranges widened mid-study
 (`tuner.samplers.union_space`, `tuner.samplers.inactive`); Optuna's ``gp`` and ``qmc`` model only
 the parameters every trial has with the same range, and draw the others with their independent
@@ -46,6 +49,7 @@ from optuna.samplers import BaseSampler
 from optuna.trial import FrozenTrial
 
 from tuner.samplers.bohb_gp import BOHBRuleGPSampler
+from tuner.samplers.fidelity_gp import FidelityGPSampler
 from tuner.samplers.half_rank_gp import HalfRankGPSampler
 from tuner.samplers.rung_rank_gp import RungRankGPSampler
 
@@ -64,6 +68,10 @@ def _gp_rungs(**kw: Any) -> BaseSampler:
 
 def _gp_bohb(**kw: Any) -> BaseSampler:
     return BOHBRuleGPSampler(**{"warn_independent_sampling": False, **kw})
+
+
+def _gp_fidelity(**kw: Any) -> BaseSampler:
+    return FidelityGPSampler(**{"warn_independent_sampling": False, **kw})
 
 
 def _tpe(**kw: Any) -> BaseSampler:
@@ -97,6 +105,7 @@ _FACTORIES: dict[str, tuple[Callable[..., BaseSampler], type[BaseSampler]]] = {
     "gp_warped": (_gp_warped, HalfRankGPSampler),
     "gp_rungs": (_gp_rungs, RungRankGPSampler),
     "gp_bohb": (_gp_bohb, BOHBRuleGPSampler),
+    "gp_fidelity": (_gp_fidelity, FidelityGPSampler),
     "tpe": (_tpe, optuna.samplers.TPESampler),
     "random": (_random, optuna.samplers.RandomSampler),
     "qmc": (_qmc, optuna.samplers.QMCSampler),
@@ -104,8 +113,8 @@ _FACTORIES: dict[str, tuple[Callable[..., BaseSampler], type[BaseSampler]]] = {
 
 SAMPLERS: tuple[str, ...] = tuple(_FACTORIES)
 # The samplers that take `prior_trials` (another study's trials as prior data: a warm start).
-WARM_START_SAMPLERS: tuple[str, ...] = ("gp_warped", "gp_rungs", "gp_bohb")
-DEFAULT_SAMPLER = "gp_bohb"  # best under ASHA on real curves at 24 and 48 full runs (docs/samplers.md)
+WARM_START_SAMPLERS: tuple[str, ...] = ("gp_warped", "gp_rungs", "gp_bohb", "gp_fidelity")
+DEFAULT_SAMPLER = "gp_fidelity"  # best under ASHA on real learning curves (docs/samplers.md)
 
 
 def sampler_options(name: str) -> tuple[str, ...]:

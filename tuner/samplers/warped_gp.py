@@ -137,7 +137,20 @@ class WarpedGPSampler(GPSampler, abc.ABC):
         self._activity_rules = activity.learn(
             search_space, normalized, [set(active_params(t, search_space)) for t in trials]
         )
-        return super()._sample_relative_impl(study, proxies, pending, space)
+        proxies, pending, space = self.gp_inputs(study, proxies, pending, space)
+        params = super()._sample_relative_impl(study, proxies, pending, space)
+        return {name: value for name, value in params.items() if name in search_space}
+
+    def gp_inputs(
+        self,
+        study: Study,
+        fitted: list[FrozenTrial],
+        pending: list[FrozenTrial],
+        space: dict[str, BaseDistribution],
+    ) -> tuple[list[FrozenTrial], list[FrozenTrial], dict[str, BaseDistribution]]:
+        """The GP's fitted and pending trials (copies) and its space, as Optuna's GP gets them.
+        Subclasses may append input columns (a fidelity) after the search space's; here unchanged."""
+        return fitted, pending, space
 
     # Also a private GPSampler hook (Optuna 5.0, same check): the best trial seeds the acquisition
     # optimiser's local search, and an inactive coordinate (outside [0, 1]) must not be its start;

@@ -6,8 +6,9 @@ from __future__ import annotations
 import json
 
 import httpx
+from optuna.trial import TrialState
 
-from tests.tuner.api.fixtures import live_server, make_edge_study
+from tests.tuner.api.fixtures import EDGE_SPACE, live_server, make_edge_study, make_study
 from tuner.api import ApiSettings
 from tuner.cli import main
 
@@ -29,7 +30,28 @@ def test_report_prints_importances_alerts_and_the_widen_command(tmp_path, capsys
         alerts = httpx.get(f"{url}/studies/edgy/boundaries", timeout=60).json()["alerts"]
     assert report["importances"]["importances"] == served["importances"]  # one computation, two views
     assert report["importances"]["n_trials"] == served["n_trials"] == 10
-    assert report["alerts"] == alerts
+    assert [{k: v for k, v in a.items() if k != "widen_error"} for a in report["alerts"]] == alerts
+    assert [a["widen_error"] for a in report["alerts"]] == [None]
+
+
+def test_an_edge_at_the_trainers_limit_gets_the_reason_not_the_widen_command(tmp_path, capsys):
+    db_url = f"sqlite:///{tmp_path / 'floor.db'}"
+    trials = [
+        ({"learning_rate": 0.002, "input_dropout": 0.001 * i if i < 3 else 0.1 * i, "mogrifier_rounds": 2},
+         TrialState.COMPLETE, 4.0 + 0.1 * i)
+        for i in range(10)
+    ]  # fmt: skip
+    make_study(db_url, "floor", tmp_path / "floor", trials=trials).set_user_attr(
+        "space_def", {"name": "floor", "params": EDGE_SPACE}
+    )
+    assert main(["report", "floor", "--db", db_url]) == 0
+    text = capsys.readouterr().out
+    assert "have input_dropout within 5% of its low bound 0" in text
+    assert (
+        "cannot search beyond it: parameter input_dropout: its low bound 0 is already at the trainer's limit"
+        in text
+    )
+    assert "--widen input_dropout:low" not in text
 
 
 def test_unknown_study_is_exit_2(tmp_path, capsys):

@@ -10,7 +10,7 @@ import pytest
 from optuna.distributions import FloatDistribution
 from optuna.trial import TrialState, create_trial
 
-from tuner.samplers import make_sampler
+from tuner.samplers import DEFAULT_SAMPLER, make_sampler
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)
 
@@ -38,7 +38,7 @@ def test_gp_concentrates_the_conditional_parameter(tmp_path) -> None:
     seeds by chance is below 1%."""
     for seed in (0, 1, 2):
         storage = f"sqlite:///{tmp_path / f'{seed}.db'}"
-        sampler = make_sampler("gp_bohb", seed=seed, n_startup_trials=8)
+        sampler = make_sampler(DEFAULT_SAMPLER, seed=seed, n_startup_trials=8)
         study = optuna.create_study(storage=storage, sampler=sampler)
         ranks = []
         for i in range(18):
@@ -55,7 +55,7 @@ def test_gp_concentrates_the_conditional_parameter(tmp_path) -> None:
 def test_a_rounds_zero_trial_is_not_repeated() -> None:
     """With rounds = 0 the rank a candidate carries is moot; the acquisition must know that, or a
     candidate (rounds 0, some rank) looks unexplored forever (tuner.samplers.activity)."""
-    study = optuna.create_study(sampler=make_sampler("gp_bohb", seed=0, n_startup_trials=8))
+    study = optuna.create_study(sampler=make_sampler(DEFAULT_SAMPLER, seed=0, n_startup_trials=8))
     for _ in range(24):
         trial = study.ask()
         study.tell(trial, loss(suggest(trial)))
@@ -81,7 +81,7 @@ def widened_study(tmp_path, sampler: optuna.samplers.BaseSampler) -> optuna.Stud
     return study
 
 
-@pytest.mark.parametrize("name", ["gp_bohb", "gp_warped"])
+@pytest.mark.parametrize("name", ["gp_bohb", "gp_fidelity", "gp_warped"])
 def test_widened_range_stays_in_the_model(name: str, tmp_path) -> None:
     study = widened_study(tmp_path, make_sampler(name, seed=0, n_startup_trials=5))
     trial = study.ask()

@@ -14,7 +14,7 @@ from tuner.samplers import DEFAULT_SAMPLER, make_sampler
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)
 
-MULTI_FIDELITY = ("gp_rungs", "gp_bohb")
+MULTI_FIDELITY = ("gp_rungs", "gp_bohb", "gp_fidelity")
 SPACE = {"x": FloatDistribution(0.0, 10.0), "y": FloatDistribution(0.0, 10.0)}
 OPTIMUM = np.array([7.0, 3.0])
 
@@ -114,7 +114,7 @@ def test_plain_optuna_study_with_pruner(name: str, pruner: str) -> None:
     # points, then different ones, although fewer than 8 trials are COMPLETE by then.
     assert np.allclose(points[:8], random[:8])
     assert not np.allclose(points[8:], random[8:])
-    if pruner == "successive_halving" or name == "gp_rungs":
+    if pruner == "successive_halving" or name != "gp_bohb":
         # ... and the model-made points sit nearer the optimum than the random ones. (Not asserted
         # for gp_bohb under Hyperband: each bracket shows the sampler only its own few trials, too
         # few at any one budget in 24 trials; docs/samplers.md.)
@@ -194,5 +194,55 @@ def test_nan_and_inf_values_do_not_break_the_fit() -> None:
             intermediate_values={1: math.nan},
         )
     )
+    point = next_point(study)
+    assert np.all((point >= 0) & (point <= 10))
+
+
+def test_fidelity_gp_fits_every_trial_at_its_step_once_enough_are_complete() -> None:
+    """BOHB's rule drops the PRUNED trials once the full budget has enough COMPLETE ones; the
+    fidelity GP keeps them, each at the last step it reported, and scores candidates at the end."""
+    from tuner.samplers.fidelity_gp import FIDELITY, median_drops
+
+    study = pruned_study(make_sampler("gp_fidelity", seed=0, n_startup_trials=3), with_pruned=True)
+    bohb = make_sampler("gp_bohb", seed=0, n_startup_trials=3)
+    assert len(bohb.observations(study, SPACE)[0]) == 3
+    trials, targets = study.sampler.observations(study, SPACE)
+    assert len(trials) == 23 and np.all(np.isfinite(targets))
+    steps = sorted({t.system_attrs[FIDELITY] for t in trials})
+    assert steps == [3, 9, 27]
+    # The value at step 3 is moved by the COMPLETE trials' median drop from step 3 to the end.
+    drops = median_drops(study.trials, 1.0)
+    assert drops[3] == pytest.approx(5.0 / 3 - 5.0 / 27)
+    trial = study.ask(SPACE)
+    assert set(trial.params) == set(SPACE) and FIDELITY not in trial.params
+    assert all(FIDELITY not in t.params for t in study.trials)
+
+
+def test_fidelity_gp_uses_bohb_rule_until_the_full_budget_has_enough() -> None:
+    """Early in a sweep few trials are COMPLETE: the fidelity GP then fits what BOHB's rule fits
+    (one rung, every trial that reached it), which the benchmark found better at small budgets."""
+    study = pruned_study(make_sampler("gp_fidelity", seed=0, n_startup_trials=10), with_pruned=True)
+    bohb = make_sampler("gp_bohb", seed=0, n_startup_trials=10)
+    ours, theirs = study.sampler.observations(study, SPACE), bohb.observations(study, SPACE)
+    assert [t.number for t in ours[0]] == [t.number for t in theirs[0]] and len(ours[0]) == 23
+    assert np.allclose(ours[1], theirs[1])
+
+
+def test_fidelity_gp_takes_reports_at_step_zero() -> None:
+    """Optuna allows `report(value, 0)`; the step is a log-scale GP input, so 0 must not break it."""
+    study = optuna.create_study(sampler=make_sampler("gp_fidelity", seed=0, n_startup_trials=3))
+    rng = np.random.default_rng(1)
+    for i in range(8):
+        x, y = rng.uniform(0, 10, size=2)
+        last = 2 if i < 4 else 0
+        study.add_trial(
+            optuna.create_trial(
+                params={"x": float(x), "y": float(y)},
+                distributions=SPACE,
+                state=TrialState.COMPLETE if last == 2 else TrialState.PRUNED,
+                value=loss(x, y, 3) if last == 2 else None,
+                intermediate_values={s: loss(x, y, s + 1) for s in range(last + 1)},
+            )
+        )
     point = next_point(study)
     assert np.all((point >= 0) & (point <= 10))

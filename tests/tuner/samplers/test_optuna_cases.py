@@ -28,8 +28,9 @@ parametrize_sampler = pytest.mark.parametrize(
     [
         lambda: make_sampler("gp_rungs", seed=0, n_startup_trials=0),
         lambda: make_sampler("gp_bohb", seed=0, n_startup_trials=0),
+        lambda: make_sampler("gp_fidelity", seed=0, n_startup_trials=0),
     ],
-    ids=["gp_rungs", "gp_bohb"],
+    ids=["gp_rungs", "gp_bohb", "gp_fidelity"],
 )
 NUMERICAL = [
     FloatDistribution(-1.0, 1.0),
@@ -194,7 +195,7 @@ def test_conditional_categorical_parameter(sampler_class: Callable) -> None:
 
 @pytest.mark.parametrize(
     ("name", "x_distribution"),
-    [(("gp_warped", "gp_rungs", "gp_bohb")[i % 3], d) for i, d in enumerate(NUMERICAL)],
+    [(("gp_warped", "gp_rungs", "gp_bohb", "gp_fidelity")[i % 4], d) for i, d in enumerate(NUMERICAL)],
 )
 def test_prior_trials_in_an_empty_study(name: str, x_distribution: BaseDistribution) -> None:
     """Prior trials (some without `x`) alone drive the first suggestion: in range, right type."""
