@@ -37,6 +37,7 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")  # before torch loads: one thread 
 
 import argparse
 import contextlib
+import functools
 import gzip
 import heapq
 import importlib.util
@@ -238,17 +239,11 @@ class Surrogate:
         return out
 
 
-_BANDWIDTHS: dict[bytes, tuple[np.ndarray, float]] = {}
-
-
 def fit_bandwidths(x: np.ndarray, curves: np.ndarray) -> tuple[np.ndarray, float]:
     """Per-parameter Gaussian-kernel bandwidths minimising the leave-one-out RMSE of the predicted
     curves (each record predicted from the others), and that RMSE of the final values. Hand-written:
     a few lines of scipy; a learnt metric is what keeps an unimportant parameter from diluting the
     neighbourhood (one shared bandwidth: 0.23 nats RMSE on the final values, these: 0.15)."""
-    key = x.tobytes() + curves.tobytes()
-    if key in _BANDWIDTHS:
-        return _BANDWIDTHS[key]
     from scipy.optimize import minimize
 
     diff2 = (x[:, None, :] - x[None, :, :]) ** 2
@@ -265,8 +260,7 @@ def fit_bandwidths(x: np.ndarray, curves: np.ndarray) -> tuple[np.ndarray, float
     start = np.full(x.shape[1], np.log(0.25))
     fit = minimize(rmse, start, method="L-BFGS-B", bounds=[(np.log(0.02), np.log(20.0))] * x.shape[1])
     final_rmse = float(np.sqrt(np.mean((loo(fit.x).min(axis=1) - curves.min(axis=1)) ** 2)))
-    _BANDWIDTHS[key] = (np.exp(fit.x), final_rmse)
-    return _BANDWIDTHS[key]
+    return np.exp(fit.x), final_rmse
 
 
 def _num(v: Any) -> float:
@@ -289,7 +283,7 @@ def run_one(job: dict[str, Any]) -> dict[str, Any]:
 
     optuna.logging.set_verbosity(optuna.logging.ERROR)
     warnings.simplefilter("ignore")
-    sur = Surrogate(_load(job["data"]))
+    sur = surrogate(job["data"])
     policy = EarlyStopping.parse(job["policy"])
     factory, scheduler_name = methods()[job["method"]]
     made = factory(job["seed"])
@@ -379,14 +373,11 @@ def run_one(job: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-_CACHE: dict[str, Any] = {}
-
-
-def _load(path: str) -> dict[str, Any]:
-    if path not in _CACHE:
-        with gzip.open(path, "rt") as f:
-            _CACHE[path] = json.load(f)
-    return _CACHE[path]
+@functools.cache
+def surrogate(path: str) -> Surrogate:
+    """The surrogate of the curves in `path`, built once per process (its bandwidth fit takes ~4 s)."""
+    with gzip.open(path, "rt") as f:
+        return Surrogate(json.load(f))
 
 
 def report(rows: list[dict[str, Any]], sur: Surrogate, budgets: tuple[int, ...]) -> None:
@@ -450,9 +441,7 @@ def report_embedded(rows: list[dict[str, Any]], sur: Surrogate) -> None:
     print(f"{'method':38} {'policy':10} seeds  steps trained  COMPLETE  regret of the best")
     for (method, pol), rs in sorted(groups.items()):
         p = json.loads(pol)
-        regrets = [
-            (r["final_true"] - f_min) / (f_ref - f_min) if r["final_true"] is not None else 1.0 for r in rs
-        ]
+        regrets = [_regret(r["final_true"], f_min, f_ref) for r in rs]
         print(
             f"{method:38} {p['grace_steps'] or 'default'}:{p['reduction_factor']:<8} {len(rs):>5}"
             f"  {statistics.median(r['steps_used'] for r in rs):>13.0f}"
@@ -468,7 +457,7 @@ def suggest_timing(n: int, data: str, policy: EarlyStopping, name: str) -> None:
     import torch
 
     torch.set_num_threads(1)
-    sur = Surrogate(_load(data))
+    sur = surrogate(data)
     max_steps, every = int(sur.fixed["max_steps"]), int(sur.fixed["eval_every"])
     rungs = policy.rungs(max_steps, every)
     study = optuna.create_study(sampler=optuna.samplers.RandomSampler(seed=0))
@@ -549,7 +538,7 @@ def main() -> None:
             for g, f in (p.split(":") for p in args.policy)
         ]
     budgets = tuple(int(b) for b in args.budgets.split(","))
-    sur = Surrogate(_load(args.data))
+    sur = surrogate(args.data)
     names = args.methods or ([f"{DEFAULT_SAMPLER} + ASHA (default)"] if args.embedded else list(methods()))
     embedded = {"workers": DEFAULT_PARALLEL, "max_trials": DEFAULT_TRIALS} if args.embedded else {}
     rows = []
