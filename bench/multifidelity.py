@@ -26,7 +26,9 @@ ones' median.
     nice -n 10 .venv/bin/python bench/multifidelity.py --jobs 2 --results runs/bench/mf.jsonl
     .venv/bin/python bench/multifidelity.py --results runs/bench/mf.jsonl --report-only
     .venv/bin/python bench/multifidelity.py --suggest-timing 500     # s per suggestion, 500 trials
-    .venv/bin/python bench/multifidelity.py --embedded --policy 50:3 --policy 25:3   # `make run`'s cost
+    .venv/bin/python bench/multifidelity.py --embedded --seeds 20 --results runs/bench/mf_embedded.jsonl
+    .venv/bin/python bench/multifidelity.py --embedded --embedded-budget 0 --methods "gp_warped + ASHA" \
+        --seeds 20 --results runs/bench/mf_embedded.jsonl     # `make run` before the step budget
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ import gzip
 import heapq
 import importlib.util
 import json
+import math
 import statistics
 import sys
 import time
@@ -57,7 +60,7 @@ import optuna
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-from tuner.defaults import DEFAULT_PARALLEL, DEFAULT_TRIALS  # noqa: E402 (after the sys.path insert)
+from tuner.defaults import DEFAULT_BUDGET, DEFAULT_PARALLEL, DEFAULT_TRIALS  # noqa: E402 (after the sys.path insert)
 from tuner.early_stopping import ATTR, EarlyStopping  # noqa: E402
 from tuner.samplers import DEFAULT_SAMPLER, make_sampler  # noqa: E402
 from tuner.space import SearchSpace  # noqa: E402
@@ -300,6 +303,7 @@ def run_one(job: dict[str, Any]) -> dict[str, Any]:
     limit = max(budgets) * max_steps
     workers = int(job.get("workers", WORKERS))
     max_trials = job.get("max_trials")  # the embedded default's replay: a number of trials, not steps
+    stop_at = job["stop_budget"] * max_steps if job.get("stop_budget") else math.inf  # and its --budget
     used = 0  # training steps spent by all trials so far
     events: list[tuple[int, int]] = []  # (time of next evaluation, worker)
     live: dict[int, dict[str, Any]] = {}
@@ -351,7 +355,9 @@ def run_one(job: dict[str, Any]) -> dict[str, Any]:
             heapq.heappush(events, (now + every, worker))
             continue
         del live[worker]
-        if (max_trials is None and used < limit) or (max_trials is not None and len(started) < max_trials):
+        if (max_trials is None and used < limit) or (
+            max_trials is not None and len(started) < max_trials and used < stop_at
+        ):
             start(worker, now)
     out = {
         "method": job["method"],
@@ -434,17 +440,20 @@ def report_embedded(rows: list[dict[str, Any]], sur: Surrogate) -> None:
     """What `make run` gets under each policy: training steps (its wall time), trials that ran to
     the end, and the regret of the best one."""
     f_min, f_ref = sur.reference()
-    groups: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
+    groups: dict[tuple[str, str, str], list[dict[str, Any]]] = defaultdict(list)
     for r in rows:
-        groups[(r["method"], json.dumps(r["policy"], sort_keys=True))].append(r)
+        groups[
+            (r["method"], json.dumps(r["policy"], sort_keys=True), f"{r.get('stop_budget') or '-'}")
+        ].append(r)
     print(f"\n# embedded default replayed: {DEFAULT_TRIALS} trials, {DEFAULT_PARALLEL} in flight; medians")
-    print(f"{'method':38} {'policy':10} seeds  steps trained  COMPLETE  regret of the best")
-    for (method, pol), rs in sorted(groups.items()):
+    print(f"{'method':38} {'policy':10} budget seeds  steps trained  trials  COMPLETE  regret of the best")
+    for (method, pol, budget), rs in sorted(groups.items()):
         p = json.loads(pol)
         regrets = [_regret(r["final_true"], f_min, f_ref) for r in rs]
         print(
-            f"{method:38} {p['grace_steps'] or 'default'}:{p['reduction_factor']:<8} {len(rs):>5}"
+            f"{method:38} {p['grace_steps'] or 'default'}:{p['reduction_factor']:<8} {budget:>6} {len(rs):>5}"
             f"  {statistics.median(r['steps_used'] for r in rs):>13.0f}"
+            f"  {statistics.median(r['n_trials'] for r in rs):>6.0f}"
             f"  {statistics.median(r['complete'] for r in rs):>8.0f}  {statistics.median(regrets):>18.4f}"
         )
 
@@ -518,8 +527,14 @@ def main() -> None:
     ap.add_argument(
         "--embedded",
         action="store_true",
-        help="replay the embedded default sweep instead (24 trials, 2 in flight): steps trained, "
-        "COMPLETE trials and regret per policy",
+        help="replay the embedded default sweep instead (24 trials, 2 in flight, --embedded-budget): "
+        "steps trained, trials, COMPLETE trials and regret per policy",
+    )
+    ap.add_argument(
+        "--embedded-budget",
+        type=float,
+        default=DEFAULT_BUDGET,
+        help=f"with --embedded: its step budget in full trials' worth (default {DEFAULT_BUDGET:g}; 0: none)",
     )
     ap.add_argument("--results", type=Path, help="JSON-lines file of finished runs (resumable)")
     ap.add_argument("--report-only", action="store_true")
@@ -540,19 +555,28 @@ def main() -> None:
     budgets = tuple(int(b) for b in args.budgets.split(","))
     sur = surrogate(args.data)
     names = args.methods or ([f"{DEFAULT_SAMPLER} + ASHA (default)"] if args.embedded else list(methods()))
-    embedded = {"workers": DEFAULT_PARALLEL, "max_trials": DEFAULT_TRIALS} if args.embedded else {}
+    embedded: dict[str, Any] = {}
+    if args.embedded:
+        embedded = {
+            "workers": DEFAULT_PARALLEL,
+            "max_trials": DEFAULT_TRIALS,
+            "stop_budget": args.embedded_budget or None,
+        }
     rows = []
     if args.results and args.results.exists():
         rows = [json.loads(line) for line in args.results.read_text().splitlines() if line.strip()]
     rows = [r for r in rows if bool(r.get("embedded")) == args.embedded]
     if not args.report_only:
-        done = {(r["method"], r["seed"], json.dumps(r["policy"], sort_keys=True)) for r in rows}
+        done = {
+            (r["method"], r["seed"], json.dumps(r["policy"], sort_keys=True), r.get("stop_budget"))
+            for r in rows
+        }
         jobs = [
             {"method": m, "seed": s, "policy": p, "data": args.data, "budgets": budgets, **embedded}
             for s in range(args.seeds)
             for p in policies
             for m in names
-            if (m, s, json.dumps(p, sort_keys=True)) not in done
+            if (m, s, json.dumps(p, sort_keys=True), embedded.get("stop_budget")) not in done
         ]
         if importlib.util.find_spec("hpbandster") is None:
             print("BOHB skipped: hpbandster is not installed (pip install -e '.[bench]')")
@@ -563,6 +587,7 @@ def main() -> None:
         ):
             for n, row in enumerate(pool.map(run_one, jobs), 1):
                 row["embedded"] = args.embedded
+                row["stop_budget"] = embedded.get("stop_budget")
                 rows.append(row)
                 if sink:
                     sink.write(json.dumps(row) + "\n")

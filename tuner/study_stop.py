@@ -1,9 +1,11 @@
-"""Study-level stop: end a sweep once its best stops improving, or after a wall-clock budget.
+"""Study-level stop: end a sweep once its best stops improving, or after a wall-clock or step budget.
 
 A sweep otherwise runs to its trial count; when the best has plateaued, the remaining trials cost
 compute and mostly fit training noise (thesis Appendix 2.B). The rule follows Keras' EarlyStopping:
 a finished trial (COMPLETE or PRUNED) that does not beat the best COMPLETE value by more than
-`min_improvement` counts towards `patience`; one that does resets the count.
+`min_improvement` counts towards `patience`; one that does resets the count. `budget` caps the
+training steps instead, in the unit `bench/multifidelity.py` compares samplers in: full trials'
+worth of steps, a pruned trial counting the steps it ran.
 """
 
 from __future__ import annotations
@@ -38,10 +40,28 @@ class StudyStop(BaseModel):
     max_hours: float | None = Field(
         None, gt=0.0, le=24 * 366, description="end this run of the sweep after this many hours"
     )
+    budget: float | None = Field(
+        None,
+        gt=0.0,
+        le=1e6,
+        description="end this run of the sweep once its trials have trained this many full trials' "
+        "worth of steps (max_steps each; a pruned trial counts the steps it ran)",
+    )
 
     @property
     def active(self) -> bool:
-        return self.patience is not None or self.max_hours is not None
+        return self.patience is not None or self.max_hours is not None or self.budget is not None
+
+    def describe(self, max_steps: int) -> str:
+        """The active rules, for the sweep's header ("" when none)."""
+        rules = []
+        if self.budget is not None:
+            rules.append(f"--budget {self.budget:g} ({round(self.budget * max_steps)} steps this run)")
+        if self.patience is not None:
+            rules.append(f"--patience {self.patience} (--min-improvement {self.min_improvement:g})")
+        if self.max_hours is not None:
+            rules.append(f"--max-hours {self.max_hours:g}")
+        return ", ".join(rules)
 
     def stale_trials(self, trials: Sequence[FrozenTrial]) -> tuple[int, float]:
         """How many finished trials since the last significant improvement, and the best value then."""
@@ -59,12 +79,27 @@ class StudyStop(BaseModel):
         return since, best
 
     def reason(
-        self, trials: Sequence[FrozenTrial], started: dt.datetime, now: dt.datetime | None = None
+        self,
+        trials: Sequence[FrozenTrial],
+        started: dt.datetime,
+        now: dt.datetime | None = None,
+        *,
+        steps: int = 0,
+        max_steps: int = 1,
     ) -> str | None:
-        """Why the sweep should end now (a sentence for the log and the study), or None to go on."""
+        """Why the sweep should end now (a sentence for the log and the study), or None to go on.
+
+        `steps` is what this run's trials have trained so far (`steps_trained`), `max_steps` a full
+        trial's length; only `budget` reads them.
+        """
         now = now or dt.datetime.now(dt.UTC)
         if self.max_hours is not None and (now - started).total_seconds() >= self.max_hours * 3600:
             return f"ran for its --max-hours {self.max_hours:g} h"
+        if self.budget is not None and steps >= self.budget * max_steps:
+            return (
+                f"trained {steps} steps, {steps / max_steps:.1f} full trials' worth "
+                f"(--budget {self.budget:g} × {max_steps} steps)"
+            )
         if self.patience is not None:
             since, best = self.stale_trials(trials)
             if best < math.inf and since >= self.patience:
@@ -73,3 +108,8 @@ class StudyStop(BaseModel):
                     f"in {since} trials (--patience {self.patience})"
                 )
         return None
+
+
+def steps_trained(trials: Sequence[FrozenTrial]) -> int:
+    """Training steps the trials have run, each to the last step it reported (running ones too)."""
+    return sum(max(t.intermediate_values, default=0) for t in trials)

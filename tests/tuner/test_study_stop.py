@@ -1,4 +1,4 @@
-"""The study-level stop rule (`--patience`, `--min-improvement`, `--max-hours`)."""
+"""The study-level stop rule (`--patience`, `--min-improvement`, `--max-hours`, `--budget`)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,8 @@ import pytest
 from optuna.trial import TrialState, create_trial
 from pydantic import ValidationError
 
-from tuner.study_stop import StudyStop
+from tuner.defaults import DEFAULT_BUDGET, default_budget
+from tuner.study_stop import StudyStop, steps_trained
 
 T0 = dt.datetime(2026, 11, 22, tzinfo=dt.UTC)
 
@@ -52,12 +53,41 @@ def test_max_hours_counts_from_the_sweep_start():
     assert "1.5 h" in rule.reason([], T0, T0 + dt.timedelta(hours=1, minutes=30))
 
 
+def test_budget_counts_full_trials_worth_of_steps():
+    rule = StudyStop(budget=2.5)
+    assert rule.active
+    assert rule.reason([], T0, T0, steps=499, max_steps=200) is None
+    reason = rule.reason([], T0, T0, steps=500, max_steps=200)
+    assert reason == "trained 500 steps, 2.5 full trials' worth (--budget 2.5 × 200 steps)"
+
+
+def test_the_header_names_the_active_rules():
+    assert StudyStop().describe(200) == ""
+    rule = StudyStop(budget=10, patience=4, min_improvement=0.01)
+    assert rule.describe(200) == "--budget 10 (2000 steps this run), --patience 4 (--min-improvement 0.01)"
+
+
+def test_steps_trained_counts_each_trial_to_its_last_report_running_ones_too():
+    pruned = create_trial(state=TrialState.PRUNED, intermediate_values={25: 4.0, 50: 3.9})
+    complete = create_trial(state=TrialState.COMPLETE, value=3.0, intermediate_values={200: 3.0, 100: 3.2})
+    running = create_trial(state=TrialState.RUNNING, intermediate_values={75: 3.5})
+    just_started = create_trial(state=TrialState.RUNNING)
+    assert steps_trained([pruned, complete, running, just_started]) == 50 + 200 + 75
+
+
+def test_the_embedded_default_alone_gets_the_default_budget():
+    assert default_budget(None, None) == DEFAULT_BUDGET
+    assert default_budget(24, None) is None  # a trial count alone runs all its trials
+    assert default_budget(None, 3.0) == default_budget(50, 3.0) == 3.0
+
+
 @pytest.mark.parametrize(
     ("field", "value", "message"),
     [
         ("patience", 0, "greater than or equal to 1"),
         ("min_improvement", -1, "greater than or equal to 0"),
         ("max_hours", 0, "greater than 0"),
+        ("budget", -1, "greater than 0"),
         ("patiense", 3, "Extra inputs"),
     ],
 )

@@ -71,6 +71,13 @@ class CreateStudy(BaseModel):
     max_hours: float | None = Field(
         default=None, gt=0, le=24 * 366, description="End a run of the sweep after this long."
     )
+    budget: float | None = Field(
+        default=None,
+        gt=0,
+        le=1e6,
+        description="End a run of the sweep once its trials have trained this many full trials' worth "
+        "of steps (max_steps each; a pruned trial counts the steps it ran).",
+    )
     keep_top: int | None = Field(
         default=None, ge=1, le=100_000, description="Keep only the N best trials' checkpoints (weights)."
     )

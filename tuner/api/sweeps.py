@@ -275,6 +275,7 @@ def create(state: Any, body: CreateStudy) -> None:
                 "patience": body.patience,
                 "min_improvement": body.min_improvement,
                 "max_hours": body.max_hours,
+                "budget": body.budget,
             },
             keep_top=body.keep_top,
             warm_start=body.warm_start,

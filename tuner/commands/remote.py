@@ -175,6 +175,14 @@ def register(sub: argparse._SubParsersAction) -> None:
         help=f"trials in flight at once (default $RNNTUNE_PARALLEL, else {DEFAULT_PARALLEL})",
     )
     create.add_argument(
+        "--budget",
+        type=float,
+        default=env_or("RNNTUNE_BUDGET"),
+        metavar="B",
+        help="end the sweep once its trials have trained B full trials' worth of steps "
+        "(default $RNNTUNE_BUDGET, else none)",
+    )
+    create.add_argument(
         "--sampler",
         default=env_or("RNNTUNE_SAMPLER"),
         help="sampler (default $RNNTUNE_SAMPLER, else the API's)",
@@ -247,7 +255,7 @@ def create_body(args: argparse.Namespace) -> dict[str, Any]:
         "n_trials": args.trials,
         "parallel": args.parallel,
     }
-    for key in ("sampler", "scheduler", "seed"):
+    for key in ("sampler", "scheduler", "seed", "budget"):
         if getattr(args, key) is not None:
             body[key] = getattr(args, key)
     try:

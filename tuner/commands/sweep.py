@@ -1,7 +1,7 @@
 """`rnntune sweep`: tune a search space on Ray Tune, every trial stored in a SQL study.
 
-With no options it runs the embedded default: the `tiny` space on the built-in corpus, 24 trials,
-2 at a time, SQLite in ./studies/rnntune.db, Ray started in-process. `--resume NAME` continues a
+With no options it runs the embedded default: the `tiny` space on the built-in corpus, 24 trials
+or 10 full trials' worth of training steps (`--budget`), whichever comes first, 2 at a time, SQLite in ./studies/rnntune.db, Ray started in-process. `--resume NAME` continues a
 study (after a crash or a stop, or one only created by the API) and `--trials M` extends it;
 `--widen PARAM[:EDGE]` first widens a range whose best trials crowd an edge (`tuner.widen`).
 `--warm-start STUDY` gives a new study's sampler another study's trials as prior data.
@@ -23,7 +23,7 @@ import sys
 from pathlib import Path
 
 from trainer.config import ConfigError, parse_assignment, parse_set
-from tuner.defaults import DEFAULT_PARALLEL, DEFAULT_SPACE, DEFAULT_TRIALS
+from tuner.defaults import DEFAULT_BUDGET, DEFAULT_PARALLEL, DEFAULT_SPACE, DEFAULT_TRIALS, default_budget
 from tuner.early_stopping import DEFAULT_GRACE, DEFAULT_REDUCTION_FACTOR
 from tuner.samplers import DEFAULT_SAMPLER, SAMPLERS
 from tuner.space import SpaceError, load_space
@@ -51,6 +51,10 @@ STUDY_OPTIONS = (
     "grace_steps",
     "reduction_factor",
     "warm_start",
+    "patience",
+    "min_improvement",
+    "max_hours",
+    "budget",
 )
 
 
@@ -99,6 +103,14 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="with --patience: how much (nats/token) a trial must beat the best by (default 0)",
     )
     p.add_argument("--max-hours", type=float, metavar="T", help="end this run of the sweep after T hours")
+    p.add_argument(
+        "--budget",
+        type=float,
+        metavar="B",
+        help="end this run of the sweep once its trials have trained B full trials' worth of steps "
+        "(B × max_steps; a pruned trial counts the steps it ran; the ones in flight finish). "
+        f"Default: {DEFAULT_BUDGET:g} for the embedded default (no --trials), else none",
+    )
     p.add_argument(
         "--keep-top",
         type=int,
@@ -220,6 +232,7 @@ def run(args: argparse.Namespace) -> int:
                         ("patience", args.patience),
                         ("min_improvement", args.min_improvement),
                         ("max_hours", args.max_hours),
+                        ("budget", default_budget(args.trials, args.budget)),
                     )
                     if v is not None
                 },

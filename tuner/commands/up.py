@@ -10,7 +10,7 @@ import argparse
 import threading
 
 from tuner.commands.serve import add_server_options, open_app
-from tuner.defaults import DEFAULT_PARALLEL, DEFAULT_SPACE, DEFAULT_TRIALS
+from tuner.defaults import DEFAULT_BUDGET, DEFAULT_PARALLEL, DEFAULT_SPACE, DEFAULT_TRIALS, default_budget
 from tuner.study import StudyError, generate_study_name, redact_url
 
 
@@ -23,8 +23,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     add_server_options(p)
     p.add_argument("--space", default=DEFAULT_SPACE, help=f"search space (default {DEFAULT_SPACE})")
+    p.add_argument("--trials", type=int, help=f"number of trials (default {DEFAULT_TRIALS})")
     p.add_argument(
-        "--trials", type=int, default=DEFAULT_TRIALS, help=f"number of trials (default {DEFAULT_TRIALS})"
+        "--budget",
+        type=float,
+        metavar="B",
+        help="end the sweep once its trials have trained B full trials' worth of steps "
+        f"(default {DEFAULT_BUDGET:g} when --trials is not given, else none)",
     )
     p.add_argument(
         "--parallel",
@@ -48,8 +53,9 @@ def run(args: argparse.Namespace) -> int:
         body = CreateStudy(
             name=args.name or generate_study_name(args.space),
             space=args.space,
-            n_trials=args.trials,
+            n_trials=args.trials if args.trials is not None else DEFAULT_TRIALS,
             parallel=args.parallel,
+            budget=default_budget(args.trials, args.budget),
         )
         state = app.state.rnntune
         sweeps.create(state, body)

@@ -1,5 +1,5 @@
 """Study-wide policies the sweep driver applies between trials: the study-level stop
-(`--patience`, `--min-improvement`, `--max-hours`) and checkpoint retention (`--keep-top N`).
+(`--patience`, `--min-improvement`, `--max-hours`, `--budget`) and checkpoint retention (`--keep-top N`).
 
 Both are stored in the study's user attrs when it is created (`study_stop`, `keep_top`), so a
 resumed sweep and the REST API see the same settings; what they did is written back to the study
@@ -12,15 +12,13 @@ import datetime as dt
 from pathlib import Path
 
 import optuna
-from optuna.trial import TrialState
 
 from tuner.orchestration.retention import keep_top
-from tuner.study_stop import StudyStop
+from tuner.study_stop import StudyStop, steps_trained
 
 STOP_ATTR = "study_stop"
 KEEP_ATTR = "keep_top"
 ENDED_ATTR = "ended_early"
-_DONE = (TrialState.COMPLETE, TrialState.PRUNED, TrialState.FAIL)
 
 
 class SweepPolicies:
@@ -33,14 +31,22 @@ class SweepPolicies:
         self.stop = StudyStop.model_validate(attrs.get(STOP_ATTR) or {})
         self.keep: int | None = attrs.get(KEEP_ATTR)
         self.started = dt.datetime.now(dt.UTC)  # --max-hours counts this run of the sweep
+        # --budget counts this run's steps too, so a resumed or extended study trains on.
+        self._steps_before = steps_trained(study.get_trials(deepcopy=False))
+        self._max_steps = _max_steps(attrs.get("task") or {})
         self._sizes: dict[str, int] = {}  # finished trials' folder sizes, for keep_top
+
+    def describe(self) -> str:
+        """The stop rules this run applies, for the sweep's header ("" when none)."""
+        return self.stop.describe(self._max_steps)
 
     def stop_reason(self) -> str | None:
         """Why no further trial should start (the running ones finish), or None."""
         if not self.stop.active:
             return None
-        trials = self._study.get_trials(deepcopy=False, states=_DONE)
-        reason = self.stop.reason(trials, self.started)
+        trials = self._study.get_trials(deepcopy=False)
+        steps = steps_trained(trials) - self._steps_before
+        reason = self.stop.reason(trials, self.started, steps=steps, max_steps=self._max_steps)
         if reason is not None:
             self._study.set_user_attr(ENDED_ATTR, reason)
         return reason
@@ -54,3 +60,10 @@ class SweepPolicies:
         if removed:
             before = int(self._study.user_attrs.get("checkpoints_removed", 0))
             self._study.set_user_attr("checkpoints_removed", before + len(removed))
+
+
+def _max_steps(task: dict) -> int:
+    """A full trial's length in the study's task (the trainer's default where the space leaves it)."""
+    from trainer import TrainConfig
+
+    return int(task.get("max_steps", TrainConfig.model_fields["max_steps"].default))

@@ -253,7 +253,8 @@ def _drive(
             ray.shutdown()
         raise
     policy = study_policy(attrs)
-    searcher = StudySearcher(study, space, root, budget, SweepPolicies(study, root))
+    policies = SweepPolicies(study, root)
+    searcher = StudySearcher(study, space, root, budget, policies)
     progress = ProgressTable(study, searcher, target, parallel, out)
     warning = sqlite_on_cluster_warning(storage_url)
     early = policy.describe(*_grid(space)) if attrs["scheduler"] == "asha" else attrs["scheduler"]
@@ -263,6 +264,7 @@ def _drive(
             f"study {name}  space {space.name}  sampler {attrs['sampler']}  scheduler {attrs['scheduler']}  "
             f"parallel {parallel}",
             f"early stopping: {early}",
+            *([f"ends early on: {stops}"] if (stops := policies.describe()) else []),
             f"db {redact_url(storage_url)}  storage {root}",
             *(
                 [f"warm start: {len(priors)} prior trials from {', '.join(attrs['warm_start']['studies'])}"]

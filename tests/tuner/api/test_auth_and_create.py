@@ -95,6 +95,7 @@ def test_read_token_guards_reads_and_cannot_write(read_guarded):
         ({"space": "nosuch"}, "body.space: unknown search space 'nosuch'; known:"),
         ({"space": "../../etc/passwd"}, "body.space"),
         ({"n_trials": 0}, "body.n_trials: Input should be greater than or equal to 1"),
+        ({"budget": 0}, "body.budget: Input should be greater than 0"),
         ({"name": "bad name!"}, "body.name: String should match pattern"),
         ({"colour": "red"}, "body.colour: Extra inputs are not permitted"),
         ({"overrides": {"ranges": {"learning_rate": "0.01:0.001"}}}, "learning_rate"),

@@ -36,8 +36,8 @@ def test_up_serves_the_sweep_and_keeps_serving_until_ctrl_c(tmp_path):
             "up",
             "--port",
             str(port),
-            "--trials",
-            "2",
+            "--budget",  # the embedded default's 24 trials, cut by a step budget the first trials spend
+            "0.1",
             "--name",
             "up-run",
             "--db",
@@ -67,7 +67,9 @@ def test_up_serves_the_sweep_and_keeps_serving_until_ctrl_c(tmp_path):
         assert page.status_code == 200 and "plotly.min.js" in page.text
         study = httpx.get(f"http://127.0.0.1:{port}/studies/up-run").json()
         assert study["status"] == "finished" and study["counts"]["COMPLETE"] + study["counts"]["PRUNED"] == 2
-        assert study["space"] == "tiny"
+        assert study["space"] == "tiny" and study["n_trials"] == 24
+        assert study["user_attrs"]["study_stop"]["budget"] == 0.1
+        assert "(--budget 0.1 × 200 steps)" in study["user_attrs"]["ended_early"]
         plot = httpx.get(f"http://127.0.0.1:{port}/studies/up-run/plots/parallel-coordinates").json()
         assert len(plot["trial_numbers"]) == study["counts"]["COMPLETE"] + study["counts"]["PRUNED"]
         proc.send_signal(signal.SIGINT)

@@ -47,6 +47,7 @@ def clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
         "RNNTUNE_SAMPLER",
         "RNNTUNE_SCHEDULER",
         "RNNTUNE_SEED",
+        "RNNTUNE_BUDGET",
         "RNNTUNE_SET",
         "RNNTUNE_RANGES",
     ):
@@ -78,6 +79,8 @@ def test_create_sends_the_options_typed_by_the_trainers_parser(api: dict, capsys
         "none",
         "--seed",
         "5",
+        "--budget",
+        "2.5",
         "--set",
         "max_steps=30",
         "--set",
@@ -98,7 +101,7 @@ def test_create_sends_the_options_typed_by_the_trainers_parser(api: dict, capsys
         "tiny",
     )
     assert "created study typed" in capsys.readouterr().out
-    assert attrs["seed"] == 5 and attrs["scheduler"] == "none"
+    assert attrs["seed"] == 5 and attrs["scheduler"] == "none" and attrs["study_stop"]["budget"] == 2.5
     assert attrs["overrides"]["ranges"] == {"learning_rate": "0.001:0.002:log"}
     fixed = attrs["overrides"]["set"]
     assert (fixed["max_steps"], fixed["device"], fixed["max_eval_tokens"]) == (30, "cpu", 2000)

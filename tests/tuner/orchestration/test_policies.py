@@ -10,6 +10,7 @@ from optuna.trial import TrialState
 
 from tests.conftest import TINY_SETTINGS
 from tuner.orchestration import run_sweep
+from tuner.orchestration.policies import SweepPolicies
 from tuner.study import StudyError, create_study, load_study
 
 
@@ -22,8 +23,47 @@ def test_bad_policy_settings_name_the_field(tmp_path):
     study = create_study(
         "c", storage_url=db, space="tiny", n_trials=3, study_stop={"max_hours": 2}, keep_top=2
     )
-    assert study.user_attrs["study_stop"] == {"patience": None, "min_improvement": 0.0, "max_hours": 2.0}
+    assert study.user_attrs["study_stop"] == {
+        "patience": None,
+        "min_improvement": 0.0,
+        "max_hours": 2.0,
+        "budget": None,
+    }
     assert study.user_attrs["keep_top"] == 2
+
+
+def test_budget_counts_the_steps_of_this_run_of_the_sweep(tmp_path):
+    db = f"sqlite:///{tmp_path / 'db.sqlite'}"
+    study = create_study(
+        "b",
+        storage_url=db,
+        space="tiny",
+        n_trials=30,
+        overrides={"set": {"max_steps": 100, "eval_every": 25}},
+        study_stop={"budget": 2},
+    )
+
+    def trial(last_step: int, state: TrialState) -> None:
+        t = study.ask()
+        for step in range(25, last_step + 1, 25):
+            t.report(4.0 - step / 100, step)
+        if state == TrialState.COMPLETE:
+            study.tell(t, 3.0)
+        elif state == TrialState.PRUNED:
+            study.tell(t, state=TrialState.PRUNED)
+
+    trial(100, TrialState.COMPLETE)
+    trial(100, TrialState.COMPLETE)  # a budget's worth trained before this run started
+    policies = SweepPolicies(study, tmp_path / "store")
+    trial(100, TrialState.COMPLETE)
+    trial(50, TrialState.PRUNED)
+    assert policies.stop_reason() is None  # 150 of this run's 200 steps
+    trial(25, TrialState.RUNNING)
+    assert policies.stop_reason() is None
+    trial(25, TrialState.RUNNING)  # a running trial's steps count up to its last report
+    reason = policies.stop_reason()
+    assert reason == "trained 200 steps, 2.0 full trials' worth (--budget 2 × 100 steps)"
+    assert study.user_attrs["ended_early"] == reason
 
 
 @pytest.mark.slow
@@ -66,3 +106,15 @@ def test_patience_ends_the_sweep_and_only_the_best_weights_are_kept(tmp_path, ra
         if f.is_file()
     )
     assert study.user_attrs["checkpoint_bytes"] <= used + 1  # recorded after the last trial finished
+
+
+def test_stop_rules_are_study_settings_a_resume_cannot_change(tmp_path, capsys):
+    from tuner.cli import main
+
+    db = f"sqlite:///{tmp_path / 'db.sqlite'}"
+    create_study("r", storage_url=db, space="tiny", n_trials=3)
+    for flag, value in (("--budget", "3"), ("--patience", "2"), ("--max-hours", "1")):
+        assert main(["sweep", "--resume", "r", "--db", db, flag, value]) == 2
+        assert f"{flag}: not allowed with --resume" in capsys.readouterr().err
+    assert main(["sweep", "--db", db, "--name", "s", "--budget", "0"]) == 2
+    assert "budget: Input should be greater than 0" in capsys.readouterr().err
