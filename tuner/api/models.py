@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -9,6 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from tuner.early_stopping import DEFAULT_GRACE, DEFAULT_REDUCTION_FACTOR
 from tuner.samplers import DEFAULT_SAMPLER, SAMPLERS
 from tuner.study import SCHEDULERS
+from tuner.study_stop import StudyStop
 
 STUDY_NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$"
 STATES = ("COMPLETE", "PRUNED", "FAIL", "RUNNING", "WAITING")
@@ -36,6 +38,11 @@ class Overrides(BaseModel):
     set: dict[str, Scalar] = Field(default_factory=dict)
 
 
+def _stop_rule(name: str) -> Any:
+    """A field of `StudyStop`, reused as is: one definition of each stop rule's range and meaning."""
+    return copy.copy(StudyStop.model_fields[name])
+
+
 class CreateStudy(BaseModel):
     """Body of POST /studies."""
 
@@ -60,24 +67,11 @@ class CreateStudy(BaseModel):
         le=16,
         description="ASHA: a trial continues past a rung if in the best 1/factor there.",
     )
-    patience: int | None = Field(
-        default=None,
-        ge=1,
-        le=1_000_000,
-        description="End the sweep once this many finished trials in a row did not beat the best "
-        "by `min_improvement`.",
-    )
-    min_improvement: float = Field(default=0.0, ge=0.0, le=1e6, description="With `patience` (nats/token).")
-    max_hours: float | None = Field(
-        default=None, gt=0, le=24 * 366, description="End a run of the sweep after this long."
-    )
-    budget: float | None = Field(
-        default=None,
-        gt=0,
-        le=1e6,
-        description="End a run of the sweep once its trials have trained this many full trials' worth "
-        "of steps (max_steps each; a pruned trial counts the steps it ran).",
-    )
+    # The study-level stop rules, declared once in tuner.study_stop (ranges and descriptions).
+    patience: int | None = _stop_rule("patience")
+    min_improvement: float = _stop_rule("min_improvement")
+    max_hours: float | None = _stop_rule("max_hours")
+    budget: float | None = _stop_rule("budget")
     keep_top: int | None = Field(
         default=None, ge=1, le=100_000, description="Keep only the N best trials' checkpoints (weights)."
     )

@@ -35,6 +35,7 @@ from tuner.api.models import CreateStudy
 from tuner.lease import Lease, begin, read, request_stop
 from tuner.space import list_spaces
 from tuner.study import DB_ENV, GENERATION_ENV, SECRET_ENV, StudyExistsError, create_study
+from tuner.study_stop import StudyStop
 
 log = logging.getLogger("rnntune.api")
 
@@ -271,12 +272,7 @@ def create(state: Any, body: CreateStudy) -> None:
             overrides=overrides if overrides["ranges"] or overrides["set"] else None,
             seed=body.seed,
             early_stopping={"grace_steps": body.grace_steps, "reduction_factor": body.reduction_factor},
-            study_stop={
-                "patience": body.patience,
-                "min_improvement": body.min_improvement,
-                "max_hours": body.max_hours,
-                "budget": body.budget,
-            },
+            study_stop={rule: getattr(body, rule) for rule in StudyStop.model_fields},
             keep_top=body.keep_top,
             warm_start=body.warm_start,
         )
