@@ -1,8 +1,9 @@
 """`rnntune sweep`: tune a search space on Ray Tune, every trial stored in a SQL study.
 
 With no options it runs the embedded default: the `tiny` space on the built-in corpus, 24 trials
-or 10 full trials' worth of training steps (`--budget`), whichever comes first, 2 at a time, SQLite in ./studies/rnntune.db, Ray started in-process. `--resume NAME` continues a
-study (after a crash or a stop, or one only created by the API) and `--trials M` extends it;
+or 10 full trials' worth of training steps (`--budget`), whichever comes first, 2 at a time,
+SQLite in ./studies/rnntune.db, Ray started in-process. `--resume NAME` continues a study (after
+a crash or a stop, or one only created by the API) and `--trials M` extends it;
 `--widen PARAM[:EDGE]` first widens a range whose best trials crowd an edge (`tuner.widen`).
 `--warm-start STUDY` gives a new study's sampler another study's trials as prior data.
 
