@@ -84,7 +84,9 @@ PRUNERS = {
 
 
 def run_with_pruner(sampler: optuna.samplers.BaseSampler, pruner: str) -> optuna.Study:
-    study = optuna.create_study(sampler=sampler, pruner=PRUNERS[pruner]())
+    # A fixed name: HyperbandPruner assigns trials to brackets by a hash of the study name and the
+    # trial number, so a generated name would change what each bracket's sampler sees run to run.
+    study = optuna.create_study(study_name="pruned", sampler=sampler, pruner=PRUNERS[pruner]())
 
     def objective(trial: optuna.Trial) -> float:
         x, y = trial.suggest_float("x", 0, 10), trial.suggest_float("y", 0, 10)
