@@ -24,7 +24,7 @@ ENDED_ATTR = "ended_early"
 class SweepPolicies:
     """The stop rule and the retention of one study, as this run of its sweep applies them."""
 
-    def __init__(self, study: optuna.Study, root: Path) -> None:
+    def __init__(self, study: optuna.Study, root: Path, max_steps: int) -> None:
         attrs = study.user_attrs
         self._study = study
         self._root = root
@@ -33,7 +33,7 @@ class SweepPolicies:
         self.started = dt.datetime.now(dt.UTC)  # --max-hours counts this run of the sweep
         # --budget counts this run's steps too, so a resumed or extended study trains on.
         self._steps_before = steps_trained(study.get_trials(deepcopy=False))
-        self._max_steps = _max_steps(attrs.get("task") or {})
+        self._max_steps = max_steps  # a full trial's length: --budget's unit
         self._sizes: dict[str, int] = {}  # finished trials' folder sizes, for keep_top
 
     def describe(self) -> str:
@@ -60,10 +60,3 @@ class SweepPolicies:
         if removed:
             before = int(self._study.user_attrs.get("checkpoints_removed", 0))
             self._study.set_user_attr("checkpoints_removed", before + len(removed))
-
-
-def _max_steps(task: dict) -> int:
-    """A full trial's length in the study's task (the trainer's default where the space leaves it)."""
-    from trainer import TrainConfig
-
-    return int(task.get("max_steps", TrainConfig.model_fields["max_steps"].default))

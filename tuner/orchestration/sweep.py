@@ -253,7 +253,7 @@ def _drive(
             ray.shutdown()
         raise
     policy = study_policy(attrs)
-    policies = SweepPolicies(study, root)
+    policies = SweepPolicies(study, root, max_steps=_grid(space)[0])
     searcher = StudySearcher(study, space, root, budget, policies)
     progress = ProgressTable(study, searcher, target, parallel, out)
     warning = sqlite_on_cluster_warning(storage_url)

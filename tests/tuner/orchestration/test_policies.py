@@ -54,7 +54,7 @@ def test_budget_counts_the_steps_of_this_run_of_the_sweep(tmp_path):
 
     trial(100, TrialState.COMPLETE)
     trial(100, TrialState.COMPLETE)  # a budget's worth trained before this run started
-    policies = SweepPolicies(study, tmp_path / "store")
+    policies = SweepPolicies(study, tmp_path / "store", max_steps=100)
     trial(100, TrialState.COMPLETE)
     trial(50, TrialState.PRUNED)
     assert policies.stop_reason() is None  # 150 of this run's 200 steps
