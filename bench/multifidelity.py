@@ -288,6 +288,7 @@ def run_one(job: dict[str, Any]) -> dict[str, Any]:
     warnings.simplefilter("ignore")
     sur = surrogate(job["data"])
     policy = EarlyStopping.parse(job["policy"])
+    np.random.seed(job["seed"])  # Ray's async Hyperband draws each trial's bracket from numpy's global RNG
     factory, scheduler_name = methods()[job["method"]]
     made = factory(job["seed"])
     study: Any = made if isinstance(made, BOHBStudy) else optuna.create_study(sampler=made)
@@ -414,7 +415,7 @@ def report(rows: list[dict[str, Any]], sur: Surrogate, budgets: tuple[int, ...])
             low, high = _median_interval(regrets)
             spreads.append(f"{regrets.mean():.4f} ({low:.3f}-{high:.3f})")
         p = json.loads(pol)
-        policy = f"{p['grace_steps'] or 'default'}:{p['reduction_factor']}"
+        policy = _policy_label(p)
         print(
             f"{method:38} {policy:14} {len(rs):>5}{''.join(c.rjust(22) for c in cells)}"
             f"   {statistics.mean(r['ask_s'] for r in rs):.3f} ({statistics.mean(r['ask_cpu_s'] for r in rs):.3f})"
@@ -451,11 +452,17 @@ def report_embedded(rows: list[dict[str, Any]], sur: Surrogate) -> None:
         p = json.loads(pol)
         regrets = [_regret(r["final_true"], f_min, f_ref) for r in rs]
         print(
-            f"{method:38} {p['grace_steps'] or 'default'}:{p['reduction_factor']:<8} {budget:>6} {len(rs):>5}"
+            f"{method:38} {_policy_label(p):10} {budget:>6} {len(rs):>5}"
             f"  {statistics.median(r['steps_used'] for r in rs):>13.0f}"
             f"  {statistics.median(r['n_trials'] for r in rs):>6.0f}"
             f"  {statistics.median(r['complete'] for r in rs):>8.0f}  {statistics.median(regrets):>18.4f}"
         )
+
+
+def _policy_label(p: dict[str, Any]) -> str:
+    """GRACE:FACTOR, with :BRACKETS when there are several (the --policy syntax)."""
+    label = f"{p['grace_steps'] or 'default'}:{p['reduction_factor']}"
+    return label + (f":{p['brackets']}" if p.get("brackets", 1) > 1 else "")
 
 
 def suggest_timing(n: int, data: str, policy: EarlyStopping, name: str) -> None:
@@ -516,7 +523,7 @@ def main() -> None:
         "--policy",
         action="append",
         default=None,
-        metavar="GRACE:FACTOR",
+        metavar="GRACE:FACTOR[:BRACKETS]",
         help="early-stopping policy to run (repeatable; default: the built-in one)",
     )
     ap.add_argument(
@@ -549,8 +556,10 @@ def main() -> None:
     policies = [default_policy.model_dump()]
     if args.policy:
         policies = [
-            EarlyStopping(grace_steps=int(g), reduction_factor=int(f)).model_dump()
-            for g, f in (p.split(":") for p in args.policy)
+            EarlyStopping(
+                grace_steps=int(g), reduction_factor=int(f), brackets=int(b[0]) if b else 1
+            ).model_dump()
+            for g, f, *b in (p.split(":") for p in args.policy)
         ]
     budgets = tuple(int(b) for b in args.budgets.split(","))
     sur = surrogate(args.data)
@@ -566,6 +575,8 @@ def main() -> None:
     if args.results and args.results.exists():
         rows = [json.loads(line) for line in args.results.read_text().splitlines() if line.strip()]
     rows = [r for r in rows if bool(r.get("embedded")) == args.embedded]
+    for r in rows:  # rows stored before a policy field existed get its default (brackets: 1)
+        r["policy"] = EarlyStopping.parse(r["policy"]).model_dump()
     if not args.report_only:
         done = {
             (r["method"], r["seed"], json.dumps(r["policy"], sort_keys=True), r.get("stop_budget"))

@@ -5,7 +5,10 @@ sampler (`tuner.samplers.bohb_gp`, which the default `fidelity_gp` starts with) 
 rungs back from the study (user attr `early_stopping`), so what the search learns from pruned
 trials matches where they were pruned.
 ASHA (Li et al. 2020): at rung r = grace·η^k steps a trial continues only if it is in the best 1/η
-of the trials that reached r.
+of the trials that reached r. With `brackets` > 1 it is asynchronous Hyperband (Li et al. 2020,
+§3.3, as Ray Tune runs it): each trial joins one bracket s < brackets, whose rungs start at
+grace·η^s, so some trials are first compared later (or never), a hedge for when early values rank
+the final ones poorly. Every bracket's rungs are among bracket 0's, which `rungs` returns.
 """
 
 from __future__ import annotations
@@ -44,6 +47,13 @@ class EarlyStopping(BaseModel):
         le=16,
         description="η: a trial continues past a rung if it is in the best 1/η of the trials there",
     )
+    brackets: int = Field(
+        default=1,
+        ge=1,
+        le=8,
+        description="asynchronous Hyperband brackets: bracket s first compares at grace·η^s steps; "
+        "each trial joins one (drawn by Ray Tune, larger brackets likelier); 1: plain ASHA",
+    )
 
     @classmethod
     def parse(cls, raw: Mapping[str, Any] | None) -> EarlyStopping:
@@ -67,7 +77,8 @@ class EarlyStopping(BaseModel):
         return self.model_copy(update={"grace_steps": grace})
 
     def rungs(self, max_steps: int, eval_every: int) -> list[int]:
-        """The steps where trials are compared: grace·η^k below max_steps, on the eval grid."""
+        """The steps where trials are compared: grace·η^k below max_steps, on the eval grid (bracket
+        0's; later brackets compare at a subset of them)."""
         grace = self.resolved(max_steps, eval_every).grace_steps or 1
         out, step = [], float(grace)
         while step < max_steps:
@@ -80,6 +91,7 @@ class EarlyStopping(BaseModel):
         return (
             f"ASHA grace {self.resolved(max_steps, eval_every).grace_steps} steps, reduction factor "
             f"{self.reduction_factor}, rungs at steps {rungs} of {max_steps} (eval every {eval_every})"
+            + (f", {self.brackets} brackets (asynchronous Hyperband)" if self.brackets > 1 else "")
         )
 
 
@@ -92,8 +104,9 @@ def _describe(error: Mapping[str, Any]) -> str:
     ranges = {
         "grace_steps": "an integer >= 1 (at most max_steps)",
         "reduction_factor": "an integer from 2 to 16",
+        "brackets": "an integer from 1 to 8",
     }
-    allowed = ranges.get(field, "no such field; allowed: grace_steps, reduction_factor")
+    allowed = ranges.get(field, "no such field; allowed: grace_steps, reduction_factor, brackets")
     return f"{field}: {error.get('msg')} (allowed: {allowed}), got {error.get('input')!r}"
 
 

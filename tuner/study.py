@@ -138,7 +138,7 @@ def create_study(
     `ranges` ({name: "low:high"}) and `set` ({setting: value}), applied on top of it by
     `tuner.space.resolve_space`, which validates the whole once. `name` None generates one. Raises
     StudyExistsError if the name is taken, SpaceError for a bad space, StudyError for bad settings.
-    `early_stopping` ({grace_steps, reduction_factor}) is stored resolved on the task's eval grid;
+    `early_stopping` ({grace_steps, reduction_factor, brackets}) is stored resolved on the task's eval grid;
     `study_stop` ({patience, min_improvement, max_hours}) ends the sweep early, and `keep_top` keeps
     only the N best trials' weights (tuner.orchestration.policies). `warm_start` names a study in
     the same storage whose trials the sampler takes as prior data (`tuner.warm_start`).

@@ -43,6 +43,41 @@ def first_stop(policy: EarlyStopping) -> int:
     return -1
 
 
+def first_stops(policy: EarlyStopping, n_bad: int = 30) -> list[int]:
+    """For each of `n_bad` poor trials among 40 good ones, the step where Ray's scheduler built from
+    `policy` stops it (-1: never); bracket draws seeded (Ray draws them from numpy's global RNG)."""
+    np.random.seed(0)
+    scheduler = make_scheduler("asha", TASK, policy)
+    scheduler.set_search_properties("val_loss", "min")
+    good = [_Trial(f"g{i}") for i in range(40)]
+    bad = [_Trial(f"b{i}") for i in range(n_bad)]
+    for t in [*good, *bad]:
+        scheduler.on_trial_add(None, t)
+    stops = {t.trial_id: -1 for t in bad}
+    for step in range(25, 201, 25):
+        for i, t in enumerate(good):
+            scheduler.on_trial_result(None, t, {"step": step, "val_loss": 1.0 + 0.01 * i})
+        for t in bad:
+            if stops[t.trial_id] == -1:
+                decision = scheduler.on_trial_result(None, t, {"step": step, "val_loss": 9.0})
+                if decision == TrialScheduler.STOP:
+                    stops[t.trial_id] = step
+    return list(stops.values())
+
+
+def test_brackets_judge_some_trials_later() -> None:
+    """Asynchronous Hyperband: with 3 brackets (grace 50, η 3, 200 steps) a poor trial is stopped at
+    50, at 150 or never, by its bracket; with 1 (plain ASHA) always at 50. The rungs the sampler
+    reads are bracket 0's either way."""
+    plain, hedged = EarlyStopping(), EarlyStopping(brackets=3)
+    assert set(first_stops(plain)) == {50}
+    stops = first_stops(hedged)
+    assert stops.count(50) > stops.count(150) > 0 and -1 in stops
+    assert hedged.rungs(200, 25) == plain.rungs(200, 25) == [50, 150]
+    assert "3 brackets (asynchronous Hyperband)" in hedged.describe(200, 25)
+    assert "brackets" not in plain.describe(200, 25)
+
+
 def test_rungs_on_the_eval_grid() -> None:
     assert EarlyStopping().resolved(200, 25).grace_steps == 50
     assert EarlyStopping().rungs(200, 25) == [50, 150]
@@ -103,7 +138,11 @@ def test_scheduler_and_sampler_read_the_same_rungs(policy: EarlyStopping, tmp_pa
         ({"reduction_factor": 40}, "reduction_factor: Input should be less than or equal to 16"),
         (
             {"grace": 5},
-            "grace: Extra inputs are not permitted (allowed: no such field; allowed: grace_steps, reduction_factor)",
+            "grace: Extra inputs are not permitted (allowed: no such field; allowed: grace_steps, reduction_factor, brackets)",
+        ),
+        (
+            {"brackets": 0},
+            "brackets: Input should be greater than or equal to 1 (allowed: an integer from 1 to 8)",
         ),
     ],
 )
@@ -140,17 +179,31 @@ def test_cli_flags_are_checked_before_the_study_exists(tmp_path, capsys) -> None
     assert "reduction_factor" in capsys.readouterr().err
     assert main(["sweep", "--resume", "x", "--db", db, "--grace-steps", "50"]) == 2
     assert "--grace-steps: not allowed with --resume" in capsys.readouterr().err
+    assert main(["sweep", "--db", db, "--name", "x", "--brackets", "9"]) == 2
+    assert "brackets: Input should be less than or equal to 8" in capsys.readouterr().err
+    assert main(["sweep", "--resume", "x", "--db", db, "--brackets", "2"]) == 2
+    assert "--brackets: not allowed with --resume" in capsys.readouterr().err
 
 
 def test_rest_body_round_trips_and_names_bad_fields(tmp_path) -> None:
     db_url = f"sqlite:///{tmp_path / 's.db'}"
     make_study(db_url, "fixed", tmp_path / "storage" / "fixed")
     settings = ApiSettings(db_url=db_url, storage_root=tmp_path / "storage")
-    body = {"name": "es", "space": "tiny", "n_trials": 3, "grace_steps": 60, "reduction_factor": 2}
+    body = {
+        "name": "es",
+        "space": "tiny",
+        "n_trials": 3,
+        "grace_steps": 60,
+        "reduction_factor": 2,
+        "brackets": 2,
+    }
     with live_server(settings) as url:
         created = httpx.post(f"{url}/studies", json=body)
         assert created.status_code == 201, created.text
-        assert created.json()["user_attrs"][ATTR] == {"grace_steps": 75, "reduction_factor": 2}
+        assert created.json()["user_attrs"][ATTR] == {"grace_steps": 75, "reduction_factor": 2, "brackets": 2}
+        no_brackets = httpx.post(f"{url}/studies", json={**body, "name": "es1", "brackets": 0})
+        assert no_brackets.status_code == 422
+        assert "brackets" in no_brackets.json()["detail"] and "1" in no_brackets.json()["detail"]
         bad = httpx.post(f"{url}/studies", json={**body, "name": "es2", "reduction_factor": 1})
         assert bad.status_code == 422
         assert "reduction_factor" in bad.json()["detail"] and "2" in bad.json()["detail"]

@@ -7,7 +7,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from tuner.early_stopping import DEFAULT_GRACE, DEFAULT_REDUCTION_FACTOR
+from tuner.early_stopping import EarlyStopping
 from tuner.samplers import DEFAULT_SAMPLER, SAMPLERS
 from tuner.study import SCHEDULERS
 from tuner.study_stop import StudyStop
@@ -38,6 +38,11 @@ class Overrides(BaseModel):
     set: dict[str, Scalar] = Field(default_factory=dict)
 
 
+def _policy_field(name: str) -> Any:
+    """A field of `EarlyStopping`, reused as is: one definition of each setting's range and meaning."""
+    return copy.copy(EarlyStopping.model_fields[name])
+
+
 def _stop_rule(name: str) -> Any:
     """A field of `StudyStop`, reused as is: one definition of each stop rule's range and meaning."""
     return copy.copy(StudyStop.model_fields[name])
@@ -58,15 +63,10 @@ class CreateStudy(BaseModel):
     parallel: int = Field(default=2, ge=1, le=1024, description="Trials in flight at once.")
     scheduler: SchedulerName = Field(default="asha", description="Early stopping of poor trials.")
     seed: int | None = Field(default=None, ge=0, le=2**32 - 1, description="Sampler seed.")
-    grace_steps: int | None = Field(
-        default=None, ge=1, description=f"ASHA: steps before the first rung (default {DEFAULT_GRACE})."
-    )
-    reduction_factor: int = Field(
-        default=DEFAULT_REDUCTION_FACTOR,
-        ge=2,
-        le=16,
-        description="ASHA: a trial continues past a rung if in the best 1/factor there.",
-    )
+    # ASHA's policy, declared once in tuner.early_stopping (ranges and descriptions).
+    grace_steps: int | None = _policy_field("grace_steps")
+    reduction_factor: int = _policy_field("reduction_factor")
+    brackets: int = _policy_field("brackets")
     # The study-level stop rules, declared once in tuner.study_stop (ranges and descriptions).
     patience: int | None = _stop_rule("patience")
     min_improvement: float = _stop_rule("min_improvement")

@@ -32,6 +32,7 @@ from typing import Any
 
 import tuner
 from tuner.api.models import CreateStudy
+from tuner.early_stopping import EarlyStopping
 from tuner.lease import Lease, begin, read, request_stop
 from tuner.space import list_spaces
 from tuner.study import DB_ENV, GENERATION_ENV, SECRET_ENV, StudyExistsError, create_study
@@ -271,7 +272,7 @@ def create(state: Any, body: CreateStudy) -> None:
             storage_path=str(state.settings.storage_root / body.name),
             overrides=overrides if overrides["ranges"] or overrides["set"] else None,
             seed=body.seed,
-            early_stopping={"grace_steps": body.grace_steps, "reduction_factor": body.reduction_factor},
+            early_stopping={name: getattr(body, name) for name in EarlyStopping.model_fields},
             study_stop={rule: getattr(body, rule) for rule in StudyStop.model_fields},
             keep_top=body.keep_top,
             warm_start=body.warm_start,

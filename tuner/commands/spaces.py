@@ -66,7 +66,7 @@ def render_space(space: SearchSpace) -> str:
     ]
     out += [
         "",
-        f"default early stopping (change with --grace-steps/--reduction-factor): {EarlyStopping().describe(*steps)}",
+        f"default early stopping (change with --grace-steps/--reduction-factor/--brackets): {EarlyStopping().describe(*steps)}",
     ]
     return "\n".join(out)
 

@@ -51,6 +51,7 @@ STUDY_OPTIONS = (
     "set",
     "grace_steps",
     "reduction_factor",
+    "brackets",
     "warm_start",
     "patience",
     "min_improvement",
@@ -90,6 +91,13 @@ def register(sub: argparse._SubParsersAction) -> None:
         type=int,
         metavar="K",
         help=f"ASHA: a trial goes on past a rung only if in the best 1/K there (default {DEFAULT_REDUCTION_FACTOR})",
+    )
+    p.add_argument(
+        "--brackets",
+        type=int,
+        metavar="N",
+        help="ASHA: asynchronous Hyperband over N brackets, bracket s first comparing at grace·K^s "
+        "steps (default 1: plain ASHA)",
     )
     p.add_argument(
         "--patience",
@@ -224,6 +232,7 @@ def run(args: argparse.Namespace) -> int:
                     for k, v in (
                         ("grace_steps", args.grace_steps),
                         ("reduction_factor", args.reduction_factor),
+                        ("brackets", args.brackets),
                     )
                     if v is not None
                 },

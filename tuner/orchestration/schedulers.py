@@ -32,7 +32,7 @@ def make_scheduler(
 ) -> TrialScheduler:
     """`asha`, `median` or `none`, with milestones on the evaluation grid of the task's settings.
 
-    ASHA's grace period and reduction factor come from the study's early-stopping `policy`
+    ASHA's grace period, reduction factor and brackets come from the study's early-stopping `policy`
     (`tuner.early_stopping`, the same settings the multi-fidelity sampler reads). Median stopping
     compares from the policy's grace period on and never pauses trials (pausing would restart a
     trainer that keeps its own checkpoints).
@@ -46,6 +46,7 @@ def make_scheduler(
             max_t=max_steps,
             grace_period=grace,
             reduction_factor=policy.reduction_factor,
+            brackets=policy.brackets,
             stop_last_trials=False,
         )
     if name == "median":
