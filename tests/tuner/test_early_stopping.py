@@ -27,22 +27,6 @@ class _Trial:
         self.trial_id = trial_id
 
 
-def first_stop(policy: EarlyStopping) -> int:
-    """The step at which Ray's ASHA built from `policy` first stops a trial worse than 8 others."""
-    scheduler = make_scheduler("asha", TASK, policy)
-    scheduler.set_search_properties("val_loss", "min")
-    good = [_Trial(str(i)) for i in range(8)]
-    bad = _Trial("bad")
-    for t in [*good, bad]:
-        scheduler.on_trial_add(None, t)
-    for step in range(25, 201, 25):
-        for i, t in enumerate(good):
-            scheduler.on_trial_result(None, t, {"step": step, "val_loss": 1.0 + 0.01 * i})
-        if scheduler.on_trial_result(None, bad, {"step": step, "val_loss": 9.0}) == TrialScheduler.STOP:
-            return step
-    return -1
-
-
 def first_stops(policy: EarlyStopping, n_bad: int = 30) -> list[int]:
     """For each of `n_bad` poor trials among 40 good ones, the step where Ray's scheduler built from
     `policy` stops it (-1: never); bracket draws seeded (Ray draws them from numpy's global RNG)."""
@@ -63,6 +47,11 @@ def first_stops(policy: EarlyStopping, n_bad: int = 30) -> list[int]:
                 if decision == TrialScheduler.STOP:
                     stops[t.trial_id] = step
     return list(stops.values())
+
+
+def first_stop(policy: EarlyStopping) -> int:
+    """The step at which Ray's ASHA built from `policy` first stops one trial worse than the others."""
+    return first_stops(policy, n_bad=1)[0]
 
 
 def test_brackets_judge_some_trials_later() -> None:

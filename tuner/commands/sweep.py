@@ -25,7 +25,7 @@ from pathlib import Path
 
 from trainer.config import ConfigError, parse_assignment, parse_set
 from tuner.defaults import DEFAULT_BUDGET, DEFAULT_PARALLEL, DEFAULT_SPACE, DEFAULT_TRIALS, default_budget
-from tuner.early_stopping import DEFAULT_GRACE, DEFAULT_REDUCTION_FACTOR
+from tuner.early_stopping import DEFAULT_GRACE, DEFAULT_REDUCTION_FACTOR, EarlyStopping
 from tuner.samplers import DEFAULT_SAMPLER, SAMPLERS
 from tuner.space import SpaceError, load_space
 from tuner.study import (
@@ -228,13 +228,7 @@ def run(args: argparse.Namespace) -> int:
                 overrides=overrides,
                 seed=args.seed,
                 early_stopping={
-                    k: v
-                    for k, v in (
-                        ("grace_steps", args.grace_steps),
-                        ("reduction_factor", args.reduction_factor),
-                        ("brackets", args.brackets),
-                    )
-                    if v is not None
+                    k: getattr(args, k) for k in EarlyStopping.model_fields if getattr(args, k) is not None
                 },
                 study_stop={
                     k: v
