@@ -21,7 +21,9 @@ is counted in training steps of all trials. At each budget of B full trials' wor
 figure is the normalised regret of the best COMPLETE trial (by observed value) finished within it,
 measured on its noise-free final value: (f − f_min)/(f_ref − f_min), f_min the surrogate's best (the
 best of its recorded configurations and 4000 random ones, polished by L-BFGS-B), f_ref the random
-ones' median.
+ones' median. Without --policy every method runs under the default policy as a sweep of each budget
+resolves it (its brackets depend on the budget, `tuner.early_stopping`), and the report's
+`default` rows take, at each budget, the runs of the policy resolved for it.
 
     nice -n 10 .venv/bin/python bench/multifidelity.py --jobs 2 --results runs/bench/mf.jsonl
     .venv/bin/python bench/multifidelity.py --results runs/bench/mf.jsonl --report-only
@@ -396,31 +398,48 @@ def report(rows: list[dict[str, Any]], sur: Surrogate, budgets: tuple[int, ...])
         f"{dict(zip(sur.space.params, np.round(sur.bandwidth, 3).tolist()))}, leave-one-out RMSE of "
         f"the final values {sur.loo_rmse:.3f} nats"
     )
-    groups: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
-    for r in rows:
-        groups[(r["method"], json.dumps(r["policy"], sort_keys=True))].append(r)
+    by_seed: dict[tuple[str, str], dict[int, dict[str, Any]]] = defaultdict(dict)
+    for r in rows:  # without early stopping the policy is moot: one row per method and seed
+        moot = methods().get(r["method"], (None, "asha"))[1] == "none"
+        by_seed[(r["method"], "null" if moot else json.dumps(r["policy"], sort_keys=True))][r["seed"]] = r
+    groups = {key: list(seeds.values()) for key, seeds in by_seed.items()}
     print(
         f"\n# median normalised regret of the best COMPLETE trial (noise-free final), "
         f"[trials started], {WORKERS} in flight"
     )
     head = "".join(f"{f'{b} full trials':>22}" for b in budgets)
     print(f"{'method':38} {'policy':14} seeds{head}   s/suggest (CPU s)")
+    lines = [
+        (method, _policy_label(json.loads(pol)), dict.fromkeys(budgets, rs))
+        for (method, pol), rs in sorted(groups.items())
+    ]
+    defaults = _defaults(sur, budgets)
+    for method in sorted({m for m, _ in groups}):  # the default policy: at each budget the one it resolves
+        at = {b: groups.get((method, json.dumps(defaults[b], sort_keys=True)), []) for b in budgets}
+        if len({json.dumps(p, sort_keys=True) for p in defaults.values()}) > 1 and all(at.values()):
+            lines.append((method, "default", at))
     spread_lines = []
-    for (method, pol), rs in sorted(groups.items()):
+    for method, policy, at in lines:
         cells, spreads = [], []
         for b in budgets:
-            regrets = np.array([_regret(r["best_true"][str(b)], f_min, f_ref) for r in rs])
-            started = statistics.median(r["started"][str(b)] for r in rs)
+            regrets = np.array([_regret(r["best_true"][str(b)], f_min, f_ref) for r in at[b]])
+            started = statistics.median(r["started"][str(b)] for r in at[b])
             cells.append(f"{statistics.median(regrets):>14.4f} [{started:>4.0f}]")
             low, high = _median_interval(regrets)
             spreads.append(f"{regrets.mean():.4f} ({low:.3f}-{high:.3f})")
-        p = json.loads(pol)
-        policy = _policy_label(p)
+        every = [r for rs in at.values() for r in rs]
+        seeds = min(len(rs) for rs in at.values())
         print(
-            f"{method:38} {policy:14} {len(rs):>5}{''.join(c.rjust(22) for c in cells)}"
-            f"   {statistics.mean(r['ask_s'] for r in rs):.3f} ({statistics.mean(r['ask_cpu_s'] for r in rs):.3f})"
+            f"{method:38} {policy:14} {seeds:>5}{''.join(c.rjust(22) for c in cells)}"
+            f"   {statistics.mean(r['ask_s'] for r in every):.3f} ({statistics.mean(r['ask_cpu_s'] for r in every):.3f})"
         )
-        spread_lines.append(f"{method:38} {policy:14} {len(rs):>5}{''.join(c.rjust(22) for c in spreads)}")
+        spread_lines.append(f"{method:38} {policy:14} {seeds:>5}{''.join(c.rjust(22) for c in spreads)}")
+    if any(policy == "default" for _, policy, _ in lines):
+        print(
+            "default: at each budget the policy a sweep of that budget resolves ("
+            + ", ".join(f"{b}: {_policy_label(p)}" for b, p in defaults.items())
+            + ")"
+        )
     print("\n# mean normalised regret (80% bootstrap interval of the median over seeds): the noise")
     print(f"{'method':38} {'policy':14} seeds{head}")
     print("\n".join(spread_lines))
@@ -459,10 +478,24 @@ def report_embedded(rows: list[dict[str, Any]], sur: Surrogate) -> None:
         )
 
 
-def _policy_label(p: dict[str, Any]) -> str:
-    """GRACE:FACTOR, with :BRACKETS when there are several (the --policy syntax)."""
-    label = f"{p['grace_steps'] or 'default'}:{p['reduction_factor']}"
-    return label + (f":{p['brackets']}" if p.get("brackets", 1) > 1 else "")
+def _resolved(policy: dict[str, Any], sur: Surrogate, budget: float | None) -> dict[str, Any]:
+    """`policy` as `tuner.study.create_study` stores it for a sweep of `budget` full trials' worth
+    of steps (None: a policy stored before brackets existed, which ran plain ASHA)."""
+    every, max_steps = int(sur.fixed["eval_every"]), int(sur.fixed["max_steps"])
+    return EarlyStopping.parse(policy).resolved(max_steps, every, budget=budget).model_dump()
+
+
+def _defaults(sur: Surrogate, budgets: tuple[int, ...]) -> dict[int, dict[str, Any]]:
+    """The default policy a sweep with a budget of B full trials' worth resolves, for each B."""
+    return {b: _resolved(EarlyStopping().model_dump(), sur, b) for b in budgets}
+
+
+def _policy_label(p: dict[str, Any] | None) -> str:
+    """GRACE:FACTOR, with :BRACKETS when there are several (the --policy syntax); (none) without."""
+    if p is None:
+        return "(none)"
+    label = f"{p['grace_steps']}:{p['reduction_factor']}"
+    return label + (f":{p['brackets']}" if p["brackets"] > 1 else "")
 
 
 def suggest_timing(n: int, data: str, policy: EarlyStopping, name: str) -> None:
@@ -553,7 +586,8 @@ def main() -> None:
     if args.suggest_timing:
         suggest_timing(args.suggest_timing, args.data, default_policy, args.sampler)
         return
-    policies = [default_policy.model_dump()]
+    budgets = tuple(int(b) for b in args.budgets.split(","))
+    sur = surrogate(args.data)
     if args.policy:
         policies = [
             EarlyStopping(
@@ -561,8 +595,15 @@ def main() -> None:
             ).model_dump()
             for g, f, *b in (p.split(":") for p in args.policy)
         ]
-    budgets = tuple(int(b) for b in args.budgets.split(","))
-    sur = surrogate(args.data)
+    elif args.embedded:  # the policy `make run` resolves: 24 trials within --embedded-budget
+        every, max_steps = int(sur.fixed["eval_every"]), int(sur.fixed["max_steps"])
+        policies = [
+            default_policy.resolved(
+                max_steps, every, n_trials=DEFAULT_TRIALS, budget=args.embedded_budget or None
+            ).model_dump()
+        ]
+    else:  # the default resolved at each budget: its brackets depend on the budget
+        policies = list({json.dumps(p, sort_keys=True): p for p in _defaults(sur, budgets).values()}.values())
     names = args.methods or ([f"{DEFAULT_SAMPLER} + ASHA (default)"] if args.embedded else list(methods()))
     embedded: dict[str, Any] = {}
     if args.embedded:
@@ -575,8 +616,13 @@ def main() -> None:
     if args.results and args.results.exists():
         rows = [json.loads(line) for line in args.results.read_text().splitlines() if line.strip()]
     rows = [r for r in rows if bool(r.get("embedded")) == args.embedded]
-    for r in rows:  # rows stored before a policy field existed get its default (brackets: 1)
-        r["policy"] = EarlyStopping.parse(r["policy"]).model_dump()
+    for r in rows:  # one spelling per policy: resolved, and plain ASHA where stored before brackets
+        r["policy"] = _resolved(r["policy"], sur, None)
+    keyed = {
+        (r["method"], r["seed"], json.dumps(r["policy"], sort_keys=True), r.get("stop_budget")): r
+        for r in rows
+    }
+    rows = list(keyed.values())  # a run stored twice (under two spellings of its policy) counts once
     if not args.report_only:
         done = {
             (r["method"], r["seed"], json.dumps(r["policy"], sort_keys=True), r.get("stop_budget"))
@@ -585,9 +631,10 @@ def main() -> None:
         jobs = [
             {"method": m, "seed": s, "policy": p, "data": args.data, "budgets": budgets, **embedded}
             for s in range(args.seeds)
-            for p in policies
+            for i, p in enumerate(policies)
             for m in names
             if (m, s, json.dumps(p, sort_keys=True), embedded.get("stop_budget")) not in done
+            and (i == 0 or methods()[m][1] == "asha")  # a policy changes nothing without early stopping
         ]
         if importlib.util.find_spec("hpbandster") is None:
             print("BOHB skipped: hpbandster is not installed (pip install -e '.[bench]')")

@@ -138,7 +138,8 @@ def create_study(
     `ranges` ({name: "low:high"}) and `set` ({setting: value}), applied on top of it by
     `tuner.space.resolve_space`, which validates the whole once. `name` None generates one. Raises
     StudyExistsError if the name is taken, SpaceError for a bad space, StudyError for bad settings.
-    `early_stopping` ({grace_steps, reduction_factor, brackets}) is stored resolved on the task's eval grid;
+    `early_stopping` ({grace_steps, reduction_factor, brackets}) is stored resolved on the task's eval
+    grid, its default brackets from `n_trials` and `study_stop`'s budget;
     `study_stop` ({patience, min_improvement, max_hours}) ends the sweep early, and `keep_top` keeps
     only the N best trials' weights (tuner.orchestration.policies). `warm_start` names a study in
     the same storage whose trials the sampler takes as prior data (`tuner.warm_start`).
@@ -158,8 +159,8 @@ def create_study(
         raise StudyError(f"n_trials must be a positive integer, not {n_trials!r}")
     if not isinstance(parallel, int) or parallel < 1:
         raise StudyError(f"parallel must be a positive integer, not {parallel!r}")
-    policy = _early_stopping(early_stopping, space)
     stop = _study_stop(study_stop)
+    policy = _early_stopping(early_stopping, space, n_trials, stop.get("budget"))
     if keep_top is not None and (not isinstance(keep_top, int) or not 1 <= keep_top <= 100_000):
         raise StudyError(
             f"keep_top must be an integer from 1 to 100000 (the best is always kept), not {keep_top!r}"
@@ -216,15 +217,19 @@ def _study_stop(raw: Mapping[str, Any] | None) -> dict[str, Any]:
         raise StudyError(f"{field}: {first['msg']}") from None
 
 
-def _early_stopping(raw: Mapping[str, Any] | None, space: SearchSpace) -> dict[str, Any]:
-    """The early-stopping policy resolved on the space's eval grid; StudyError names a bad field."""
+def _early_stopping(
+    raw: Mapping[str, Any] | None, space: SearchSpace, n_trials: int, budget: float | None
+) -> dict[str, Any]:
+    """The early-stopping policy resolved on the space's eval grid and for a sweep of `n_trials`
+    within `budget` full trials' worth of steps; StudyError names a bad field."""
     from trainer import TrainConfig
 
     steps = {
         k: int(space.fixed.get(k, TrainConfig.model_fields[k].default)) for k in ("max_steps", "eval_every")
     }
     try:
-        return EarlyStopping.parse(raw).resolved(steps["max_steps"], steps["eval_every"]).model_dump()
+        policy = EarlyStopping.parse(raw)
+        return policy.resolved(steps["max_steps"], steps["eval_every"], n_trials, budget).model_dump()
     except EarlyStoppingError as err:
         raise StudyError(f"early stopping: {err}") from None
 

@@ -3,6 +3,8 @@ set from the CLI and the REST body, bad values named with their range."""
 
 from __future__ import annotations
 
+import math
+
 import httpx
 import numpy as np
 import optuna
@@ -14,7 +16,14 @@ from ray.tune.schedulers import TrialScheduler
 from tests.tuner.api.fixtures import live_server, make_study
 from tuner.api import ApiSettings
 from tuner.cli import main
-from tuner.early_stopping import ATTR, EarlyStopping, EarlyStoppingError, study_policy
+from tuner.early_stopping import (
+    ATTR,
+    AUTO_BRACKETS,
+    AUTO_BRACKETS_FROM,
+    EarlyStopping,
+    EarlyStoppingError,
+    study_policy,
+)
 from tuner.orchestration.schedulers import make_scheduler
 from tuner.samplers import make_sampler
 from tuner.study import StudyError, create_study
@@ -65,6 +74,76 @@ def test_brackets_judge_some_trials_later() -> None:
     assert hedged.rungs(200, 25) == plain.rungs(200, 25) == [50, 150]
     assert "3 brackets (asynchronous Hyperband)" in hedged.describe(200, 25)
     assert "brackets" not in plain.describe(200, 25)
+
+
+# Trials of `tiny` (grace 50, η 3, 200 steps) expected to train AUTO_BRACKETS_FROM full trials'
+# worth under AUTO_BRACKETS brackets: where the default turns to asynchronous Hyperband.
+HEDGED_FROM = math.ceil(AUTO_BRACKETS_FROM / EarlyStopping(brackets=AUTO_BRACKETS).expected_length(200, 25))
+
+
+@pytest.mark.parametrize(
+    "n_trials, study_stop, given, brackets",
+    [
+        (24, {"budget": 10.0}, None, 1),  # the embedded default
+        (10, {}, None, 1),  # rnntune up, docker compose up
+        (HEDGED_FROM - 1, {}, None, 1),
+        (HEDGED_FROM, {}, None, AUTO_BRACKETS),
+        (1000, {"budget": AUTO_BRACKETS_FROM - 0.5}, None, 1),  # the step budget binds first
+        (1000, {"budget": float(AUTO_BRACKETS_FROM)}, None, AUTO_BRACKETS),
+        (1000, {}, 1, 1),  # a given number is kept
+        (10, {}, 2, 2),
+    ],
+)
+def test_default_brackets_follow_what_the_sweep_may_train(
+    n_trials: int, study_stop: dict, given: int | None, brackets: int, tmp_path
+) -> None:
+    """Brackets by default: plain ASHA for small sweeps, asynchronous Hyperband for large ones, by
+    the step budget or the trials' expected length; stored resolved, so the scheduler and a
+    resumed sweep read the number the study was created with."""
+    study = create_study(
+        "b",
+        storage_url=f"sqlite:///{tmp_path / 'db.sqlite'}",
+        space="tiny",
+        n_trials=n_trials,
+        study_stop=study_stop,
+        early_stopping={} if given is None else {"brackets": given},
+    )
+    assert study.user_attrs[ATTR]["brackets"] == brackets
+    assert study_policy(study.user_attrs).brackets == brackets
+    hedged = set(first_stops(study_policy(study.user_attrs))) != {50}
+    assert hedged == (brackets > 1)
+
+
+@pytest.mark.parametrize("brackets", [1, 2, 3])
+def test_expected_length_is_what_rays_scheduler_trains(brackets: int) -> None:
+    """Trials whose values rank them at random train, under Ray's own scheduler, the share of
+    max_steps that `expected_length` computes (its bracket draw and 1/η per rung)."""
+    policy = EarlyStopping(brackets=brackets)
+    np.random.seed(0)
+    rng = np.random.default_rng(1)
+    scheduler = make_scheduler("asha", TASK, policy)
+    scheduler.set_search_properties("val_loss", "min")
+    lengths = []
+    for i in range(600):
+        trial = _Trial(str(i))
+        scheduler.on_trial_add(None, trial)
+        for step in range(25, 201, 25):
+            result = {"step": step, "val_loss": float(rng.random())}
+            if step == 200:
+                scheduler.on_trial_complete(None, trial, result)
+            elif scheduler.on_trial_result(None, trial, result) == TrialScheduler.STOP:
+                break
+        lengths.append(step / 200)
+    assert abs(np.mean(lengths) - policy.expected_length(200, 25)) < 0.03
+    assert [round(EarlyStopping(brackets=b).expected_length(200, 25), 3) for b in (1, 3)] == [0.444, 0.59]
+
+
+def test_policy_stored_before_brackets_reads_as_plain_asha() -> None:
+    stored = {"grace_steps": 50, "reduction_factor": 3}  # what studies stored before the field
+    policy = study_policy({ATTR: stored})
+    assert policy.resolved(200, 25).brackets == 1
+    assert set(first_stops(policy)) == {50}
+    assert "brackets" not in policy.describe(200, 25)
 
 
 def test_rungs_on_the_eval_grid() -> None:

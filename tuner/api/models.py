@@ -66,7 +66,7 @@ class CreateStudy(BaseModel):
     # ASHA's policy, declared once in tuner.early_stopping (ranges and descriptions).
     grace_steps: int | None = _policy_field("grace_steps")
     reduction_factor: int = _policy_field("reduction_factor")
-    brackets: int = _policy_field("brackets")
+    brackets: int | None = _policy_field("brackets")
     # The study-level stop rules, declared once in tuner.study_stop (ranges and descriptions).
     patience: int | None = _stop_rule("patience")
     min_improvement: float = _stop_rule("min_improvement")

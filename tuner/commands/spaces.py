@@ -8,7 +8,7 @@ import sys
 
 from trainer import TrainConfig
 from trainer.config import ConfigError, parse_assignment, parse_set
-from tuner.early_stopping import EarlyStopping
+from tuner.early_stopping import DEFAULT_BRACKETS, EarlyStopping
 from tuner.space import SearchSpace, SpaceError, list_spaces, load_space, space_dirs
 from tuner.space.schema import json_schema_text
 
@@ -66,7 +66,7 @@ def render_space(space: SearchSpace) -> str:
     ]
     out += [
         "",
-        f"default early stopping (change with --grace-steps/--reduction-factor/--brackets): {EarlyStopping().describe(*steps)}",
+        f"default early stopping (change with --grace-steps/--reduction-factor/--brackets): {EarlyStopping().describe(*steps)}; brackets {DEFAULT_BRACKETS}",
     ]
     return "\n".join(out)
 

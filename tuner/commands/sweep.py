@@ -25,7 +25,7 @@ from pathlib import Path
 
 from trainer.config import ConfigError, parse_assignment, parse_set
 from tuner.defaults import DEFAULT_BUDGET, DEFAULT_PARALLEL, DEFAULT_SPACE, DEFAULT_TRIALS, default_budget
-from tuner.early_stopping import DEFAULT_GRACE, DEFAULT_REDUCTION_FACTOR, EarlyStopping
+from tuner.early_stopping import DEFAULT_BRACKETS, DEFAULT_GRACE, DEFAULT_REDUCTION_FACTOR, EarlyStopping
 from tuner.samplers import DEFAULT_SAMPLER, SAMPLERS
 from tuner.space import SpaceError, load_space
 from tuner.study import (
@@ -97,7 +97,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         type=int,
         metavar="N",
         help="ASHA: asynchronous Hyperband over N brackets, bracket s first comparing at grace·K^s "
-        "steps (default 1: plain ASHA)",
+        f"steps (default {DEFAULT_BRACKETS})",
     )
     p.add_argument(
         "--patience",

@@ -46,7 +46,7 @@ def make_scheduler(
             max_t=max_steps,
             grace_period=grace,
             reduction_factor=policy.reduction_factor,
-            brackets=policy.brackets,
+            brackets=policy.brackets or 1,
             stop_last_trials=False,
         )
     if name == "median":

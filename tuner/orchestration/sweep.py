@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
+import numpy as np
 import optuna
 from optuna.trial import FrozenTrial, TrialState
 from ray.tune.stopper import Stopper
@@ -253,6 +254,10 @@ def _drive(
             ray.shutdown()
         raise
     policy = study_policy(attrs)
+    if policy.brackets and policy.brackets > 1 and attrs.get("seed") is not None:
+        np.random.seed(
+            attrs["seed"]
+        )  # Ray's async Hyperband draws each trial's bracket from numpy's global RNG
     policies = SweepPolicies(study, root, max_steps=_grid(space)[0])
     searcher = StudySearcher(study, space, root, budget, policies)
     progress = ProgressTable(study, searcher, target, parallel, out)
