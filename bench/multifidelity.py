@@ -399,8 +399,9 @@ def report(rows: list[dict[str, Any]], sur: Surrogate, budgets: tuple[int, ...])
         f"the final values {sur.loo_rmse:.3f} nats"
     )
     by_seed: dict[tuple[str, str], dict[int, dict[str, Any]]] = defaultdict(dict)
+    unstopped = {m for m, (_, scheduler) in methods().items() if scheduler == "none"}
     for r in rows:  # without early stopping the policy is moot: one row per method and seed
-        moot = methods().get(r["method"], (None, "asha"))[1] == "none"
+        moot = r["method"] in unstopped
         by_seed[(r["method"], "null" if moot else json.dumps(r["policy"], sort_keys=True))][r["seed"]] = r
     groups = {key: list(seeds.values()) for key, seeds in by_seed.items()}
     print(
@@ -414,10 +415,11 @@ def report(rows: list[dict[str, Any]], sur: Surrogate, budgets: tuple[int, ...])
         for (method, pol), rs in sorted(groups.items())
     ]
     defaults = _defaults(sur, budgets)
-    for method in sorted({m for m, _ in groups}):  # the default policy: at each budget the one it resolves
-        at = {b: groups.get((method, json.dumps(defaults[b], sort_keys=True)), []) for b in budgets}
-        if len({json.dumps(p, sort_keys=True) for p in defaults.values()}) > 1 and all(at.values()):
-            lines.append((method, "default", at))
+    if len({json.dumps(p, sort_keys=True) for p in defaults.values()}) > 1:
+        for method in sorted({m for m, _ in groups}):  # the default: at each budget the policy it resolves
+            at = {b: groups.get((method, json.dumps(defaults[b], sort_keys=True)), []) for b in budgets}
+            if all(at.values()):
+                lines.append((method, "default", at))
     spread_lines = []
     for method, policy, at in lines:
         cells, spreads = [], []
@@ -478,11 +480,13 @@ def report_embedded(rows: list[dict[str, Any]], sur: Surrogate) -> None:
         )
 
 
-def _resolved(policy: dict[str, Any], sur: Surrogate, budget: float | None) -> dict[str, Any]:
-    """`policy` as `tuner.study.create_study` stores it for a sweep of `budget` full trials' worth
-    of steps (None: a policy stored before brackets existed, which ran plain ASHA)."""
+def _resolved(
+    policy: dict[str, Any], sur: Surrogate, budget: float | None, n_trials: int | None = None
+) -> dict[str, Any]:
+    """`policy` as `tuner.study.create_study` stores it for a sweep of `n_trials` within `budget`
+    full trials' worth of steps (both None: a policy stored before brackets existed, plain ASHA)."""
     every, max_steps = int(sur.fixed["eval_every"]), int(sur.fixed["max_steps"])
-    return EarlyStopping.parse(policy).resolved(max_steps, every, budget=budget).model_dump()
+    return EarlyStopping.parse(policy).resolved(max_steps, every, n_trials, budget).model_dump()
 
 
 def _defaults(sur: Surrogate, budgets: tuple[int, ...]) -> dict[int, dict[str, Any]]:
@@ -596,12 +600,7 @@ def main() -> None:
             for g, f, *b in (p.split(":") for p in args.policy)
         ]
     elif args.embedded:  # the policy `make run` resolves: 24 trials within --embedded-budget
-        every, max_steps = int(sur.fixed["eval_every"]), int(sur.fixed["max_steps"])
-        policies = [
-            default_policy.resolved(
-                max_steps, every, n_trials=DEFAULT_TRIALS, budget=args.embedded_budget or None
-            ).model_dump()
-        ]
+        policies = [_resolved(default_policy.model_dump(), sur, args.embedded_budget or None, DEFAULT_TRIALS)]
     else:  # the default resolved at each budget: its brackets depend on the budget
         policies = list({json.dumps(p, sort_keys=True): p for p in _defaults(sur, budgets).values()}.values())
     names = args.methods or ([f"{DEFAULT_SAMPLER} + ASHA (default)"] if args.embedded else list(methods()))
@@ -628,13 +627,14 @@ def main() -> None:
             (r["method"], r["seed"], json.dumps(r["policy"], sort_keys=True), r.get("stop_budget"))
             for r in rows
         }
+        scheduler_of = {m: scheduler for m, (_, scheduler) in methods().items()}
         jobs = [
             {"method": m, "seed": s, "policy": p, "data": args.data, "budgets": budgets, **embedded}
             for s in range(args.seeds)
             for i, p in enumerate(policies)
             for m in names
             if (m, s, json.dumps(p, sort_keys=True), embedded.get("stop_budget")) not in done
-            and (i == 0 or methods()[m][1] == "asha")  # a policy changes nothing without early stopping
+            and (i == 0 or scheduler_of[m] == "asha")  # a policy changes nothing without early stopping
         ]
         if importlib.util.find_spec("hpbandster") is None:
             print("BOHB skipped: hpbandster is not installed (pip install -e '.[bench]')")

@@ -255,9 +255,8 @@ def _drive(
         raise
     policy = study_policy(attrs)
     if policy.brackets and policy.brackets > 1 and attrs.get("seed") is not None:
-        np.random.seed(
-            attrs["seed"]
-        )  # Ray's async Hyperband draws each trial's bracket from numpy's global RNG
+        # Ray's async Hyperband draws each trial's bracket from numpy's global RNG.
+        np.random.seed(attrs["seed"])
     policies = SweepPolicies(study, root, max_steps=_grid(space)[0])
     searcher = StudySearcher(study, space, root, budget, policies)
     progress = ProgressTable(study, searcher, target, parallel, out)
