@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: setup run test test-fast lint system-deps bench clean
+.PHONY: setup run test test-fast test-gpu lint system-deps bench clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -23,19 +23,25 @@ run: setup
 system-deps:
 	scripts/install-system-deps
 
-# Lint and format check (ruff) and type check (mypy on trainer/ and tuner/), configured in pyproject.toml.
+# Lint and format check (ruff), type check (mypy on trainer/ and tuner/) and the one-way import
+# contracts (import-linter), configured in pyproject.toml.
 lint: setup
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
+	$(VENV)/bin/lint-imports
 
-# Everything, end-to-end tests included (what CI runs): lint, then every test.
+# Everything, end-to-end tests included (what CI runs): lint, then every test but the GPU ones.
 test: setup system-deps lint
-	RNNTUNE_REQUIRE_E2E=1 $(PY) -m pytest -m "" -q
+	RNNTUNE_REQUIRE_E2E=1 $(PY) -m pytest -m "not gpu" -q
 
 # The fast suite only (no Ray sweeps, PostgreSQL, Chromium or Docker engine).
 test-fast: setup
-	$(PY) -m pytest -m "not slow" -q
+	$(PY) -m pytest -m "not slow and not gpu" -q
+
+# The tests that need CUDA (the fast cell path, docs/gpu.md); they fail on a machine without it.
+test-gpu: setup
+	$(PY) -m pytest -m gpu -q
 
 clean:
 	rm -rf $(VENV) runs studies test-artifacts .pytest_cache

@@ -41,8 +41,8 @@ from optuna.trial import TrialState
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from tuner.api import plots, sensitivity  # noqa: E402
-from tuner.api.reads import TrialDB  # noqa: E402
+from tuner.analysis import plots, sensitivity  # noqa: E402
+from tuner.analysis.reads import TrialDB  # noqa: E402
 
 NAME = "bench-10k"
 SPACE = {

@@ -7,14 +7,22 @@ table reports the median step. Achieved FLOP/s counts matrix-multiply FLOPs (tra
 and is given as a fraction of this machine's float32 matmul peak, measured in the same run.
 On a CPU that other processes share, read the CPU-time columns (see Stopwatch).
 
+On CUDA each model runs alone (a GPU is not shared): for float32 and for bf16 autocast, cuDNN's
+nn.LSTM and every cell on both of its CUDA paths (`cuda_path`: eager, and graphs, which captures
+each layer's window as CUDA graphs, trainer/cells/graphed.py), with the ratio to nn.LSTM in the
+same precision, the peak GPU memory of the row (torch.cuda.max_memory_allocated, model and
+optimizer included) and the first step's time, which on the graphs path holds the one-off
+torch.compile and capture cost.
+
     python bench/trainer_speed.py                 # PTB-like size, 1 CPU thread
     python bench/trainer_speed.py --quick         # a small size, for a smoke run
-    python bench/trainer_speed.py --device cuda   # against cuDNN's LSTM
+    python bench/trainer_speed.py --device cuda --steps 20   # against cuDNN's LSTM, both paths
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import platform
 import statistics
 import sys
@@ -27,7 +35,7 @@ from torch import Tensor, nn
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from trainer.cells import make_cell, onednn
+from trainer.cells import CUDA_PATHS, CudaPath, make_cell, onednn
 
 
 @dataclass(frozen=True)
@@ -61,11 +69,12 @@ class TorchLSTMLM(nn.Module):
 class CellLM(nn.Module):
     """The same LM with a stack of rnntune cells (trainer.cells.make_cell)."""
 
-    def __init__(self, size: Size, cell: str, **cell_args: int) -> None:
+    def __init__(self, size: Size, cell: str, cuda_path: CudaPath = "graphs", **cell_args: int) -> None:
         super().__init__()
         self.embedding = nn.Embedding(size.vocab, size.hidden)
         self.layers = nn.ModuleList(
-            make_cell(cell, size.hidden, size.hidden, **cell_args) for _ in range(size.layers)
+            make_cell(cell, size.hidden, size.hidden, cuda_path=cuda_path, **cell_args)
+            for _ in range(size.layers)
         )
         self.softmax = nn.Linear(size.hidden, size.vocab)
 
@@ -79,23 +88,28 @@ class CellLM(nn.Module):
 def forward_flops_per_token(name: str, size: Size) -> int:
     """Matrix-multiply FLOPs of one token's forward pass (2 per multiply-add)."""
     m = n = size.hidden
+    rounds = MOGRIFIER_ROUNDS * MOGRIFIER_RANK * (m + n)
     per_layer = {
         "torch.nn.LSTM": m * 4 * n + n * 4 * n,
         "lstm": m * 4 * n + n * 4 * n,
         # Each Mogrifier round is a rank-k gate: k·(in + out) multiply-adds (Mogrifier paper §2).
-        "mogrifier_lstm": m * 4 * n + n * 4 * n + MOGRIFIER_ROUNDS * MOGRIFIER_RANK * (m + n),
+        "mogrifier_lstm": m * 4 * n + n * 4 * n + rounds,
         # RLSTM (thesis §4.1): i, j from x; i, j, f from h_prev; W^fu (i⊙j); W^oc c.
         "rlstm": m * 2 * n + n * 3 * n + n * n + n * n,
+        "mogrifier_rlstm": m * 2 * n + n * 3 * n + n * n + n * n + rounds,
     }[name]
     return 2 * (size.layers * per_layer + n * size.vocab)
 
 
-def build(name: str, size: Size) -> nn.Module:
+def build(name: str, size: Size, cuda_path: CudaPath = "graphs") -> nn.Module:
     if name == "torch.nn.LSTM":
         return TorchLSTMLM(size)
+    mogrifier = {"mogrifier_rounds": MOGRIFIER_ROUNDS, "mogrifier_rank": MOGRIFIER_RANK}
     if name == "mogrifier_lstm":
-        return CellLM(size, name, mogrifier_rounds=MOGRIFIER_ROUNDS, mogrifier_rank=MOGRIFIER_RANK)
-    return CellLM(size, name)
+        return CellLM(size, name, cuda_path, **mogrifier)
+    if name == "mogrifier_rlstm":  # the RLSTM with rounds > 0 (make_cell)
+        return CellLM(size, "rlstm", cuda_path, **mogrifier)
+    return CellLM(size, name, cuda_path)
 
 
 class Stopwatch:
@@ -170,10 +184,19 @@ def processor(device: torch.device) -> str:
 class Trainee:
     """One model, its optimizer, and a fixed batch of random tokens."""
 
-    def __init__(self, name: str, size: Size, device: torch.device, seed: int) -> None:
+    def __init__(
+        self,
+        name: str,
+        size: Size,
+        device: torch.device,
+        seed: int,
+        cuda_path: CudaPath = "graphs",
+        autocast: torch.dtype | None = None,
+    ) -> None:
         torch.manual_seed(seed)
         self.name = name
-        self.model = build(name, size).to(device)
+        self.autocast = autocast
+        self.model = build(name, size, cuda_path).to(device)
         self.optimizer = torch.optim.RAdam(self.model.parameters(), lr=1e-3)
         self.tokens = torch.randint(size.vocab, (size.bptt + 1, size.batch), device=device)
         self.seconds: list[float] = []
@@ -182,17 +205,76 @@ class Trainee:
     def step(self, watch: Stopwatch) -> None:
         """One timed training step: summed cross-entropy over the window, averaged over the batch."""
         start, cpu_start = watch.now()
-        logits = self.model(self.tokens[:-1])
-        loss = (
-            nn.functional.cross_entropy(logits.flatten(0, 1), self.tokens[1:].flatten(), reduction="sum")
-            / self.tokens.shape[1]
+        amp = (
+            torch.autocast(watch.device.type, dtype=self.autocast)
+            if self.autocast is not None
+            else contextlib.nullcontext()
         )
+        with amp:
+            logits = self.model(self.tokens[:-1])
+            loss = (
+                nn.functional.cross_entropy(
+                    logits.flatten(0, 1).float(), self.tokens[1:].flatten(), reduction="sum"
+                )
+                / self.tokens.shape[1]
+            )
         self.optimizer.zero_grad(set_to_none=True)
         loss.backward()
         self.optimizer.step()
         end, cpu_end = watch.now()
         self.seconds.append(end - start)
         self.cpu_seconds.append(cpu_end - cpu_start)
+
+
+def label(name: str) -> str:
+    if name in ("mogrifier_lstm", "mogrifier_rlstm"):
+        return f"{name} r={MOGRIFIER_ROUNDS},k={MOGRIFIER_RANK}"
+    return name
+
+
+PRECISIONS: dict[str, torch.dtype | None] = {"float32": None, "bf16 autocast": torch.bfloat16}
+
+
+def run_cuda(names: list[str], size: Size, device: torch.device, steps: int) -> None:
+    """One model at a time per precision: nn.LSTM (cuDNN), then each cell on each CUDA path."""
+    watch = Stopwatch(device)
+    tokens = size.bptt * size.batch
+    print(f"device {device}, torch {torch.__version__}, {size}")
+    print(processor(device))
+    print(f"medians of {steps} training steps after one warm-up step; TF32 off; peak = max_memory_allocated")
+    print(
+        f"{'model':<30}{'path':>8}{'precision':>15}{'ms/step':>9}{'tokens/s':>10}"
+        f"{'vs cuDNN':>10}{'peak MiB':>10}{'1st step s':>12}"
+    )
+    for precision, dtype in PRECISIONS.items():
+        base = None
+        for name in names:
+            paths: tuple[CudaPath | None, ...] = (None,) if name == "torch.nn.LSTM" else CUDA_PATHS
+            for path in paths:
+                torch.cuda.empty_cache()
+                torch.cuda.reset_peak_memory_stats(device)
+                try:
+                    trainee = Trainee(name, size, device, seed=0, cuda_path=path or "eager", autocast=dtype)
+                    trainee.step(watch)  # the first step: on the graphs path, compilation and capture
+                    first = trainee.seconds[0]
+                    trainee.step(watch)
+                    trainee.seconds.clear()
+                    for _ in range(steps):
+                        trainee.step(watch)
+                except RuntimeError as err:  # one row's failure (e.g. out of memory) is a row of the table
+                    print(
+                        f"{label(name):<30}{path or 'cuDNN':>8}{precision:>15}  failed: {err}".splitlines()[0]
+                    )
+                    continue
+                rate = tokens / statistics.median(trainee.seconds)
+                base = rate if name == "torch.nn.LSTM" else base
+                ratio = f"{rate / base:>9.2f}x" if base else f"{'-':>10}"
+                peak_mib = torch.cuda.max_memory_allocated(device) / 2**20
+                print(
+                    f"{label(name):<30}{path or 'cuDNN':>8}{precision:>15}{1e3 * tokens / rate:>9.1f}"
+                    f"{rate:>10.0f}{ratio}{peak_mib:>10.0f}{first:>12.1f}"
+                )
+                del trainee
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -205,8 +287,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--quick", action="store_true", help=f"small size {QUICK} instead of {PTB_LIKE}")
     parser.add_argument(
         "--models",
-        default="torch.nn.LSTM,lstm,mogrifier_lstm,rlstm",
-        help="comma-separated subset of torch.nn.LSTM, lstm, mogrifier_lstm, rlstm",
+        help="comma-separated subset of torch.nn.LSTM, lstm, mogrifier_lstm, rlstm, mogrifier_rlstm "
+        "(default: all but mogrifier_rlstm on CPU, all on CUDA)",
     )
     args = parser.parse_args(argv)
 
@@ -216,9 +298,15 @@ def main(argv: list[str] | None = None) -> None:
         torch.backends.cuda.matmul.allow_tf32 = False  # compare against the float32 peak
         torch.backends.cudnn.allow_tf32 = False
     size = QUICK if args.quick else PTB_LIKE
-    names = args.models.split(",")
+    default_models = "torch.nn.LSTM,lstm,mogrifier_lstm,rlstm"
+    if device.type == "cuda":
+        default_models += ",mogrifier_rlstm"
+    names = (args.models or default_models).split(",")
     if "torch.nn.LSTM" not in names:
         names.insert(0, "torch.nn.LSTM")
+    if device.type == "cuda":
+        run_cuda(names, size, device, args.steps)
+        return
 
     watch = Stopwatch(device)
     peaks = matmul_peaks(watch, 2048 if args.quick else 4096)
@@ -250,11 +338,8 @@ def main(argv: list[str] | None = None) -> None:
         rate = tokens / statistics.median(trainee.seconds)
         cpu_rate = tokens / statistics.median(trainee.cpu_seconds)
         flops = 3 * forward_flops_per_token(trainee.name, size) * cpu_rate
-        label = trainee.name
-        if trainee.name == "mogrifier_lstm":
-            label += f" r={MOGRIFIER_ROUNDS},k={MOGRIFIER_RANK}"
         print(
-            f"{label:<26}{1e3 * tokens / rate:>9.0f}{rate:>10.0f}{rate / base:>11.2f}x"
+            f"{label(trainee.name):<26}{1e3 * tokens / rate:>9.0f}{rate:>10.0f}{rate / base:>11.2f}x"
             f"{cpu_rate:>11.0f}{cpu_rate / cpu_base:>11.2f}x{flops / 1e9:>13.1f}{flops / peak:>9.0%}"
         )
 

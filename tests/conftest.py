@@ -22,6 +22,15 @@ def pytest_runtest_makereport(item, call):
         report.longrepr = f"skipped under RNNTUNE_REQUIRE_E2E=1: {report.longrepr}"
 
 
+def pytest_runtest_call(item):
+    """A `gpu` test fails, rather than skips, without CUDA (`make test-gpu` on a GPU machine)."""
+    if item.get_closest_marker("gpu") is not None:
+        import torch
+
+        if not torch.cuda.is_available():
+            pytest.fail("this test is marked gpu and needs CUDA, which is not available here", pytrace=False)
+
+
 # Trainer settings small enough that a trial takes about a second on one CPU core.
 TINY_SETTINGS = {
     "hidden_size": 16,
@@ -53,7 +62,7 @@ def ray_cluster():
     """One embedded Ray cluster (2 CPUs) shared by the in-process sweeps of a test session."""
     import ray
 
-    from tuner.orchestration.ray_runtime import start_ray
+    from tuner.sweeps.ray_runtime import start_ray
 
     started = start_ray(None, num_cpus=2, verbose=False)
     yield

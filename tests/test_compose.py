@@ -261,7 +261,7 @@ def test_make_env_fills_fresh_secrets_and_never_overwrites(tmp_path: Path) -> No
         if line and not line.startswith("#")
     }
     for key, value in example.items():
-        if key in ("POSTGRES_PASSWORD", "RAY_AUTH_TOKEN", "RNNTUNE_API_TOKEN"):
+        if key in ("POSTGRES_PASSWORD", "RAY_AUTH_TOKEN", "RNNTUNE_API_TOKEN", "RNNTUNE_API_READ_TOKEN"):
             assert re.fullmatch(r"[0-9a-f]{64}", first[key]) and first[key] != second[key]
         else:
             assert first[key] == value, key
@@ -495,11 +495,13 @@ def test_compose_up_runs_the_sweep_on_postgres_and_scales_ray_workers(compose_pr
 
     # The best checkpoint over REST, its SHA-256 checked by the client and here.
     target = compose.folder / "best.pt"
-    got = remote(api, "best", study, "--checkpoint", str(target))
+    got = remote(api, "best", study, "--checkpoint", str(target), token=env["RNNTUNE_API_READ_TOKEN"])
     assert got.returncode == 0, got.stderr
     import httpx
 
-    response = httpx.get(f"{api}/studies/{study}/best/checkpoint", timeout=60)
+    read = {"Authorization": f"Bearer {env['RNNTUNE_API_READ_TOKEN']}"}
+    assert httpx.get(f"{api}/studies/{study}", timeout=60).status_code == 401
+    response = httpx.get(f"{api}/studies/{study}/best/checkpoint", headers=read, timeout=60)
     assert response.status_code == 200
     assert response.headers["X-Checkpoint-SHA256"] == hashlib.sha256(response.content).hexdigest()
     assert target.read_bytes() == response.content

@@ -1,10 +1,15 @@
-"""Two-Tailed Averaging (thesis §3.4, Algorithm 2 with both extensions).
+"""Weight averaging: Two-Tailed Averaging (thesis §3.4, Algorithm 2 with both extensions), the
+default, or the Mogrifier paper's switch to a tail average (§3.3), `averaging: switch`.
 
 Two running averages of the optimizer's iterates, a short θ^S and a long θ^L. Every E steps the
 loss of the raw weights, θ^S and θ^L is evaluated; when the short average is at least as good, it
 becomes the long one and a fresh short one starts. Algorithm 2 adds (1) a reset of an average that
 is stagnating and (2) deferring to the raw weights early in training. Hand-written: no library
 implements 2TA.
+
+The switch (`SwitchAveraging`) evaluates the raw weights until they have not improved for
+`averaging_patience` evaluations, or until 80% of `max_steps` at the latest, then averages every
+later iterate: Tail Averaging, thesis §3.2 eq. (3.2), with s the step of that evaluation.
 """
 
 from __future__ import annotations
@@ -12,14 +17,19 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 import torch
 from torch import Tensor
+
+from .config import TrainConfig
 
 # An average is "stagnating" (Algorithm 2, lines 3 and 6) when its loss has not improved on its
 # best for this many consecutive evaluations. The thesis says "a few evaluations"; 3 keeps a
 # reset quick after a change of basin while tolerating evaluation noise.
 STAGNATION_PATIENCE = 3
+# Mogrifier paper §3.3: averaging starts "at 80% of the training time at the latest".
+SWITCH_AT_LATEST = 0.8
 
 
 @dataclass
@@ -87,8 +97,11 @@ class TwoTailedAverage:
         """Algorithm 1, switch: S, L, θ^L ← 0, S, θ^S — the short average continues as the long one."""
         self.long, self.short = self.short, _Tail()
 
-    def evaluate_and_adapt(self, f: Callable[[list[Tensor] | None], float]) -> Decision:
-        """Algorithm 2. `f(weights)` is the validation loss of those weights (None: the raw iterate)."""
+    def evaluate_and_adapt(self, f: Callable[[list[Tensor] | None], float], step: int = 0) -> Decision:
+        """Algorithm 2. `f(weights)` is the validation loss of those weights (None: the raw iterate).
+
+        `step` (the optimizer step) is part of the averagers' shared call; 2TA adapts on losses alone.
+        """
         f_raw = f(None)
         f_short = f(self.short.weights) if self.short.length else math.inf
         if self.long.length == self.short.length and self.long.length:
@@ -120,11 +133,81 @@ class TwoTailedAverage:
 
         return {"eval_every": self.eval_every, "short": tail(self.short), "long": tail(self.long)}
 
-    def load_state_dict(self, state: dict) -> None:
+    def load_state_dict(self, state: dict, device: torch.device | str | None = None) -> None:
         self.eval_every = state["eval_every"]
         for name in ("short", "long"):
             s = state[name]
-            setattr(self, name, _Tail(s["length"], s["weights"], s["best"], s["since_best"]))
+            setattr(self, name, _Tail(s["length"], _to(s["weights"], device), s["best"], s["since_best"]))
+
+
+@dataclass
+class SwitchAveraging:
+    """The Mogrifier paper's averaging (§3.3, after Merity et al. 2017): a one-way switch.
+
+    Before the switch every evaluation reports the raw weights. At the first evaluation where the
+    raw loss has not improved on its best for `patience` evaluations, or whose step is at least
+    `latest_step` (80% of the run), averaging switches on; from then on `long` is the average of
+    every later iterate (Tail Averaging, thesis §3.2 eq. (3.2), s = the switch step) and is what
+    each evaluation reports.
+    """
+
+    patience: int
+    latest_step: int
+    long: _Tail = field(default_factory=_Tail)
+    on: bool = False
+    best: float = math.inf
+    since_best: int = 0
+
+    def add_weights(self, params: list[Tensor]) -> None:
+        """θ_t enters the tail average once the switch is on (eq. (3.2): t ≥ s)."""
+        if self.on:
+            self.long.add(params)
+
+    def evaluate_and_adapt(self, f: Callable[[list[Tensor] | None], float], step: int = 0) -> Decision:
+        """The raw weights' loss, or after the switch the tail average's; `step` is the optimizer step."""
+        f_raw = f(None)
+        if self.on and self.long.length:
+            f_avg = f(self.long.weights)
+            return Decision(f_avg, "long", self.long.length, f_raw, f_avg, f_avg)
+        d = Decision(f_raw, "raw", 1, f_raw, math.inf, math.inf)
+        if not self.on:
+            if f_raw < self.best:
+                self.best, self.since_best = f_raw, 0
+            else:
+                self.since_best += 1
+            if self.since_best >= self.patience or step >= self.latest_step:
+                self.on = d.switched = True
+        return d
+
+    def state_dict(self) -> dict:
+        long = {"length": self.long.length, "weights": self.long.weights}
+        return {
+            "kind": "switch",
+            "on": self.on,
+            "best": self.best,
+            "since_best": self.since_best,
+            "long": long,
+        }
+
+    def load_state_dict(self, state: dict, device: torch.device | str | None = None) -> None:
+        if state.get("kind") != "switch":
+            raise ValueError("the checkpoint's averaging state is not averaging: switch")
+        self.on, self.best, self.since_best = state["on"], state["best"], state["since_best"]
+        self.long = _Tail(state["long"]["length"], _to(state["long"]["weights"], device))
+
+
+def make_averaging(cfg: TrainConfig) -> TwoTailedAverage | SwitchAveraging:
+    """The averaging `cfg.averaging` names: 2TA every `eval_every` steps, or the paper's switch."""
+    if cfg.averaging == "switch":
+        return SwitchAveraging(cfg.averaging_patience, math.ceil(SWITCH_AT_LATEST * cfg.max_steps))
+    return TwoTailedAverage(cfg.eval_every)
+
+
+def _to(weights: Any, device: torch.device | str | None) -> Any:
+    """Saved averaged weights on `device` (None: where they are)."""
+    if weights is None or device is None:
+        return weights
+    return [w.to(device) for w in weights]
 
 
 def swap_in(params: list[Tensor], weights: list[Tensor]) -> list[Tensor]:

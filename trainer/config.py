@@ -19,6 +19,8 @@ Cell = Literal["lstm", "mogrifier_lstm", "rlstm", "mlstm", "tmlstm", "mgru", "tm
 Architecture = Literal["residual", "skip"]
 Dataset = Literal["builtin", "ptb", "ptb_char", "wikitext2", "enwik8", "text8", "reverse_copy"]
 Optimizer = Literal["radam", "adam"]
+Averaging = Literal["2ta", "switch"]
+MultiplicativeForm = Literal["default", "printed"]
 # The spelling older configs and checkpoints use for Adam with beta1 = 0; read as optimizer: adam.
 LEGACY_ADAM_BETA1_0 = "adam_beta1_0"
 
@@ -76,6 +78,10 @@ class TrainConfig(BaseModel):
     t_max: float = tunable(
         math.exp(3.0), gt=2.0, le=1e6, description="Chrono init: b_f ~ ln U(1, t_max - 1) (§4.4)"
     )
+    chrono_init: bool = Field(
+        False,
+        description="Chrono init of forget (update) gate biases with t_max (thesis §4.4); off: they start at 0",
+    )
     max_time_steps: int = tunable(20, ge=1, le=10000, description="dynamic evaluation BPTT window")
     dyneval_learning_rate: float = tunable(1e-4, gt=0.0, lt=1.0)
     dyneval_decay_rate: float = tunable(1e-3, ge=0.0, lt=1.0)
@@ -85,6 +91,11 @@ class TrainConfig(BaseModel):
     cell: Cell = tunable("lstm", description="the recurrent cell; a space may tune it as a categorical")
     architecture: Architecture = Field(
         "residual", description="residual (thesis §4.2 eq. 1) or skip (Mogrifier paper)"
+    )
+    multiplicative_form: MultiplicativeForm = Field(
+        "default",
+        description="mlstm/tmlstm/mgru/tmgru: default (h = o ⊙ tanh(c), intermediate size = hidden size) "
+        "or printed (eq. 7's h = o ⊙ σ(c), intermediate size = input size, §5.1)",
     )
     dataset: Dataset = "builtin"
     data_dir: Path | None = Field(None, description="folder holding the dataset's standard files")
@@ -108,6 +119,14 @@ class TrainConfig(BaseModel):
         description="β1 of RAdam/Adam; 0 as the baseline's Adam (Mogrifier paper §3.3), kept by thesis §4.6",
     )
     grad_clip: float = Field(10.0, gt=0.0, description="clip the gradient to this global norm")
+    averaging: Averaging = Field(
+        "2ta",
+        description="2ta (thesis §3.4 Algorithm 2) or switch (Mogrifier paper §3.3: average from the "
+        "first evaluation after averaging_patience without improvement, or at 80% of max_steps)",
+    )
+    averaging_patience: int = Field(
+        50, ge=1, description="averaging: switch turns on after this many evaluations without improvement"
+    )
 
     # --- run control ---
     max_steps: int = Field(1000, ge=1)
@@ -124,6 +143,12 @@ class TrainConfig(BaseModel):
         le=100000,
         description="> 0: also report Monte Carlo dropout evaluation over this many masks (Mogrifier §3.3: 200)",
     )
+    mc_dropout_scale: float = Field(
+        1.0,
+        gt=0.0,
+        le=1.0,
+        description="Monte Carlo dropout multiplies every dropout rate by this (Mogrifier §3.3; 1 = unscaled)",
+    )
     reverse_copy_length: int = Field(
         50, ge=1, le=100000, description="reverse copy: tokens per sequence (Mogrifier paper §4.3: 50-200)"
     )
@@ -132,6 +157,11 @@ class TrainConfig(BaseModel):
     )
     seed: int = Field(0, ge=0)
     device: str = Field("auto", description="auto, cpu, cuda or cuda:N")
+    cuda_path: Literal["graphs", "eager"] = Field(
+        "graphs",
+        description="on CUDA, how LSTM-family cells train: graphs (each layer's window replayed as "
+        "CUDA graphs) or eager; ignored on CPU (docs/trainer.md)",
+    )
     run_dir: Path = Field(Path("runs/train"), description="where config, metrics and checkpoints go")
 
     @model_validator(mode="before")

@@ -1,5 +1,6 @@
 """Evaluation with deterministic dropout, softmax temperature chosen on validation data (thesis §4.6),
-or with Monte Carlo dropout (Mogrifier paper §3.3): predictions averaged over sampled masks.
+or with Monte Carlo dropout (Mogrifier paper §3.3): predictions averaged over sampled masks, with
+the dropout rates optionally scaled ("in the MC case dropout rates are scaled", §3.3).
 
 Losses are mean cross-entropy in nats per token; `perplexity` and `bits_per_char` convert them
 to what word- and character-level papers report.
@@ -8,7 +9,8 @@ to what word- and character-level papers report.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 
 import torch
 from torch import Tensor
@@ -20,6 +22,14 @@ from .objective import repeat_for_samples, token_log_likelihood
 TEMPERATURE_GRID = tuple(round(0.70 + 0.05 * i, 2) for i in range(13))  # 0.70 … 1.30
 # Monte Carlo dropout runs at most this many rows (samples × streams) through the model at once.
 MC_CHUNK_ROWS = 1024
+# The dropout rates Monte Carlo evaluation scales (every dropout of the model, trainer/model.py).
+DROPOUT_RATES = (
+    "input_dropout",
+    "inter_layer_dropout",
+    "cell_output_dropout",
+    "state_dropout",
+    "output_dropout",
+)
 
 
 @torch.no_grad()
@@ -62,18 +72,19 @@ def mc_evaluate(
     samples: int,
     temperatures: Sequence[float] = (1.0,),
     max_tokens: int | None = None,
+    dropout_scale: float = 1.0,
 ) -> list[float]:
     """Monte Carlo dropout evaluation (Mogrifier paper §3.3; Gal & Ghahramani 2016).
 
     Mean nats/token of −ln (1/N Σ_n p(w_t | w_<t, M^n)) over N = `samples` dropout masks, each
-    sample its own copy of the batch with its own carried state and masks, dropout on exactly as
-    in training (the multi-sample objective of thesis §4.3, at evaluation). One loss per temperature.
+    sample its own copy of the batch with its own carried state and masks, dropout on as in
+    training (the multi-sample objective of thesis §4.3, at evaluation) with every rate multiplied
+    by `dropout_scale` (Mogrifier paper §3.3, Melis et al. 2018; 1: the training rates). One loss
+    per temperature.
     """
     if samples < 1:
         raise ValueError(f"mc samples must be at least 1, not {samples}")
-    was_training = model.training
-    model.train()
-    try:
+    with dropout_on(model, dropout_scale):
         n, batch = data.shape
         if max_tokens is not None:
             n = min(n, max(2, max_tokens // batch + 1))
@@ -97,17 +108,31 @@ def mc_evaluate(
                 totals[i] -= (acc - math.log(samples)).sum().item()
             count += y.numel()
         return [t / count for t in totals]
+
+
+@contextmanager
+def dropout_on(model: LanguageModel, scale: float = 1.0) -> Iterator[None]:
+    """Dropout on (training mode) with every rate of the model's config × `scale` (Monte Carlo
+    dropout's rate scaling, Mogrifier paper §3.3); the model's mode and config are restored after."""
+    if not 0.0 < scale <= 1.0:
+        raise ValueError(f"the dropout scale must be in (0, 1], not {scale}")
+    was_training, cfg = model.training, model.cfg
+    model.cfg = cfg.model_copy(update={name: getattr(cfg, name) * scale for name in DROPOUT_RATES})
+    model.train()
+    try:
+        yield
     finally:
+        model.cfg = cfg
         model.train(was_training)
 
 
 def select_temperature(
-    model: LanguageModel, valid: Tensor, bptt: int, mc_samples: int = 0
+    model: LanguageModel, valid: Tensor, bptt: int, mc_samples: int = 0, dropout_scale: float = 1.0
 ) -> tuple[float, float]:
     """The softmax temperature that minimizes validation loss, and that loss (Melis et al. 2018);
-    with `mc_samples` > 0, of Monte Carlo dropout evaluation."""
+    with `mc_samples` > 0, of Monte Carlo dropout evaluation at rates × `dropout_scale`."""
     if mc_samples > 0:
-        losses = mc_evaluate(model, valid, bptt, mc_samples, TEMPERATURE_GRID)
+        losses = mc_evaluate(model, valid, bptt, mc_samples, TEMPERATURE_GRID, dropout_scale=dropout_scale)
     else:
         losses = evaluate(model, valid, bptt, TEMPERATURE_GRID)
     best = min(range(len(losses)), key=losses.__getitem__)

@@ -30,10 +30,12 @@ def test_figures(
     temperature, _ = select_temperature(model, valid, cfg.bptt)
     out = {"temperature": temperature, "test_loss": evaluate(model, test, cfg.bptt, (temperature,))[0]}
     if cfg.mc_dropout_samples > 0:
-        samples = cfg.mc_dropout_samples
-        mc_temperature, _ = select_temperature(model, valid, cfg.bptt, samples)
+        samples, scale = cfg.mc_dropout_samples, cfg.mc_dropout_scale  # rates × scale (§3.3)
+        mc_temperature, _ = select_temperature(model, valid, cfg.bptt, samples, scale)
         out["mc_temperature"] = mc_temperature
-        out["mc_test_loss"] = mc_evaluate(model, test, cfg.bptt, samples, (mc_temperature,))[0]
+        out["mc_test_loss"] = mc_evaluate(
+            model, test, cfg.bptt, samples, (mc_temperature,), dropout_scale=scale
+        )[0]
     if cfg.dyneval:
         device = valid.device
         splits = {"valid": corpus.valid.to(device), "test": corpus.test.to(device)}

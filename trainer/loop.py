@@ -1,4 +1,5 @@
-"""The training loop: RAdam on the papers' loss, 2TA every E steps, divergence recovery, checkpoints.
+"""The training loop: RAdam on the papers' loss, weight averaging (2TA or the switch) every E steps,
+divergence recovery, checkpoints.
 
 `train(config, report)` is the whole interface a tuner sees: `report(metrics)` is called after
 every evaluation and may return True to stop the run.
@@ -18,7 +19,7 @@ import torch
 from torch import Tensor
 
 from . import reverse_copy
-from .averaging import Decision, TwoTailedAverage, swap_in
+from .averaging import Decision, make_averaging, swap_in
 from .checkpoint import FORMAT_VERSION, last_evaluation, read_checkpoint, save_atomic
 from .config import ConfigError, TrainConfig, make_config
 from .data import batchify, load_corpus
@@ -36,7 +37,7 @@ MAX_RESTORES = 10
 # uniform prediction — counts as exploded, as does a non-finite loss or gradient norm.
 EXPLOSION_FACTOR = 2.0
 # Settings that may change when a run resumes (they steer the run, not what it computes).
-RESUMABLE_CHANGES = frozenset({"max_steps", "max_time_s", "device", "run_dir"})
+RESUMABLE_CHANGES = frozenset({"max_steps", "max_time_s", "device", "cuda_path", "run_dir"})
 
 Report = Callable[[dict[str, Any]], Any]
 
@@ -94,7 +95,7 @@ class Trainer:
             self.train_data = batchify(self.corpus.train, cfg.batch_size).to(self.device)
             self.valid_data = batchify(self.corpus.valid, cfg.eval_batch_size).to(self.device)
             self.test_data = batchify(self.corpus.test, cfg.eval_batch_size).to(self.device)
-        self.averaging = TwoTailedAverage(cfg.eval_every)
+        self.averaging = make_averaging(cfg)  # 2TA, or the Mogrifier paper's switch
         self.accuracies: dict[float, float | None] = {}  # this evaluation's accuracy by its loss
         self.run_dir = Path(cfg.run_dir)
         self.step = 0
@@ -143,11 +144,7 @@ class Trainer:
             for p, w in zip(self.params, ckpt["raw"]):
                 p.copy_(w.to(p.device))
         self.optimizer.load_state_dict(ckpt["optimizer"])
-        avg = ckpt["averaging"]
-        for tail in ("short", "long"):
-            if avg[tail]["weights"] is not None:
-                avg[tail]["weights"] = [w.to(self.device) for w in avg[tail]["weights"]]
-        self.averaging.load_state_dict(avg)
+        self.averaging.load_state_dict(ckpt["averaging"], self.device)
 
     def _resume(self, path: Path) -> None:
         ckpt = read_checkpoint(path, map_location=self.device)
@@ -273,7 +270,7 @@ class Trainer:
 
     def evaluate_2ta(self) -> Decision:
         self.accuracies.clear()
-        return self.averaging.evaluate_and_adapt(self._loss_of)
+        return self.averaging.evaluate_and_adapt(self._loss_of, self.step)
 
     def run(self, report: Report | None = None) -> TrainResult:
         cfg = self.cfg

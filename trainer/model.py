@@ -56,6 +56,9 @@ class LanguageModel(nn.Module):
                 t_max=cfg.t_max,
                 mogrifier_rounds=cfg.mogrifier_rounds,
                 mogrifier_rank=cfg.mogrifier_rank,
+                chrono_init=cfg.chrono_init,
+                multiplicative_form=cfg.multiplicative_form,
+                cuda_path=cfg.cuda_path,
             )
             for layer in range(cfg.num_layers)
         )

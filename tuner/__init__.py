@@ -1,1 +1,11 @@
-"""rnntune's tuner: search spaces, samplers, Ray Tune orchestration, SQL studies, API and CLI."""
+"""rnntune's tuner: search spaces, samplers, sweeps on Ray Tune, SQL studies, analysis, the API and CLI."""
+
+import importlib.metadata
+
+
+def version() -> str:
+    """The installed distribution's version (pyproject.toml's `version`): the one source of it."""
+    try:
+        return importlib.metadata.version("rnntune")
+    except importlib.metadata.PackageNotFoundError:  # run from a source tree that was never installed
+        return "unknown (not installed)"

@@ -4,19 +4,24 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import importlib.metadata
 import sys
 
+from tuner import version
+
 # Subcommand modules, in the order `rnntune --help` lists them.
-COMMANDS = ("up", "sweep", "finalize", "train", "evaluate", "serve", "remote", "spaces", "export", "report")
-
-
-def version() -> str:
-    """The installed distribution's version (pyproject.toml's `version`)."""
-    try:
-        return importlib.metadata.version("rnntune")
-    except importlib.metadata.PackageNotFoundError:  # run from a source tree that was never installed
-        return "unknown (not installed)"
+COMMANDS = (
+    "up",
+    "sweep",
+    "finalize",
+    "train",
+    "evaluate",
+    "serve",
+    "remote",
+    "spaces",
+    "export",
+    "report",
+    "compare",
+)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -75,6 +75,23 @@ def test_mc_needs_a_sample():
         mc_evaluate(model, data, 4, samples=0)
 
 
+def test_mc_dropout_scale_multiplies_every_rate():
+    """Mogrifier paper §3.3: "in the MC case dropout rates are scaled" (lamb: eval_dropout_multiplier)."""
+    model, data = model_and_data(**DROPOUT)
+    halved, _ = model_and_data(**{name: rate * 0.5 for name, rate in DROPOUT.items()})
+    torch.manual_seed(3)
+    scaled = mc_evaluate(model, data, bptt=4, samples=6, temperatures=(1.0, 0.9), dropout_scale=0.5)
+    torch.manual_seed(3)
+    want = mc_evaluate(halved, data, bptt=4, samples=6, temperatures=(1.0, 0.9))
+    assert scaled == pytest.approx(want, rel=1e-6)
+    assert model.cfg.state_dropout == DROPOUT["state_dropout"] and not model.training  # restored
+    torch.manual_seed(3)
+    unscaled = mc_evaluate(model, data, bptt=4, samples=6, temperatures=(1.0, 0.9))
+    assert abs(unscaled[0] - scaled[0]) > 1e-4  # the unscaled variant is kept, and it differs
+    with pytest.raises(ValueError, match="dropout scale"):
+        mc_evaluate(model, data, 4, samples=2, dropout_scale=0.0)
+
+
 @pytest.mark.slow
 def test_trainer_reports_mc_and_evaluate_command_takes_mc_samples(tmp_path, capsys):
     import json

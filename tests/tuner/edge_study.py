@@ -5,7 +5,8 @@ from __future__ import annotations
 import optuna
 from optuna.distributions import FloatDistribution
 
-from tuner.study import create_study, set_status
+from tuner.storage.study import set_status
+from tuner.sweeps.create import create_study
 
 LR = FloatDistribution(0.001, 0.004, log=True)
 

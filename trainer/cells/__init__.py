@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Protocol
 
 from .base import RecurrentCell, State, chrono_init_
+from .graphed import CUDA_PATHS, CudaPath
 from .lstm import LSTMCell
 from .mgru import MGRUCell
 from .mlstm import MLSTMCell
@@ -15,15 +16,29 @@ from .tmlstm import TMLSTMCell
 
 
 class CellFactory(Protocol):
-    """A cell class: every cell takes its sizes and the Chrono `t_max` (thesis §4.4)."""
+    """A cell class: every cell takes its sizes and the Chrono `t_max` (thesis §4.4; None: no Chrono)."""
 
-    def __call__(self, input_size: int, hidden_size: int, *, t_max: float) -> RecurrentCell: ...
+    def __call__(self, input_size: int, hidden_size: int, *, t_max: float | None) -> RecurrentCell: ...
+
+
+class MultiplicativeFactory(Protocol):
+    """A multiplicative cell class (Maupomé & Meurs): also takes the reading of its equations."""
+
+    def __call__(
+        self, input_size: int, hidden_size: int, *, t_max: float | None, form: str
+    ) -> RecurrentCell: ...
 
 
 CELLS: dict[str, CellFactory] = {
     "lstm": LSTMCell,
     "mogrifier_lstm": MogrifierLSTMCell,
     "rlstm": RLSTMCell,
+    "mlstm": MLSTMCell,
+    "tmlstm": TMLSTMCell,
+    "mgru": MGRUCell,
+    "tmgru": TMGRUCell,
+}
+MULTIPLICATIVE: dict[str, MultiplicativeFactory] = {
     "mlstm": MLSTMCell,
     "tmlstm": TMLSTMCell,
     "mgru": MGRUCell,
@@ -39,25 +54,42 @@ def make_cell(
     t_max: float = 20.0,
     mogrifier_rounds: int = 0,
     mogrifier_rank: int = 0,
+    chrono_init: bool = False,
+    multiplicative_form: str = "default",
+    cuda_path: CudaPath = "graphs",
 ) -> RecurrentCell:
     """Build the cell called `name` (a TrainConfig.cell value) for one layer.
 
     `mogrifier_rounds` and `mogrifier_rank` apply where the papers mogrify: the Mogrifier LSTM,
     and the RLSTM, which with rounds > 0 is Circling Back's Mogrifier RLSTM (§3; thesis §4.2 eq. 1)
-    and with 0 the plain RLSTM. The other cells ignore them. Every cell takes `t_max` for the
-    Chrono initialization of its forget (or update) gate bias (thesis §4.4).
+    and with 0 the plain RLSTM. The other cells ignore them. With `chrono_init` the cell's forget
+    (or update) gate bias gets the Chrono initialization with `t_max` (thesis §4.4); without, it
+    starts at zero like every other bias. `multiplicative_form` ("default" or "printed") picks the
+    reading of the multiplicative cells' equations (mlstm.py); the other cells ignore it. `cuda_path` picks how
+    the LSTM-family cells (LSTM, Mogrifier LSTM, RLSTM, Mogrifier RLSTM) train on CUDA: "graphs"
+    (graphed.py) or "eager"; it changes nothing on CPU, and the multiplicative cells run eagerly.
     """
     if name not in CELLS:
         raise ValueError(f"cell must be one of {sorted(CELLS)}, not {name!r}")
+    if cuda_path not in CUDA_PATHS:
+        raise ValueError(f"cuda_path must be one of {list(CUDA_PATHS)}, not {cuda_path!r}")
+    chrono = t_max if chrono_init else None
+    cell: RecurrentCell
     if name == "mogrifier_lstm":
-        return MogrifierLSTMCell(
-            input_size, hidden_size, t_max=t_max, rounds=mogrifier_rounds, rank=mogrifier_rank
+        cell = MogrifierLSTMCell(
+            input_size, hidden_size, t_max=chrono, rounds=mogrifier_rounds, rank=mogrifier_rank
         )
-    if name == "rlstm" and mogrifier_rounds > 0:
-        return MogrifierRLSTMCell(
-            input_size, hidden_size, t_max=t_max, rounds=mogrifier_rounds, rank=mogrifier_rank
+    elif name == "rlstm" and mogrifier_rounds > 0:
+        cell = MogrifierRLSTMCell(
+            input_size, hidden_size, t_max=chrono, rounds=mogrifier_rounds, rank=mogrifier_rank
         )
-    return CELLS[name](input_size, hidden_size, t_max=t_max)
+    elif name in MULTIPLICATIVE:
+        cell = MULTIPLICATIVE[name](input_size, hidden_size, t_max=chrono, form=multiplicative_form)
+    else:
+        cell = CELLS[name](input_size, hidden_size, t_max=chrono)
+    if isinstance(cell, LSTMCell | RLSTMCell):  # the cells with a graphed CUDA path
+        cell.cuda_path = cuda_path
+    return cell
 
 
-__all__ = ["CELLS", "RecurrentCell", "State", "chrono_init_", "make_cell"]
+__all__ = ["CELLS", "CUDA_PATHS", "CudaPath", "RecurrentCell", "State", "chrono_init_", "make_cell"]

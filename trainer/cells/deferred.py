@@ -23,6 +23,7 @@ class _BatchedWeightGrad(torch.autograd.Function):
     def forward(ctx, base: Tensor, weight: Tensor, inputs: list[Tensor]) -> Tensor:
         ctx.inputs = inputs
         ctx.weight_shape = weight.shape
+        ctx.weight_dtype = weight.dtype
         return base.view_as(base)
 
     @staticmethod
@@ -35,8 +36,10 @@ class _BatchedWeightGrad(torch.autograd.Function):
             )
         grad_weight = None
         if ctx.needs_input_grad[1]:
-            u = torch.stack(inputs).reshape(-1, ctx.weight_shape[0])
+            # Under autocast u and dY may differ in dtype (float32 and bfloat16): multiply in dY's.
+            u = torch.stack(inputs).reshape(-1, ctx.weight_shape[0]).to(grad.dtype)
             grad_weight = onednn.matmul(u.t(), grad.reshape(-1, ctx.weight_shape[1]))
+            grad_weight = grad_weight.to(ctx.weight_dtype)
         return (grad if ctx.needs_input_grad[0] else None), grad_weight, None
 
 
@@ -54,6 +57,10 @@ class DeferredMatmul:
         if self._record:
             base = _BatchedWeightGrad.apply(base, weight, self._inputs)
             weight = weight.detach()
+        device = weight.device.type
+        if torch.is_autocast_enabled(device) and weight.dtype == torch.float32:
+            # Autocast would cast the detached W at every step; cast it once per window instead.
+            weight = weight.to(torch.get_autocast_dtype(device))
         self._weight = weight
         self._base = base.unbind(0)
 

@@ -5,8 +5,10 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
+from . import graphed
 from .base import RecurrentCell, State, chrono_init_, uniform_init_
 from .fused import CappedLSTMWindow
+from .windows import Config, lstm_window
 
 
 class LSTMCell(RecurrentCell):
@@ -15,18 +17,30 @@ class LSTMCell(RecurrentCell):
     Parameters: w_x [m, 4n], w_h [n, 4n], bias [4n], gate blocks in the order i, j, f, o. The layer
     runs as one autograd Function with a hand-written backward (fused.py): the input projection
     W^x x + b is hoisted out of the recurrence, and weight gradients are GEMMs over many steps.
+    On CUDA, with `cuda_path` "graphs" (make_cell's default), training runs the same equations
+    from windows.py replayed as CUDA graphs (graphed.py); "eager" keeps this forward there too.
     """
 
-    def __init__(self, input_size: int, hidden_size: int, t_max: float = 20.0) -> None:
+    cuda_path: graphed.CudaPath = "graphs"
+
+    def __init__(self, input_size: int, hidden_size: int, t_max: float | None = None) -> None:
+        """`t_max`: Chrono-initialize b^f with it (thesis §4.4); None leaves b^f at zero."""
         super().__init__(input_size, hidden_size)
         n = hidden_size
         self.w_x = nn.Parameter(torch.empty(input_size, 4 * n))
         self.w_h = nn.Parameter(torch.empty(n, 4 * n))
         self.bias = nn.Parameter(torch.empty(4 * n))
         uniform_init_(self, input_size + n)
-        chrono_init_(self.bias[2 * n : 3 * n], t_max)  # b^f ~ ln U(1, T_max - 1) (thesis §4.4)
+        if t_max is not None:
+            chrono_init_(self.bias[2 * n : 3 * n], t_max)  # b^f ~ ln U(1, T_max - 1) (thesis §4.4)
+
+    def fast_window(self) -> tuple[graphed.Window, Config, tuple[Tensor, ...]]:
+        """The graphed path's window function, its Mogrifier ranks and its tensors (windows.py)."""
+        return lstm_window, (), (self.w_x, self.w_h, self.bias)
 
     def forward(self, x: Tensor, state: State, state_mask: Tensor | None = None) -> tuple[Tensor, State]:
+        if graphed.wanted(self, x):
+            return graphed.run(self, x, state, state_mask)
         h, c = state
         h_seq, h, c = CappedLSTMWindow.apply(x, self.w_x, self.w_h, self.bias, h, c, state_mask, ())
         return h_seq, (h, c)

@@ -11,9 +11,11 @@ from typing import cast
 import torch
 from torch import Tensor, nn
 
+from . import graphed
 from .base import State
 from .fused import CappedLSTMWindow
 from .lstm import LSTMCell
+from .windows import Config, lstm_window
 
 
 class MogrifierGate(nn.Module):
@@ -83,14 +85,20 @@ class MogrifierLSTMCell(LSTMCell):
     """
 
     def __init__(
-        self, input_size: int, hidden_size: int, t_max: float = 20.0, rounds: int = 5, rank: int = 0
+        self, input_size: int, hidden_size: int, t_max: float | None = None, rounds: int = 5, rank: int = 0
     ) -> None:
         super().__init__(input_size, hidden_size, t_max=t_max)
         self.rounds = rounds
         self.gates = make_gates(input_size, hidden_size, rounds, rank)
 
+    def fast_window(self) -> tuple[graphed.Window, Config, tuple[Tensor, ...]]:
+        """The graphed path's window function, one rank per round, and the LSTM's then the gates' tensors."""
+        gates = [cast(MogrifierGate, gate) for gate in self.gates]
+        params = (self.w_x, self.w_h, self.bias, *(p for gate in gates for p in gate.tensors()))
+        return lstm_window, tuple(gate.rank for gate in gates), params
+
     def forward(self, x: Tensor, state: State, state_mask: Tensor | None = None) -> tuple[Tensor, State]:
-        if self.rounds == 0:
+        if self.rounds == 0 or graphed.wanted(self, x):
             return super().forward(x, state, state_mask)
         h, c = state
         # x↑ depends on h_prev, so the input projection stays in the loop: [x↑, h↑] @ [W^x; W^h]

@@ -5,12 +5,16 @@ And the Mogrifier RLSTM, Circling Back's headline model (§3, Tables 1-2): the R
 
 from __future__ import annotations
 
+from typing import cast
+
 import torch
 from torch import Tensor, nn
 
+from . import graphed
 from .base import RecurrentCell, State, chrono_init_, uniform_init_
 from .deferred import DeferredMatmul, zeros_base
-from .mogrifier import make_gates, mogrify
+from .mogrifier import MogrifierGate, make_gates, mogrify
+from .windows import Config, rlstm_window
 
 
 class RLSTMCell(RecurrentCell):
@@ -18,10 +22,14 @@ class RLSTMCell(RecurrentCell):
 
     Parameters: w_x [m, 2n] (W^ix, W^jx), w_h [n, 3n] (W^ih, W^jh, W^fh), w_fu [n, n], w_oc [n, n],
     bias [4n] (b^i, b^j, b^f, b^o). Because the cap keeps f + min(i, 1-f) <= 1 and |j| <= 1,
-    |c| <= 1 for every unit at every step.
+    |c| <= 1 for every unit at every step. On CUDA, with `cuda_path` "graphs", training runs
+    the same equations from windows.py replayed as CUDA graphs (graphed.py).
     """
 
-    def __init__(self, input_size: int, hidden_size: int, t_max: float = 20.0) -> None:
+    cuda_path: graphed.CudaPath = "graphs"
+
+    def __init__(self, input_size: int, hidden_size: int, t_max: float | None = None) -> None:
+        """`t_max`: Chrono-initialize b^f with it (thesis §4.4); None leaves b^f at zero."""
         super().__init__(input_size, hidden_size)
         n = hidden_size
         self.w_x = nn.Parameter(torch.empty(input_size, 2 * n))
@@ -30,9 +38,16 @@ class RLSTMCell(RecurrentCell):
         self.w_oc = nn.Parameter(torch.empty(n, n))
         self.bias = nn.Parameter(torch.empty(4 * n))
         uniform_init_(self, input_size + n)
-        chrono_init_(self.bias[2 * n : 3 * n], t_max)  # b^f ~ ln U(1, T_max - 1) (thesis §4.4)
+        if t_max is not None:
+            chrono_init_(self.bias[2 * n : 3 * n], t_max)  # b^f ~ ln U(1, T_max - 1) (thesis §4.4)
+
+    def fast_window(self) -> tuple[graphed.Window, Config, tuple[Tensor, ...]]:
+        """The graphed path's window function, its Mogrifier ranks and its tensors (windows.py)."""
+        return rlstm_window, (), (self.w_x, self.w_h, self.w_fu, self.w_oc, self.bias)
 
     def forward(self, x: Tensor, state: State, state_mask: Tensor | None = None) -> tuple[Tensor, State]:
+        if graphed.wanted(self, x):
+            return graphed.run(self, x, state, state_mask)
         steps, batch, _ = x.shape
         n = self.hidden_size
         h, c = state
@@ -65,14 +80,20 @@ class MogrifierRLSTMCell(RLSTMCell):
     """
 
     def __init__(
-        self, input_size: int, hidden_size: int, t_max: float = 20.0, rounds: int = 5, rank: int = 0
+        self, input_size: int, hidden_size: int, t_max: float | None = None, rounds: int = 5, rank: int = 0
     ) -> None:
         super().__init__(input_size, hidden_size, t_max=t_max)
         self.rounds = rounds
         self.gates = make_gates(input_size, hidden_size, rounds, rank)
 
+    def fast_window(self) -> tuple[graphed.Window, Config, tuple[Tensor, ...]]:
+        """The graphed path's window function, one rank per round, and the RLSTM's then the gates' tensors."""
+        window, _, params = super().fast_window()
+        gates = [cast(MogrifierGate, gate) for gate in self.gates]
+        return window, tuple(g.rank for g in gates), (*params, *(p for g in gates for p in g.tensors()))
+
     def forward(self, x: Tensor, state: State, state_mask: Tensor | None = None) -> tuple[Tensor, State]:
-        if self.rounds == 0:
+        if self.rounds == 0 or graphed.wanted(self, x):
             return super().forward(x, state, state_mask)
         n = self.hidden_size
         h, c = state

@@ -3,7 +3,8 @@
 Equation numbers refer to seeds/multiplicative-models-for-recurrent-lm.md: eqs. (22)-(24), (17),
 (4), (18). Eq. (23) is read as r = σ(U_r x + V_r m_r), like eq. (22); as printed, V_r m_r falls
 outside the sigmoid, which would not be a gate. The state is (h,) only; the state mask scales h_prev
-where it enters a product, the carry (1 - z) ⊙ h_prev keeps the unmasked state (see mgru.py).
+where it enters a product, the carry (1 - z) ⊙ h_prev keeps the unmasked state (see mgru.py). With
+`form="printed"` each m_* has the input's size (§5.1); see mlstm.py.
 """
 
 from __future__ import annotations
@@ -13,38 +14,44 @@ from torch import Tensor, nn
 
 from .base import GRUStateCell, State, chrono_update_gate_init_, uniform_init_
 from .deferred import DeferredMatmul, zeros_base
+from .mlstm import intermediate_size
 
 
 class TMGRUCell(GRUStateCell):
     """m_z, m_r (eq. 17); z, r (eqs. 22-23); m_h = (W_hx x) ⊙ (W_hh (r ⊙ ĥ)) (eq. 24); GRU update.
 
-    Parameters: w_mx [m, 3n] (W_zx, W_rx, W_hx), w_mh [n, 2n] (W_zh, W_rh), w_hh [n, n] (W_hh),
-    w_x [m, 3n] (U_z, U_r, U_h), w_m [3, n, n] (V_z, V_r, V_h), bias [3n] (b_z, b_r, b_h).
+    Parameters, with k the intermediate size: w_mx [m, 3k] (W_zx, W_rx, W_hx), w_mh [n, 2k]
+    (W_zh, W_rh), w_hh [n, k] (W_hh), w_x [m, 3n] (U_z, U_r, U_h), w_m [3, k, n] (V_z, V_r, V_h),
+    bias [3n] (b_z, b_r, b_h). `t_max` Chrono-initializes b_z (see base.py); None leaves it at 0.
     """
 
-    def __init__(self, input_size: int, hidden_size: int, t_max: float = 20.0) -> None:
+    def __init__(
+        self, input_size: int, hidden_size: int, t_max: float | None = None, form: str = "default"
+    ) -> None:
         super().__init__(input_size, hidden_size)
-        n = hidden_size
-        self.w_mx = nn.Parameter(torch.empty(input_size, 3 * n))
-        self.w_mh = nn.Parameter(torch.empty(n, 2 * n))
-        self.w_hh = nn.Parameter(torch.empty(n, n))
+        n, k = hidden_size, intermediate_size(form, input_size, hidden_size)
+        self.intermediate = k
+        self.w_mx = nn.Parameter(torch.empty(input_size, 3 * k))
+        self.w_mh = nn.Parameter(torch.empty(n, 2 * k))
+        self.w_hh = nn.Parameter(torch.empty(n, k))
         self.w_x = nn.Parameter(torch.empty(input_size, 3 * n))
-        self.w_m = nn.Parameter(torch.empty(3, n, n))
+        self.w_m = nn.Parameter(torch.empty(3, k, n))
         self.bias = nn.Parameter(torch.empty(3 * n))
         uniform_init_(self, input_size + n)
-        chrono_update_gate_init_(self.bias[:n], t_max)  # b_z ~ -ln U(1, T_max - 1), see base.py
+        if t_max is not None:
+            chrono_update_gate_init_(self.bias[:n], t_max)  # b_z ~ -ln U(1, T_max - 1), see base.py
 
     def forward(self, x: Tensor, state: State, state_mask: Tensor | None = None) -> tuple[Tensor, State]:
         steps, batch, _ = x.shape
-        n = self.hidden_size
+        n, k = self.hidden_size, self.intermediate
         (h,) = state
         x2 = x.reshape(-1, self.input_size)
-        mx_zr, mx_h = (x2 @ self.w_mx).view(steps, batch, -1).split([2 * n, n], dim=2)  # W_*x x
+        mx_zr, mx_h = (x2 @ self.w_mx).view(steps, batch, -1).split([2 * k, k], dim=2)  # W_*x x
         mx_zr, mx_h = mx_zr.unbind(0), mx_h.unbind(0)
         gx = torch.addmm(self.bias, x2, self.w_x).view(steps, batch, -1).split(n, dim=2)  # U_* x + b_*
-        from_h = DeferredMatmul(self.w_mh, zeros_base(x, steps, batch, 2 * n))
-        from_rh = DeferredMatmul(self.w_hh, zeros_base(x, steps, batch, n))
-        from_m = [DeferredMatmul(self.w_m[k], gx[k]) for k in range(3)]
+        from_h = DeferredMatmul(self.w_mh, zeros_base(x, steps, batch, 2 * k))
+        from_rh = DeferredMatmul(self.w_hh, zeros_base(x, steps, batch, k))
+        from_m = [DeferredMatmul(self.w_m[g], gx[g]) for g in range(3)]
         outs = []
         for t in range(steps):
             h_hat = h if state_mask is None else h * state_mask  # ĥ = h ⊙ M^state (thesis §4.2 eq. 1)

@@ -7,11 +7,16 @@ from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
 from fastapi.openapi.docs import get_swagger_ui_html
+from fastapi.openapi.utils import get_openapi
 from fastapi.responses import HTMLResponse
 from fastapi.staticfiles import StaticFiles
 
+from tuner import version
 from tuner.api import errors
-from tuner.api.routes import analysis, boundaries, export, finalize, studies, trials, web
+from tuner.api.auth import enforced_security
+from tuner.api.guards import RequestGuard
+from tuner.api.links import add_links
+from tuner.api.routes import analysis, boundaries, compare, export, finalize, studies, trials, web
 from tuner.api.settings import ApiSettings
 from tuner.api.state import ApiState
 
@@ -19,12 +24,15 @@ SWAGGER = "/static/vendor/swagger-ui"
 DESCRIPTION = """Start and inspect rnntune studies; hyperparameter sensitivity around the best trial
 (thesis Appendix 2.B); the best checkpoint as a download. When `RNNTUNE_API_TOKEN` is set, requests
 that change anything need `Authorization: Bearer <token>`; when `RNNTUNE_API_READ_TOKEN` is set,
-reads need a token too (and, if it is the only token, writes need it). Requests that change
-anything take JSON bodies only (at most 1 MB) and are refused from another site's `Origin`."""
+reads need a token too (and, if it is the only token, writes need it); the operations that need one
+declare it below. Every request must name one of the server's host names in `Host` (else 403).
+Requests that change anything take JSON bodies only (at most 1 MB) and are refused from another
+site's `Origin`."""
 
 
 def create_app(settings: ApiSettings | None = None) -> FastAPI:
-    """Build the app; the study store opens now, sweeps it launched are stopped at shutdown."""
+    """Build the app; the study store opens now, sweeps it launched are stopped at shutdown. Every
+    request passes the Host allow-list and method checks (`RequestGuard`) before any route."""
     state = ApiState(settings or ApiSettings.from_env())
 
     @asynccontextmanager
@@ -34,7 +42,7 @@ def create_app(settings: ApiSettings | None = None) -> FastAPI:
 
     app = FastAPI(
         title="rnntune",
-        version="0.1.0",
+        version=version(),
         description=DESCRIPTION,
         lifespan=lifespan,
         docs_url=None,
@@ -42,9 +50,22 @@ def create_app(settings: ApiSettings | None = None) -> FastAPI:
     )
     app.state.rnntune = state
     errors.install(app)
-    for module in (studies, export, trials, analysis, boundaries, finalize, web):
+    for module in (studies, export, trials, analysis, boundaries, finalize, compare, web):
         app.include_router(module.router)
     app.mount("/static", StaticFiles(directory=web.STATIC), name="static")
+    app.add_middleware(RequestGuard, settings=state.settings, schema=lambda: app.openapi())
+
+    def openapi() -> dict:
+        """The schema, once, declaring bearer security only where this server enforces it, with
+        links from listings to the operations on one study or trial (`tuner.api.links`)."""
+        if app.openapi_schema is None:
+            schema = get_openapi(
+                title=app.title, version=app.version, description=app.description, routes=app.routes
+            )
+            app.openapi_schema = add_links(enforced_security(schema, state.settings))
+        return app.openapi_schema
+
+    app.openapi = openapi  # type: ignore[method-assign]
 
     @app.get("/docs", include_in_schema=False)
     async def docs() -> HTMLResponse:

@@ -1,18 +1,19 @@
 """Who may call the API, as FastAPI dependencies: one for reads, one for anything that changes state.
 
-The bearer scheme is declared with FastAPI's `HTTPBearer`, so /docs has an Authorize button. Tokens
+The bearer scheme is declared with FastAPI's `HTTPBearer`, so /docs has an Authorize button; the
+app's OpenAPI schema keeps it only on the operations that enforce it (`enforced_security`). Tokens
 are compared with `hmac.compare_digest` (constant time). Reads are open unless
 `RNNTUNE_API_READ_TOKEN` is set (then either token works); writes need `RNNTUNE_API_TOKEN`, or the
 read token when it is the only one set. A mutation is refused before its token is even checked when
 it could come from another site: a `Content-Type` other than JSON (an HTML form can send those
-without asking), an `Origin` other than the server's own, or a `Host` outside `allowed_hosts`
-(DNS rebinding).
+without asking) or an `Origin` other than the server's own. (The Host allow-list, against DNS
+rebinding, applies to every request: `tuner.api.guards`.)
 """
 
 from __future__ import annotations
 
 import hmac
-from typing import Annotated
+from typing import Annotated, Any
 from urllib.parse import urlsplit
 
 from fastapi import Depends, HTTPException, Request, status
@@ -47,19 +48,9 @@ def _unauthorized(what: str) -> HTTPException:
     )
 
 
-def _host_name(netloc: str) -> str:
-    return (urlsplit(f"//{netloc}").hostname or "").lower()
-
-
-def check_same_site(request: Request, settings: ApiSettings) -> None:
-    """403 for a foreign Origin or Host, 415 for a body that is not JSON (see the module doc)."""
+def check_same_site(request: Request) -> None:
+    """403 for a foreign Origin, 415 for a body that is not JSON (see the module doc)."""
     host = request.headers.get("host", "")
-    if settings.allowed_hosts is not None and _host_name(host) not in settings.allowed_hosts:
-        raise HTTPException(
-            status.HTTP_403_FORBIDDEN,
-            f"header Host: {host!r} is not one of this server's names "
-            f"({', '.join(settings.allowed_hosts)}; set RNNTUNE_ALLOWED_HOSTS to add one)",
-        )
     origin = request.headers.get("origin")
     if origin is not None and urlsplit(origin).netloc.lower() != host.lower():
         raise HTTPException(
@@ -76,7 +67,7 @@ def check_same_site(request: Request, settings: ApiSettings) -> None:
 
 async def require_write(request: Request, credentials: Credentials) -> None:
     settings: ApiSettings = request.app.state.rnntune.settings
-    check_same_site(request, settings)
+    check_same_site(request)
     if settings.write_token and not _matches(credentials, settings.write_token):
         raise _unauthorized("a request that changes state")
 
@@ -85,3 +76,21 @@ async def require_read(request: Request, credentials: Credentials) -> None:
     settings: ApiSettings = request.app.state.rnntune.settings
     if settings.read_token and not _matches(credentials, settings.read_token, settings.api_token):
         raise _unauthorized("reading studies")
+
+
+def enforced_security(schema: dict[str, Any], settings: ApiSettings) -> dict[str, Any]:
+    """`schema` with bearer security declared only where it is enforced: on reads (GET) when a read
+    token is set, on writes when a write token is; the scheme itself only when some operation uses it."""
+    enforced = {"get": bool(settings.read_token), "post": bool(settings.write_token)}
+    used = False
+    for operations in schema.get("paths", {}).values():
+        for method, operation in operations.items():
+            if not isinstance(operation, dict) or "security" not in operation:
+                continue
+            if enforced.get(method, False):
+                used = True
+            else:
+                del operation["security"]
+    if not used:
+        schema.get("components", {}).pop("securitySchemes", None)
+    return schema

@@ -2,9 +2,10 @@
 
 The paths come from the study database (trial user attr `checkpoint`), which anyone who can write to
 the database controls. So the roots come from the server's configuration alone (`--storage`,
-`$RNNTUNE_STORAGE`), never from the database, and every path is resolved (symlinks and `..`
-included) and refused unless it lies inside them. The SHA-256 of a file is cached by
-(path, size, mtime).
+`$RNNTUNE_STORAGE`), never from the database, and every file is opened through
+`tuner.api.paths.open_within` (confined, no symlink followed while opening); the download is sent
+from that open file, so what was checked is what is served. The SHA-256 of a file is cached by
+(device, inode, size, mtime) for the `MAX_DIGESTS` most recently served files.
 """
 
 from __future__ import annotations
@@ -14,68 +15,79 @@ import hashlib
 import json
 import os
 import threading
+from collections import OrderedDict
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import yaml
 
-from tuner.api.settings import resolve_within
+from tuner.api.paths import PathRefused, open_within
 
 # Above this many bytes the run config is not sent as a header (curl and proxies choke on big
 # headers); the `X-Trial-Config-URL` header names the endpoint that serves it.
 MAX_CONFIG_HEADER = 8192
+# Digests kept (least recently used evicted): one per checkpoint served lately.
+MAX_DIGESTS = 256
+CHUNK = 1 << 20
 
 
-class CheckpointUnavailable(LookupError):
+class CheckpointUnavailable(PathRefused):
     """The checkpoint is missing, not a regular file, or outside the server's roots."""
 
 
 @dataclass(frozen=True)
 class Checkpoint:
+    handle: BinaryIO
     path: Path
     size: int
     sha256: str
 
+    def chunks(self) -> Iterator[bytes]:
+        """The opened file's bytes from the start, closing it at the end (or when abandoned)."""
+        try:
+            self.handle.seek(0)
+            yield from iter(lambda: self.handle.read(CHUNK), b"")
+        finally:
+            self.handle.close()
 
-_digests: dict[tuple[str, int, int], str] = {}
+
+_digests: OrderedDict[tuple[int, int, int, int], str] = OrderedDict()
 _digest_lock = threading.Lock()
 
 
-def resolve(raw: Any, roots: tuple[Path, ...], base: Path) -> Path:
-    """The real path of `raw` (relative to `base`) if it is a regular file inside `roots`."""
-    if not isinstance(raw, str) or not raw:
-        raise CheckpointUnavailable("the trial has no checkpoint path recorded")
-    real = resolve_within(raw, roots, base)
-    if real is None:
-        shown = ", ".join(str(r) for r in roots)
-        raise CheckpointUnavailable(
-            f"checkpoint {raw!r} is outside the server's storage root ({shown}); refused"
-        )
-    if not real.is_file():
-        raise CheckpointUnavailable(f"checkpoint {raw!r} does not exist (or is not a file)")
-    return real
-
-
-def sha256(path: Path) -> str:
-    stat = path.stat()
-    key = (str(path), stat.st_size, stat.st_mtime_ns)
+def sha256(handle: BinaryIO) -> str:
+    """SHA-256 (hex) of the open file, from the cache when its identity and mtime are unchanged."""
+    info = os.fstat(handle.fileno())
+    key = (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns)
     with _digest_lock:
         if key in _digests:
+            _digests.move_to_end(key)
             return _digests[key]
     digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
+    handle.seek(0)
+    for block in iter(lambda: handle.read(CHUNK), b""):
+        digest.update(block)
     value = digest.hexdigest()
     with _digest_lock:
         _digests[key] = value
+        while len(_digests) > MAX_DIGESTS:
+            _digests.popitem(last=False)
     return value
 
 
 def locate(raw: Any, roots: tuple[Path, ...], base: Path) -> Checkpoint:
-    path = resolve(raw, roots, base)
-    return Checkpoint(path=path, size=path.stat().st_size, sha256=sha256(path))
+    """The checkpoint `raw` (relative to `base`) opened inside `roots`; CheckpointUnavailable else."""
+    try:
+        handle, path = open_within(raw, roots, base)
+    except PathRefused as err:
+        raise CheckpointUnavailable(f"checkpoint: {err}") from None
+    try:
+        return Checkpoint(handle, path, os.fstat(handle.fileno()).st_size, sha256(handle))
+    except OSError:
+        handle.close()
+        raise
 
 
 def run_config(
@@ -88,18 +100,16 @@ def run_config(
         attrs.get("run_dir"),
     ]
     for folder in folders:
-        found = (
-            resolve_within(os.path.join(folder, "config.yaml"), roots, base)
-            if isinstance(folder, str)
-            else None
-        )
-        if found is not None and found.is_file():
-            try:
-                loaded = yaml.safe_load(found.read_text())
-            except (OSError, yaml.YAMLError):
-                continue
-            if isinstance(loaded, dict):
-                return loaded
+        if not isinstance(folder, str):
+            continue
+        try:
+            handle, _ = open_within(os.path.join(folder, "config.yaml"), roots, base)
+            with handle:
+                loaded = yaml.safe_load(handle)
+        except (PathRefused, OSError, yaml.YAMLError, UnicodeDecodeError):
+            continue
+        if isinstance(loaded, dict):
+            return loaded
     return params
 
 

@@ -1,8 +1,7 @@
 """Exception handlers: every error answers JSON `{"detail": ...}` with the right 4xx/5xx code.
 
 Unknown study or trial → 404, invalid request → 422 (naming each field and what it allows),
-conflicting action → 409, too many distinct analyses of one study version → 429, study database
-busy or unreachable → 503. Nothing the client sends is
+conflicting action → 409, study database busy or unreachable → 503. Nothing the client sends is
 meant to reach the catch-all 500; the tests drive the OpenAPI schema to check that.
 """
 
@@ -17,19 +16,14 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from tuner.analysis.reads import StudyNotFound
 from tuner.api.checkpoint import CheckpointUnavailable
-from tuner.api.reads import StudyNotFound, TooManyComputations
-from tuner.api.sweeps import InvalidStudy, LaunchFailed, SweepConflict
+from tuner.errors import Conflict, InvalidStudy, LaunchFailed, NotFound, SweepConflict
 
 log = logging.getLogger("rnntune.api")
 
 
-class Conflict(RuntimeError):
-    """The action conflicts with the study's state (e.g. stopping a study that is not running)."""
-
-
-class NotFound(LookupError):
-    """A trial, best trial or file that does not exist."""
+__all__ = ["Conflict", "NotFound"]
 
 
 def _field(loc: tuple | list) -> str:
@@ -52,7 +46,6 @@ PLAIN_ERRORS = (
     (SweepConflict, 409),
     (Conflict, 409),
     (InvalidStudy, 422),
-    (TooManyComputations, 429),
 )
 
 

@@ -2,23 +2,15 @@
 
 from __future__ import annotations
 
-import copy
-from typing import Annotated, Any, Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from tuner.early_stopping import EarlyStopping
-from tuner.samplers import DEFAULT_SAMPLER, SAMPLERS
-from tuner.study import SCHEDULERS
-from tuner.study_stop import StudyStop
+from tuner.spec import NAME_PATTERN, SweepSpec
 
-STUDY_NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$"
+STUDY_NAME_PATTERN = NAME_PATTERN
 STATES = ("COMPLETE", "PRUNED", "FAIL", "RUNNING", "WAITING")
-SPACE_NAME_PATTERN = r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$"
-SamplerName = Literal[SAMPLERS]  # type: ignore[valid-type]
-SchedulerName = Literal[SCHEDULERS]  # type: ignore[valid-type]
 TrialState = Literal[STATES]  # type: ignore[valid-type]
-Scalar = bool | int | float | str
 
 
 class ErrorBody(BaseModel):
@@ -28,60 +20,14 @@ class ErrorBody(BaseModel):
     errors: list[dict[str, Any]] | None = None
 
 
-class Overrides(BaseModel):
-    """Changes on top of the named space: `ranges` ({name: "low:high[:scale]"}) and `set`
-    ({trainer setting: value}; fixing a tuned hyperparameter removes it from the tuned ones)."""
+class CreateStudy(SweepSpec):
+    """Body of POST /studies: the study's name and its sweep spec (`tuner.spec.SweepSpec`, where every
+    option's range and meaning is declared once)."""
 
-    model_config = ConfigDict(extra="forbid")
+    name: str = Field(pattern=NAME_PATTERN, description="Unique study name.")
 
-    ranges: dict[str, str] = Field(default_factory=dict)
-    set: dict[str, Scalar] = Field(default_factory=dict)
-
-
-def _policy_field(name: str) -> Any:
-    """A field of `EarlyStopping`, reused as is: one definition of each setting's range and meaning."""
-    return copy.copy(EarlyStopping.model_fields[name])
-
-
-def _stop_rule(name: str) -> Any:
-    """A field of `StudyStop`, reused as is: one definition of each stop rule's range and meaning."""
-    return copy.copy(StudyStop.model_fields[name])
-
-
-class CreateStudy(BaseModel):
-    """Body of POST /studies."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    name: str = Field(pattern=STUDY_NAME_PATTERN, description="Unique study name.")
-    space: Annotated[str, Field(pattern=SPACE_NAME_PATTERN)] | dict[str, Any] = Field(
-        description="A search-space name (see `rnntune spaces`) or an inline space definition "
-        "(`fixed` and `params` as in search_spaces/*.yaml)."
-    )
-    sampler: SamplerName = Field(default=DEFAULT_SAMPLER)
-    n_trials: int = Field(ge=1, le=100_000, description="Trials to run in all.")
-    parallel: int = Field(default=2, ge=1, le=1024, description="Trials in flight at once.")
-    scheduler: SchedulerName = Field(default="asha", description="Early stopping of poor trials.")
-    seed: int | None = Field(default=None, ge=0, le=2**32 - 1, description="Sampler seed.")
-    # ASHA's policy, declared once in tuner.early_stopping (ranges and descriptions).
-    grace_steps: int | None = _policy_field("grace_steps")
-    reduction_factor: int = _policy_field("reduction_factor")
-    brackets: int | None = _policy_field("brackets")
-    # The study-level stop rules, declared once in tuner.study_stop (ranges and descriptions).
-    patience: int | None = _stop_rule("patience")
-    min_improvement: float = _stop_rule("min_improvement")
-    max_hours: float | None = _stop_rule("max_hours")
-    budget: float | None = _stop_rule("budget")
-    keep_top: int | None = Field(
-        default=None, ge=1, le=100_000, description="Keep only the N best trials' checkpoints (weights)."
-    )
-    overrides: Overrides = Field(default_factory=Overrides)
-    warm_start: str | None = Field(
-        default=None,
-        pattern=STUDY_NAME_PATTERN,
-        description="A study in the same database whose finished trials the sampler takes as prior "
-        "data (it must share a tuned parameter with this space; GP samplers only).",
-    )
+    def spec(self) -> SweepSpec:
+        return SweepSpec.model_validate(self.model_dump(exclude={"name"}))
 
 
 class WidenRange(BaseModel):

@@ -5,8 +5,10 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from tuner.api.reads import StudyRow, TrialRecord
-from tuner.api.sweeps import SweepHandle
+from tuner.analysis.reads import StudyRow, TrialRecord
+from tuner.errors import InvalidInput
+from tuner.spec import SweepSpec
+from tuner.sweeps.launcher import Handle
 
 FINISHED_STATES = ("COMPLETE", "PRUNED", "FAIL")
 
@@ -18,29 +20,29 @@ def finite(value: Any) -> float | None:
     return None
 
 
-def status(row: StudyRow, handle: SweepHandle | None) -> str:
+def status(row: StudyRow, handle: Handle | None) -> str:
     """The stored status, corrected by what this API knows about the sweep process it runs."""
     if handle is not None and handle.running:
         return "stopping" if handle.stop_requested else "running"
     return row.status
 
 
-def _int_or_none(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-
-def study_summary(row: StudyRow, handle: SweepHandle | None) -> dict[str, Any]:
+def study_summary(row: StudyRow, handle: Handle | None) -> dict[str, Any]:
     attrs = row.user_attrs
-    n_trials = _int_or_none(attrs.get("n_trials"))
+    try:
+        spec = SweepSpec.stored_in(attrs)
+    except InvalidInput:  # a spec this version cannot read: shown without its options
+        spec = None
+    n_trials = spec.n_trials if spec else None
     finished = sum(row.counts.get(s, 0) for s in FINISHED_STATES)
     return {
         "name": row.name,
         "status": status(row, handle),
         "direction": row.direction,
         "space": attrs.get("space") if isinstance(attrs.get("space"), str) else None,
-        "sampler": attrs.get("sampler") if isinstance(attrs.get("sampler"), str) else None,
+        "sampler": spec.sampler if spec else None,
         "n_trials": n_trials,
-        "parallel": _int_or_none(attrs.get("parallel")),
+        "parallel": spec.parallel if spec else None,
         "created_at": attrs.get("created_at") if isinstance(attrs.get("created_at"), str) else None,
         "counts": {state: n for state, n in row.counts.items()},
         "best_value": finite(row.best_value),

@@ -1,29 +1,36 @@
 """Settings of the study API: where studies, checkpoints and datasets live, who may call it.
 
 The database URL is the flag, else `$RNNTUNE_DB_URL`, else ./studies/rnntune.db (as for every
-`rnntune` command, `tuner.study.resolve_db_url`). The storage root (checkpoints are served only
+`rnntune` command, `tuner.storage.study.resolve_db_url`). The storage root (checkpoints are served only
 from inside it, whatever the database says) is `--storage`, else `$RNNTUNE_STORAGE`, else ./studies.
 The data roots (the only folders a request may name as `data_dir`) are `--data-root` (repeatable),
 else `$RNNTUNE_DATA_ROOTS` (paths separated by `os.pathsep`); none by default. Tokens only come from
 the environment so they never show in a process list: `RNNTUNE_API_TOKEN` guards every request that
 changes anything; `RNNTUNE_API_READ_TOKEN` guards reads, and writes too when it is the only token.
-Mutations must come from a Host in `allowed_hosts` (`$RNNTUNE_ALLOWED_HOSTS`, comma-separated;
-by default only loopback names when the server listens on loopback, any otherwise).
+Every request must name a Host in `allowed_hosts` (DNS rebinding): `$RNNTUNE_ALLOWED_HOSTS`
+(comma-separated, `*` for any), by default the loopback names plus the listening address (for a
+wildcard address, this machine's host names). A server listening beyond loopback needs a read token
+unless started with `--public-reads` (`check_exposure`): otherwise anyone who reaches the port reads
+every study and checkpoint.
 """
 
 from __future__ import annotations
 
+import ipaddress
 import os
+import socket
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tuner.study import DEFAULT_STORAGE_ROOT, resolve_db_url
+from tuner.errors import InvalidInput
+from tuner.storage.study import DEFAULT_STORAGE_ROOT, resolve_db_url
 
 STORAGE_ENV = "RNNTUNE_STORAGE"
 DATA_ROOTS_ENV = "RNNTUNE_DATA_ROOTS"
 ALLOWED_HOSTS_ENV = "RNNTUNE_ALLOWED_HOSTS"
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
+WILDCARD_ADDRESSES = ("0.0.0.0", "::", "")
 # Largest request body accepted (bytes); a study definition is a few kB.
 MAX_BODY_BYTES = 1_000_000
 
@@ -37,6 +44,7 @@ class ApiSettings:
     data_roots: tuple[Path, ...] = ()
     allowed_hosts: tuple[str, ...] | None = LOOPBACK_HOSTS  # None: any Host
     max_body_bytes: int = MAX_BODY_BYTES
+    public_reads: bool = False  # `--public-reads`: reads open on a non-loopback address, knowingly
 
     @property
     def write_token(self) -> str | None:
@@ -51,6 +59,7 @@ class ApiSettings:
         storage_root: str | os.PathLike | None = None,
         data_roots: list[str] | None = None,
         host: str | None = None,
+        public_reads: bool = False,
     ) -> ApiSettings:
         """Settings from the flags given, then the environment; `host` is the listening address."""
         roots = data_roots or [p for p in os.environ.get(DATA_ROOTS_ENV, "").split(os.pathsep) if p]
@@ -58,7 +67,7 @@ class ApiSettings:
         if hosts_env:
             hosts: tuple[str, ...] | None = None if "*" in hosts_env else tuple(hosts_env)
         else:
-            hosts = LOOPBACK_HOSTS if host is None or host in LOOPBACK_HOSTS else None
+            hosts = default_hosts(host)
         return cls(
             db_url=resolve_db_url(db_url),
             storage_root=_real(storage_root or os.environ.get(STORAGE_ENV) or DEFAULT_STORAGE_ROOT),
@@ -66,7 +75,48 @@ class ApiSettings:
             read_token=os.environ.get("RNNTUNE_API_READ_TOKEN") or None,
             data_roots=tuple(_real(r) for r in roots),
             allowed_hosts=hosts,
+            public_reads=public_reads,
         )
+
+
+class ReadsExposed(InvalidInput):
+    """A server about to listen beyond loopback with reads open, and no `--public-reads`."""
+
+
+def is_loopback(host: str | None) -> bool:
+    """Whether `host` (a listening address or name) is this machine's loopback only."""
+    if host is None or host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def default_hosts(host: str | None) -> tuple[str, ...]:
+    """Host names requests may use by default: loopback names, plus the listening address, or this
+    machine's names when it listens on every address."""
+    if is_loopback(host):
+        return LOOPBACK_HOSTS
+    assert host is not None
+    extra = (
+        {socket.gethostname().lower(), socket.getfqdn().lower()}
+        if host in WILDCARD_ADDRESSES
+        else {host.strip("[]").lower()}
+    )
+    return LOOPBACK_HOSTS + tuple(sorted(extra - set(LOOPBACK_HOSTS) - {""}))
+
+
+def check_exposure(host: str, settings: ApiSettings) -> None:
+    """ReadsExposed when the server would listen beyond loopback with no read token and without
+    `public_reads`: anyone reaching the port could read every study and download checkpoints."""
+    if is_loopback(host) or settings.read_token or settings.public_reads:
+        return
+    raise ReadsExposed(
+        f"refusing to listen on {host!r} with reads open to anyone who reaches it: set "
+        f"RNNTUNE_API_READ_TOKEN (docker/make-env writes one), or pass --public-reads to serve "
+        f"every study and checkpoint without a token on purpose"
+    )
 
 
 def _real(path: str | os.PathLike) -> Path:

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import optuna
 
-from tuner.export import FORMATS, encode, trials_frame
-from tuner.study import DB_ENV, StudyError, open_storage, redact_url, resolve_db_url
+from tuner.analysis.export import FORMATS, encode, trials_frame
+from tuner.storage.study import DB_ENV, StudyError, open_storage, redact_url, resolve_db_url
 
 
 def register(sub: argparse._SubParsersAction) -> None:

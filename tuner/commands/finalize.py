@@ -16,7 +16,7 @@ import os
 import sys
 from pathlib import Path
 
-from tuner.study import DB_ENV, StudyError, redact_url, resolve_db_url
+from tuner.storage.study import DB_ENV, StudyError, redact_url, resolve_db_url
 
 
 def _bounded(low: int, high: int, flag: str):
@@ -35,7 +35,7 @@ def _bounded(low: int, high: int, flag: str):
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    from tuner.finalize import BEST_BY
+    from tuner.sweeps.finalize import BEST_BY
 
     p = sub.add_parser(
         "finalize",
@@ -97,7 +97,7 @@ def _fmt(mean: float | None, sd: float | None, digits: int) -> str:
 
 def report(rows: list[dict], best_by: str | None) -> str:
     """The per-configuration table the command prints."""
-    from tuner.finalize import best_by_rerun_mean
+    from tuner.sweeps.finalize import best_by_rerun_mean
 
     lines = [f"{'trial':>5}  {'n':>2}  {'tuning':>8}  {'rerun val loss':>17}  {'gap':>8}  headline"]
     for r in rows:
@@ -119,9 +119,9 @@ def report(rows: list[dict], best_by: str | None) -> str:
 def run(args: argparse.Namespace) -> int:
     import optuna
 
-    from tuner import finalize
-    from tuner.orchestration.ray_runtime import RayStartError, start_ray
-    from tuner.study import load_study
+    from tuner.storage.study import load_study
+    from tuner.sweeps import finalize
+    from tuner.sweeps.ray_runtime import RayStartError, start_ray
 
     optuna.logging.set_verbosity(optuna.logging.INFO if args.verbose else optuna.logging.WARNING)
     try:

@@ -4,8 +4,9 @@ The client of `rnntune serve` (and of the `api` service of docker-compose.yml, w
 `sweep` service runs `rnntune remote create --exist-ok --start --follow`). The API is --api, else
 $RNNTUNE_API_URL, else http://127.0.0.1:8000; bearer tokens come from --token / $RNNTUNE_API_TOKEN
 (requests that change anything) and $RNNTUNE_API_READ_TOKEN (reads, when the API guards them).
-`create` takes each option from the command line, else from the environment variable named in its
-help (what .env sets for Compose), else from rnntune's own defaults (`tuner.defaults`).
+`create` takes every option of a sweep's spec (`tuner.spec.SweepSpec`) from the command line, else
+from the environment variable named in its help (what .env sets for Compose), else the API's
+defaults.
 
 Exit status: 0 done (for --follow and `watch`: the study finished), 1 the study failed or was
 stopped, 2 a bad option or a request the API refused, 3 the API could not be reached.
@@ -23,7 +24,8 @@ import urllib.parse
 from pathlib import Path
 from typing import Any
 
-from tuner.defaults import DEFAULT_PARALLEL, DEFAULT_SPACE, DEFAULT_TRIALS
+from tuner.commands.spec_options import add_spec_options, given
+from tuner.errors import InvalidInput
 
 DEFAULT_API = "http://127.0.0.1:8000"
 POLL_S = 5.0
@@ -157,60 +159,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     create.add_argument(
         "name", nargs="?", default=env_or("RNNTUNE_STUDY"), help="study name (default $RNNTUNE_STUDY)"
     )
-    create.add_argument(
-        "--space",
-        default=env_or("RNNTUNE_SPACE", DEFAULT_SPACE),
-        help=f"search space name (default $RNNTUNE_SPACE, else {DEFAULT_SPACE}); see `rnntune spaces`",
-    )
-    create.add_argument(
-        "--trials",
-        type=int,
-        default=env_or("RNNTUNE_TRIALS", DEFAULT_TRIALS),
-        help=f"trials in all (default $RNNTUNE_TRIALS, else {DEFAULT_TRIALS})",
-    )
-    create.add_argument(
-        "--parallel",
-        type=int,
-        default=env_or("RNNTUNE_PARALLEL", DEFAULT_PARALLEL),
-        help=f"trials in flight at once (default $RNNTUNE_PARALLEL, else {DEFAULT_PARALLEL})",
-    )
-    create.add_argument(
-        "--budget",
-        type=float,
-        default=env_or("RNNTUNE_BUDGET"),
-        metavar="B",
-        help="end the sweep once its trials have trained B full trials' worth of steps "
-        "(default $RNNTUNE_BUDGET, else none)",
-    )
-    create.add_argument(
-        "--sampler",
-        default=env_or("RNNTUNE_SAMPLER"),
-        help="sampler (default $RNNTUNE_SAMPLER, else the API's)",
-    )
-    create.add_argument(
-        "--scheduler",
-        default=env_or("RNNTUNE_SCHEDULER"),
-        help="early stopping: asha, median or none (default $RNNTUNE_SCHEDULER, else the API's)",
-    )
-    create.add_argument(
-        "--seed",
-        type=int,
-        default=env_or("RNNTUNE_SEED"),
-        help="sampler seed (default $RNNTUNE_SEED, else random)",
-    )
-    create.add_argument(
-        "--set",
-        action="append",
-        metavar="NAME=VALUE",
-        help="trainer setting fixed for every trial; repeatable "
-        "(default: $RNNTUNE_SET, space-separated NAME=VALUE items)",
-    )
-    create.add_argument(
-        "--range",
-        action="append",
-        metavar="NAME=LOW:HIGH[:SCALE]",
-        help="range override; repeatable (default: $RNNTUNE_RANGES, space-separated)",
-    )
+    add_spec_options(create)
     create.add_argument(
         "--exist-ok", action="store_true", help="reuse a study of that name instead of failing"
     )
@@ -244,33 +193,13 @@ def add_follow_options(p: argparse.ArgumentParser, start: bool) -> None:
 
 
 def create_body(args: argparse.Namespace) -> dict[str, Any]:
-    """The POST /studies body; --set values are typed by the trainer's own parser."""
-    from trainer.config import ConfigError, parse_set
-
-    sets = args.set if args.set is not None else env_or("RNNTUNE_SET", "").split()
-    ranges = args.range if args.range is not None else env_or("RNNTUNE_RANGES", "").split()
-    body: dict[str, Any] = {
-        "name": args.name,
-        "space": args.space,
-        "n_trials": args.trials,
-        "parallel": args.parallel,
-    }
-    for key in ("sampler", "scheduler", "seed", "budget"):
-        if getattr(args, key) is not None:
-            body[key] = getattr(args, key)
+    """The POST /studies body: every spec field given as a flag, else in its environment variable
+    (what Compose's .env sets), else left to the API's defaults; --set values are typed by the
+    trainer's own parser."""
     try:
-        fixed = parse_set(sets)
-    except ConfigError as err:
+        return {"name": args.name, **given(args, os.environ)}
+    except InvalidInput as err:
         raise RemoteError(str(err)) from None
-    overrides = {"set": fixed, "ranges": {}}
-    for item in ranges:
-        name, sep, bounds = item.partition("=")
-        if not sep or not name.strip() or not bounds.strip():
-            raise RemoteError(f"--range expects NAME=LOW:HIGH[:SCALE], got {item!r}")
-        overrides["ranges"][name.strip()] = bounds.strip()
-    if fixed or overrides["ranges"]:
-        body["overrides"] = overrides
-    return body
 
 
 def run(args: argparse.Namespace) -> int:

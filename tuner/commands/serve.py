@@ -2,16 +2,20 @@
 
 Reads and controls the studies of one database; set RNNTUNE_API_TOKEN to require
 `Authorization: Bearer <token>` on every request that changes anything (RNNTUNE_API_READ_TOKEN
-guards reads too, and writes when it is the only token). Checkpoints are served only from inside
---storage; a study may name a `data_dir` only inside a --data-root. Ctrl-C stops the server and,
-cleanly, any sweep it started.
+guards reads too, and writes when it is the only token). Listening beyond loopback (--host
+0.0.0.0) needs RNNTUNE_API_READ_TOKEN, or --public-reads to serve every study to anyone on
+purpose. Requests must name an allowed Host (RNNTUNE_ALLOWED_HOSTS; default the loopback names and
+the listening address). Checkpoints are served only from inside --storage; a study may name a
+`data_dir` only inside a --data-root. Ctrl-C stops the server and, cleanly, any sweep it started.
 """
 
 from __future__ import annotations
 
 import argparse
+import sys
 
-from tuner.study import StudyError, redact_url
+from tuner.errors import InvalidInput
+from tuner.storage.study import redact_url
 
 
 def add_server_options(p: argparse.ArgumentParser) -> None:
@@ -34,6 +38,12 @@ def add_server_options(p: argparse.ArgumentParser) -> None:
         help="a folder that studies may take datasets from (`data_dir`); repeatable "
         "(default $RNNTUNE_DATA_ROOTS, paths separated by ':'; none)",
     )
+    p.add_argument(
+        "--public-reads",
+        action="store_true",
+        help="listen beyond loopback without RNNTUNE_API_READ_TOKEN: anyone who reaches the port "
+        "reads every study and downloads checkpoints (refused without this flag)",
+    )
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -50,15 +60,25 @@ def register(sub: argparse._SubParsersAction) -> None:
 def open_app(args: argparse.Namespace):
     """Settings, a bound listening socket and the app, from the server options (shared with `up`).
 
-    Raises PortUnavailable or StudyError with a message fit for the user.
+    Raises PortUnavailable, or InvalidInput (a database of another schema, reads left open beyond
+    loopback: `check_exposure`) with a message fit for the user.
     """
     import optuna
 
     from tuner.api import ApiSettings, create_app
     from tuner.api.server import bind
+    from tuner.api.settings import check_exposure, is_loopback
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
-    settings = ApiSettings.from_env(args.db, args.storage, args.data_roots, args.host)
+    settings = ApiSettings.from_env(args.db, args.storage, args.data_roots, args.host, args.public_reads)
+    check_exposure(args.host, settings)
+    if settings.public_reads and not settings.read_token and not is_loopback(args.host):
+        print(
+            f"warning: --public-reads: every study and checkpoint is readable by anyone who reaches "
+            f"{args.host}:{args.port}",
+            file=sys.stderr,
+            flush=True,
+        )
     sock = bind(args.host, args.port)
     return settings, sock, create_app(settings)
 
@@ -68,7 +88,7 @@ def run(args: argparse.Namespace) -> int:
 
     try:
         settings, sock, app = open_app(args)
-    except (PortUnavailable, StudyError) as err:  # a SchemaMismatch of the database is a StudyError
+    except (PortUnavailable, InvalidInput) as err:  # a SchemaMismatch is an InvalidInput too
         return fail(str(err))
     url = url_of(sock)
     print(

@@ -8,7 +8,7 @@ import sys
 
 from trainer import TrainConfig
 from trainer.config import ConfigError, parse_assignment, parse_set
-from tuner.early_stopping import DEFAULT_BRACKETS, EarlyStopping
+from tuner.policies.early_stopping import DEFAULT_BRACKETS, EarlyStopping
 from tuner.space import SearchSpace, SpaceError, list_spaces, load_space, space_dirs
 from tuner.space.schema import json_schema_text
 

@@ -4,7 +4,10 @@ With no options it runs the embedded default: the `tiny` space on the built-in c
 or 10 full trials' worth of training steps (`--budget`), whichever comes first, 2 at a time,
 SQLite in ./studies/rnntune.db, Ray started in-process. `--resume NAME` continues a study (after
 a crash or a stop, or one only created by the API) and `--trials M` extends it;
-`--widen PARAM[:EDGE]` first widens a range whose best trials crowd an edge (`tuner.widen`).
+`--widen PARAM[:EDGE]` first widens a range whose best trials crowd an edge (`tuner.sweeps.widen`).
+Every option of the sweep's spec (`tuner.spec.SweepSpec`) has a flag here; with `--resume`, only
+the ones that do not change what the study samples may be given (trials, placement, retries,
+retention, the stop rules): the others are refused by name.
 `--warm-start STUDY` gives a new study's sampler another study's trials as prior data.
 
 One process drives a study at a time (its driver lease in the study database); a stop request
@@ -23,41 +26,14 @@ import os
 import sys
 from pathlib import Path
 
-from trainer.config import ConfigError, parse_assignment, parse_set
-from tuner.defaults import DEFAULT_BUDGET, DEFAULT_PARALLEL, DEFAULT_SPACE, DEFAULT_TRIALS, default_budget
-from tuner.early_stopping import DEFAULT_BRACKETS, DEFAULT_GRACE, DEFAULT_REDUCTION_FACTOR, EarlyStopping
-from tuner.samplers import DEFAULT_SAMPLER, SAMPLERS
-from tuner.space import SpaceError, load_space
-from tuner.study import (
-    DB_ENV,
-    GENERATION_ENV,
-    SCHEDULERS,
-    StudyError,
-    create_study,
-    redact_url,
-    resolve_db_url,
-)
-from tuner.widen import parse_widen
-
-# Options that define a study; they cannot change when resuming it.
-STUDY_OPTIONS = (
-    "space",
-    "parallel",
-    "sampler",
-    "scheduler",
-    "name",
-    "seed",
-    "range",
-    "set",
-    "grace_steps",
-    "reduction_factor",
-    "brackets",
-    "warm_start",
-    "patience",
-    "min_improvement",
-    "max_hours",
-    "budget",
-)
+from trainer.config import ConfigError
+from tuner.commands.spec_options import add_spec_options, given
+from tuner.errors import InvalidInput, StudyError
+from tuner.space import load_space
+from tuner.spec import DEFAULT_SPACE, default_budget
+from tuner.storage.study import DB_ENV, GENERATION_ENV, redact_url, resolve_db_url
+from tuner.sweeps.create import create_study
+from tuner.sweeps.widen import parse_widen
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -67,66 +43,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         description=__doc__.split("`: ", 1)[1],
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument(
-        "--space", help=f"search space name or YAML path (default: {DEFAULT_SPACE}); see `rnntune spaces`"
-    )
-    p.add_argument(
-        "--trials",
-        type=int,
-        help=f"number of trials (default {DEFAULT_TRIALS}; with --resume: extend to this many)",
-    )
-    p.add_argument("--parallel", type=int, help=f"trials in flight at once (default {DEFAULT_PARALLEL})")
-    p.add_argument("--sampler", choices=SAMPLERS, help=f"Optuna sampler (default {DEFAULT_SAMPLER})")
-    p.add_argument(
-        "--scheduler", choices=SCHEDULERS, help="early stopping on the 2TA validation loss (default asha)"
-    )
-    p.add_argument(
-        "--grace-steps",
-        type=int,
-        metavar="N",
-        help=f"ASHA/median: training steps before the first comparison (default {DEFAULT_GRACE})",
-    )
-    p.add_argument(
-        "--reduction-factor",
-        type=int,
-        metavar="K",
-        help=f"ASHA: a trial goes on past a rung only if in the best 1/K there (default {DEFAULT_REDUCTION_FACTOR})",
-    )
-    p.add_argument(
-        "--brackets",
-        type=int,
-        metavar="N",
-        help="ASHA: asynchronous Hyperband over N brackets, bracket s first comparing at grace·K^s "
-        f"steps (default {DEFAULT_BRACKETS})",
-    )
-    p.add_argument(
-        "--patience",
-        type=int,
-        metavar="K",
-        help="end the sweep once K finished trials in a row did not beat the best by --min-improvement",
-    )
-    p.add_argument(
-        "--min-improvement",
-        type=float,
-        metavar="X",
-        help="with --patience: how much (nats/token) a trial must beat the best by (default 0)",
-    )
-    p.add_argument("--max-hours", type=float, metavar="T", help="end this run of the sweep after T hours")
-    p.add_argument(
-        "--budget",
-        type=float,
-        metavar="B",
-        help="end this run of the sweep once its trials have trained B full trials' worth of steps "
-        "(B × max_steps; a pruned trial counts the steps it ran; the ones in flight finish). "
-        f"Default: {DEFAULT_BUDGET:g} for the embedded default (no --trials), else none",
-    )
-    p.add_argument(
-        "--keep-top",
-        type=int,
-        metavar="N",
-        help="keep the weights (best.pt, last.pt) of the N best trials only; the rest's are removed as "
-        "the sweep goes (configs and metrics stay)",
-    )
+    add_spec_options(p)
     p.add_argument(
         "--db",
         help=f"SQLAlchemy URL of the study database (default ${DB_ENV} or sqlite:///studies/rnntune.db)",
@@ -145,36 +62,6 @@ def register(sub: argparse._SubParsersAction) -> None:
         "names (or the edge given) before continuing (repeatable); add --trials to run more trials",
     )
     p.add_argument(
-        "--warm-start",
-        metavar="STUDY",
-        help="use the finished trials of STUDY (same database, shared parameters) as the sampler's "
-        "prior data; GP samplers only",
-    )
-    p.add_argument("--seed", type=int, help="sampler seed")
-    p.add_argument(
-        "--range",
-        action="append",
-        default=None,
-        metavar="NAME=LOW:HIGH[:SCALE]",
-        help="override one range of the space (repeatable)",
-    )
-    p.add_argument(
-        "--set",
-        action="append",
-        default=None,
-        metavar="NAME=VALUE",
-        help="fix a trainer setting for every trial, e.g. max_steps=500 (repeatable)",
-    )
-    p.add_argument(
-        "--cpus-per-trial", type=float, default=1.0, help="CPUs Ray reserves per trial (default 1)"
-    )
-    p.add_argument(
-        "--gpus-per-trial", type=float, default=0.0, help="GPUs Ray reserves per trial (default 0)"
-    )
-    p.add_argument(
-        "--max-retries", type=int, default=2, help="retries of a trial whose worker died (default 2)"
-    )
-    p.add_argument(
         "--ray-address", help="Ray cluster to join (default $RAY_ADDRESS, else start one in-process)"
     )
     p.add_argument("--num-cpus", type=int, help="CPUs of the in-process Ray cluster (default: all)")
@@ -185,9 +72,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     import optuna
 
-    from tuner.orchestration import run_sweep
-    from tuner.orchestration.ray_runtime import RayStartError, scrub_secrets
-    from tuner.orchestration.sweep import check_storage, resolve_data_dir
+    from tuner.sweeps.ray_runtime import RayStartError, scrub_secrets
+    from tuner.sweeps.sweep import check_storage, resolve_data_dir, run_sweep
 
     optuna.logging.set_verbosity(optuna.logging.INFO if args.verbose else optuna.logging.WARNING)
 
@@ -195,70 +81,34 @@ def run(args: argparse.Namespace) -> int:
     try:
         url = resolve_db_url(args.db)
         scrub_secrets()  # the URL stays in this process's memory only
+        fields = given(args)
         if args.resume:
-            given = [f"--{o.replace('_', '-')}" for o in STUDY_OPTIONS if getattr(args, o) is not None]
-            if given:
-                raise StudyError(
-                    f"{', '.join(given)}: not allowed with --resume; study {args.resume!r} keeps the settings it was created with"
-                )
             name = args.resume
         elif args.widen:
             raise StudyError("--widen: widens the range of an existing study; use it with --resume NAME")
         else:
-            space = load_space(args.space or DEFAULT_SPACE)
-            overrides = None
-            if args.range or args.set:
-                overrides = {
-                    "ranges": dict(parse_assignment(r, "--range") for r in args.range or []),
-                    "set": parse_set(args.set or []),
-                }
+            fields["budget"] = default_budget(fields.get("n_trials"), fields.get("budget"))
+            space = load_space(fields.get("space", DEFAULT_SPACE))
+            overrides = fields.get("overrides") or {}
             # Refuse a missing dataset folder before a study is created under the name.
-            resolve_data_dir(space.with_overrides(fixed=(overrides or {}).get("set")))
+            resolve_data_dir(space.with_overrides(fixed=overrides.get("set")))
             if args.storage:  # refuse another study's folder before this study is created
                 check_storage(Path(args.storage).expanduser().resolve(), args.name)
-            study = create_study(
-                args.name,
-                storage_url=url,
-                space=space,
-                sampler=args.sampler,
-                n_trials=args.trials if args.trials is not None else DEFAULT_TRIALS,
-                parallel=args.parallel if args.parallel is not None else DEFAULT_PARALLEL,
-                scheduler=args.scheduler or "asha",
-                storage_path=args.storage,
-                overrides=overrides,
-                seed=args.seed,
-                early_stopping={
-                    k: getattr(args, k) for k in EarlyStopping.model_fields if getattr(args, k) is not None
-                },
-                study_stop={
-                    k: v
-                    for k, v in (
-                        ("patience", args.patience),
-                        ("min_improvement", args.min_improvement),
-                        ("max_hours", args.max_hours),
-                        ("budget", default_budget(args.trials, args.budget)),
-                    )
-                    if v is not None
-                },
-                keep_top=args.keep_top,
-                warm_start=args.warm_start,
-            )
+            study = create_study(args.name, fields, storage_url=url, storage_path=args.storage)
             name = study.study_name
+            fields = {}
         outcome = run_sweep(
             name,
             url,
             generation=int(generation) if generation else None,
             widen=[parse_widen(w) for w in args.widen or []],
-            n_trials=args.trials if args.resume else None,
+            changes=fields,
             storage_path=args.storage if args.resume else None,
             ray_address=args.ray_address,
             num_cpus=args.num_cpus or os.cpu_count(),
-            cpus_per_trial=args.cpus_per_trial,
-            gpus_per_trial=args.gpus_per_trial,
-            max_retries=args.max_retries,
             verbose=args.verbose,
         )
-    except (ConfigError, SpaceError, StudyError) as err:
+    except (ConfigError, InvalidInput) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
     except RayStartError as err:

@@ -1,7 +1,8 @@
 """`rnntune up`: the main job. Serves the API and the web view, creates the embedded default sweep
 (the `tiny` space on the built-in corpus) and starts it through the server's own launcher, then
 prints the URL to open: the sensitivity plot fills in as trials finish. The server keeps running
-after the sweep ends, until Ctrl-C (which also stops a sweep still running, cleanly).
+after the sweep ends, until Ctrl-C (which also stops a sweep still running, cleanly). It takes
+every option of `rnntune sweep`'s spec (`tuner.spec.SweepSpec`) under the same flags.
 """
 
 from __future__ import annotations
@@ -10,8 +11,12 @@ import argparse
 import threading
 
 from tuner.commands.serve import add_server_options, open_app
-from tuner.defaults import DEFAULT_BUDGET, DEFAULT_PARALLEL, DEFAULT_SPACE, DEFAULT_TRIALS, default_budget
-from tuner.study import StudyError, generate_study_name, redact_url
+from tuner.commands.spec_options import add_spec_options, given
+from tuner.errors import InvalidInput, LaunchFailed, SweepConflict
+from tuner.spec import default_budget
+from tuner.spec.sweep_spec import validate
+from tuner.storage.study import generate_study_name, redact_url
+from tuner.sweeps import control
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -22,44 +27,23 @@ def register(sub: argparse._SubParsersAction) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     add_server_options(p)
-    p.add_argument("--space", default=DEFAULT_SPACE, help=f"search space (default {DEFAULT_SPACE})")
-    p.add_argument("--trials", type=int, help=f"number of trials (default {DEFAULT_TRIALS})")
-    p.add_argument(
-        "--budget",
-        type=float,
-        metavar="B",
-        help="end the sweep once its trials have trained B full trials' worth of steps "
-        f"(default {DEFAULT_BUDGET:g} when --trials is not given, else none)",
-    )
-    p.add_argument(
-        "--parallel",
-        type=int,
-        default=DEFAULT_PARALLEL,
-        help=f"trials in flight at once (default {DEFAULT_PARALLEL})",
-    )
+    add_spec_options(p)
     p.add_argument("--name", help="study name (default: generated from the space and the time)")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    from pydantic import ValidationError
-
-    from tuner.api import sweeps
-    from tuner.api.models import CreateStudy
     from tuner.api.server import PortUnavailable, fail, make_server, serve, url_of
 
     try:
+        fields = given(args)
+        fields["budget"] = default_budget(fields.get("n_trials"), fields.get("budget"))
+        spec = validate(fields)
+        name = args.name or generate_study_name(spec.space if isinstance(spec.space, str) else "study")
         settings, sock, app = open_app(args)
-        body = CreateStudy(
-            name=args.name or generate_study_name(args.space),
-            space=args.space,
-            n_trials=args.trials if args.trials is not None else DEFAULT_TRIALS,
-            parallel=args.parallel,
-            budget=default_budget(args.trials, args.budget),
-        )
         state = app.state.rnntune
-        sweeps.create(state, body)
-    except (PortUnavailable, StudyError, ValidationError, sweeps.InvalidStudy, sweeps.SweepConflict) as err:
+        control.create(state, name, spec)
+    except (PortUnavailable, InvalidInput, SweepConflict) as err:
         return fail(str(err))
     server = make_server(app)
     url = url_of(sock)
@@ -70,21 +54,21 @@ def run(args: argparse.Namespace) -> int:
         if server.should_exit:
             return
         try:
-            handle = sweeps.start(state, body.name)
-        except (sweeps.SweepConflict, sweeps.LaunchFailed) as err:
+            handle = control.start(state, name)
+        except (SweepConflict, LaunchFailed) as err:
             print(f"error: {err}", flush=True)
             return
         print(
-            f"study {body.name}: sweep started (pid {handle.process.pid}, log {handle.log})\n"
-            f"open {url}/web/studies/{body.name}\n"
+            f"study {name}: sweep started (pid {handle.process.pid}, log {handle.log})\n"
+            f"open {url}/web/studies/{name}\n"
             f"API {url}/docs  db {redact_url(settings.db_url)}  — Ctrl-C to stop",
             flush=True,
         )
         code = handle.process.wait()
-        row = state.store.db.study_row(body.name)
+        row = state.store.db.study_row(name)
         status = row.status if row else "unknown"
         print(
-            f"study {body.name}: sweep ended ({status}, exit {code}); still serving {url} — Ctrl-C to quit",
+            f"study {name}: sweep ended ({status}, exit {code}); still serving {url} — Ctrl-C to quit",
             flush=True,
         )
 

@@ -1,32 +1,40 @@
-"""rnntune's Optuna samplers, one module per algorithm, and the registry sweeps pick them from.
+"""rnntune's Optuna samplers, one module per part, and the registry sweeps pick them from.
 
 `make_sampler(name, seed=...)` (`tuner.samplers.registry`) builds any of `SAMPLERS`;
 `DEFAULT_SAMPLER` is the one sweeps use when none is given; `WARM_START_SAMPLERS` take
-`prior_trials=[FrozenTrial, ...]` (a warm start from another study).
+`prior_trials=[FrozenTrial, ...]` (a warm start from another study); `RETIRED_SAMPLERS` maps
+retired names to their replacement. rnntune's GP is one class built from parts
+(`GPSampler(warping=HalfRank(), fidelity=FidelityGP() | BOHBRule() | None, subset=Subset(...))`).
 """
 
-from tuner.samplers.bohb_gp import BOHBRuleGPSampler
-from tuner.samplers.half_rank_gp import HalfRankGPSampler
-from tuner.samplers.multi_fidelity_gp import MultiFidelityGPSampler
+from tuner.samplers.bohb_rule import BOHBRule
+from tuner.samplers.fidelity_gp import FidelityGP
+from tuner.samplers.gp import GPSampler
+from tuner.samplers.observations import FidelityModel, Observations
 from tuner.samplers.registry import (
     DEFAULT_SAMPLER,
+    RETIRED_SAMPLERS,
     SAMPLERS,
     WARM_START_SAMPLERS,
     make_sampler,
     sampler_options,
 )
-from tuner.samplers.rung_rank_gp import RungRankGPSampler
-from tuner.samplers.warped_gp import WarpedGPSampler
+from tuner.samplers.subset import Subset
+from tuner.samplers.warping import HalfRank, Warping
 
 __all__ = [
     "DEFAULT_SAMPLER",
+    "RETIRED_SAMPLERS",
     "SAMPLERS",
     "WARM_START_SAMPLERS",
-    "BOHBRuleGPSampler",
-    "HalfRankGPSampler",
-    "MultiFidelityGPSampler",
-    "RungRankGPSampler",
-    "WarpedGPSampler",
+    "BOHBRule",
+    "FidelityGP",
+    "FidelityModel",
+    "GPSampler",
+    "HalfRank",
+    "Observations",
+    "Subset",
+    "Warping",
     "make_sampler",
     "sampler_options",
 ]

@@ -3,20 +3,14 @@
 Every sampler accounts for the trials in flight (RUNNING) when it suggests a new one, so K trials
 asked at once do not collapse onto one point:
 
+* ``gp_fidelity`` (the default): rnntune's `GPSampler` (`tuner.samplers.gp`) composed of the
+  half-rank output warping, the fidelity GP (BOHB's rule until ``n_startup_trials`` trials are
+  COMPLETE, then every trial at the last step it reported, candidates scored at the full length;
+  MOBSTER-like) and a subset of at most 400 observations in a large study; q-logEI over the
+  RUNNING trials.
 * ``gp``: Optuna's GPSampler. With RUNNING trials Optuna 5 switches from logEI to q-logEI over the
   pending points (a Monte Carlo expectation over their joint posterior, chosen greedily), so the new
   point is worth something only where the pending ones are not.
-* ``gp_warped``: the same GP fitted to half-rank-warped objective values
-  (`tuner.samplers.half_rank_gp`: outliers among the worse half cannot dominate the fit); pending
-  trials are handled by the same q-logEI.
-* ``gp_rungs``: the warped GP fitted on COMPLETE and PRUNED trials, each pruned trial ranked below
-  the survivors of the rung where it stopped (`tuner.samplers.rung_rank_gp`); q-logEI over the
-  RUNNING ones.
-* ``gp_bohb``: the warped GP fitted on the largest budget (rung of the study's early-stopping
-  policy, or the full run) with enough observations, BOHB's rule (`tuner.samplers.bohb_gp`).
-* ``gp_fidelity`` (the default): ``gp_bohb`` until ``n_startup_trials`` trials are COMPLETE, then
-  the warped GP over (configuration, step), every trial at the last step it reported, candidates
-  scored at the full length (`tuner.samplers.fidelity_gp`, MOBSTER-like).
 * ``tpe``: multivariate TPE with ``group=True`` (joint model per group of parameters that occur
   together, so conditional parameters such as ``mogrifier_rounds`` are modelled) and the constant
   liar (RUNNING trials count as the worst value seen, which pushes new points away from them).
@@ -24,12 +18,15 @@ asked at once do not collapse onto one point:
 * ``qmc``: a scrambled Sobol sequence; each trial takes the next index, so pending trials never
   repeat.
 
-Conditional parameters work with each sampler through Optuna's define-by-run API. rnntune's GPs
-(``gp_warped``, ``gp_rungs``, ``gp_bohb``, ``gp_fidelity``) model every parameter seen in the study — conditional
-ones (imputed outside their range when a trial lacks them) and ranges widened mid-study
-(`tuner.samplers.union_space`, `tuner.samplers.inactive`); Optuna's ``gp`` and ``qmc`` model only
-the parameters every trial has with the same range, and draw the others with their independent
-(random) sampler.
+`RETIRED_SAMPLERS` maps the names no benchmark kept (``gp_warped``, ``gp_rungs``, ``gp_bohb``) to
+the default; a study that names one is read with the default, and `make_sampler` refuses them,
+naming the replacement (docs/samplers.md gives the figures that retired them).
+
+Conditional parameters work with each sampler through Optuna's define-by-run API. ``gp_fidelity``
+models every parameter seen in the study, conditional ones (imputed outside their range when a
+trial lacks them) and ranges widened mid-study (`tuner.samplers.union_space`,
+`tuner.samplers.inactive`); Optuna's ``gp`` and ``qmc`` model only the parameters every trial has
+with the same range, and draw the others with their independent (random) sampler.
 
 Warm starts: the samplers of `WARM_START_SAMPLERS` take ``prior_trials`` (another study's
 FrozenTrials, e.g. the same space on another corpus), fitted beside the study's own trials while it
@@ -48,30 +45,24 @@ import optuna
 from optuna.samplers import BaseSampler
 from optuna.trial import FrozenTrial
 
-from tuner.samplers.bohb_gp import BOHBRuleGPSampler
-from tuner.samplers.fidelity_gp import FidelityGPSampler
-from tuner.samplers.half_rank_gp import HalfRankGPSampler
-from tuner.samplers.rung_rank_gp import RungRankGPSampler
+from tuner.samplers.fidelity_gp import FidelityGP
+from tuner.samplers.gp import GPSampler
+from tuner.samplers.subset import Subset
+from tuner.samplers.warping import HalfRank
+
+DEFAULT_SAMPLER = "gp_fidelity"  # best under ASHA on real learning curves (docs/samplers.md)
+# Cap of the points the default GP fits: measured with bench/orchestration_overhead.py
+# (docs/samplers.md), under 1 s per suggestion at 5,000 trials with 64 in flight.
+SUBSET = Subset(cap=400, best=100, recent=100)
 
 
 def _gp(**kw: Any) -> BaseSampler:
     return optuna.samplers.GPSampler(**{"warn_independent_sampling": False, **kw})
 
 
-def _gp_warped(**kw: Any) -> BaseSampler:
-    return HalfRankGPSampler(**{"warn_independent_sampling": False, **kw})
-
-
-def _gp_rungs(**kw: Any) -> BaseSampler:
-    return RungRankGPSampler(**{"warn_independent_sampling": False, **kw})
-
-
-def _gp_bohb(**kw: Any) -> BaseSampler:
-    return BOHBRuleGPSampler(**{"warn_independent_sampling": False, **kw})
-
-
 def _gp_fidelity(**kw: Any) -> BaseSampler:
-    return FidelityGPSampler(**{"warn_independent_sampling": False, **kw})
+    defaults = {"warn_independent_sampling": False, "subset": SUBSET}
+    return GPSampler(warping=HalfRank(), fidelity=FidelityGP(), **{**defaults, **kw})
 
 
 def _tpe(**kw: Any) -> BaseSampler:
@@ -102,26 +93,26 @@ def _experimental_ok() -> Iterator[None]:
 # name -> (factory, the Optuna class whose keyword arguments are the allowed options)
 _FACTORIES: dict[str, tuple[Callable[..., BaseSampler], type[BaseSampler]]] = {
     "gp": (_gp, optuna.samplers.GPSampler),
-    "gp_warped": (_gp_warped, HalfRankGPSampler),
-    "gp_rungs": (_gp_rungs, RungRankGPSampler),
-    "gp_bohb": (_gp_bohb, BOHBRuleGPSampler),
-    "gp_fidelity": (_gp_fidelity, FidelityGPSampler),
+    "gp_fidelity": (_gp_fidelity, GPSampler),
     "tpe": (_tpe, optuna.samplers.TPESampler),
     "random": (_random, optuna.samplers.RandomSampler),
     "qmc": (_qmc, optuna.samplers.QMCSampler),
 }
 
 SAMPLERS: tuple[str, ...] = tuple(_FACTORIES)
+# Samplers no benchmark keeps, read as the default by studies that name them (docs/samplers.md).
+RETIRED_SAMPLERS: dict[str, str] = {name: DEFAULT_SAMPLER for name in ("gp_warped", "gp_rungs", "gp_bohb")}
 # The samplers that take `prior_trials` (another study's trials as prior data: a warm start).
-WARM_START_SAMPLERS: tuple[str, ...] = ("gp_warped", "gp_rungs", "gp_bohb", "gp_fidelity")
-DEFAULT_SAMPLER = "gp_fidelity"  # best under ASHA on real learning curves (docs/samplers.md)
+WARM_START_SAMPLERS: tuple[str, ...] = ("gp_fidelity",)
+# Parts a name fixes: not options of `make_sampler`.
+_PARTS = ("seed", "prior_trials", "warping", "fidelity")
 
 
 def sampler_options(name: str) -> tuple[str, ...]:
     """The keyword options `make_sampler(name, ...)` accepts besides `seed`."""
     _check_name(name)
     params = inspect.signature(_FACTORIES[name][1]).parameters
-    return tuple(p for p in params if p not in ("seed", "prior_trials"))
+    return tuple(p for p in params if p not in _PARTS)
 
 
 def make_sampler(
@@ -135,8 +126,9 @@ def make_sampler(
     `prior_trials` (another study's trials, e.g. the same space on another corpus) warm-start the
     samplers of `WARM_START_SAMPLERS` (`tuner.samplers.prior_trials` says how); any other sampler
     given them is a ValueError. `options` are passed to the underlying Optuna sampler (e.g.
-    ``n_startup_trials``); they override rnntune's defaults. Raises ValueError for an unknown name
-    or option, naming the allowed ones.
+    ``n_startup_trials``, or ``subset`` for ``gp_fidelity``); they override rnntune's defaults.
+    Raises ValueError for an unknown name or option, naming the allowed ones, and for a retired
+    name (`RETIRED_SAMPLERS`), naming its replacement.
     """
     _check_name(name)
     if prior_trials is not None:
@@ -157,5 +149,10 @@ def make_sampler(
 
 
 def _check_name(name: str) -> None:
+    if name in RETIRED_SAMPLERS:
+        raise ValueError(
+            f"sampler {name!r} was retired (docs/samplers.md); use {RETIRED_SAMPLERS[name]!r}, "
+            f"which studies naming {name!r} now run with"
+        )
     if name not in _FACTORIES:
         raise ValueError(f"unknown sampler {name!r}; choose one of: {', '.join(SAMPLERS)}")

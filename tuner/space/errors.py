@@ -7,13 +7,14 @@ from typing import Any
 from pydantic import ValidationError
 from pydantic_core import ErrorDetails
 
+from tuner.errors import InvalidInput
 from tuner.space.params import SCALE_NAMES, SPEC_CLASSES
 from tuner.space.tunable import TUNABLES
 
 TOP_KEYS = ("description", "source", "fixed", "params")
 
 
-class SpaceError(ValueError):
+class SpaceError(InvalidInput):
     """A search space that cannot be used; the message names the file, the parameter and the problem."""
 
 

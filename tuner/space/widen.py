@@ -1,6 +1,6 @@
 """Widening a crowded range: extend one edge of a tuned parameter's range so a study can search past it.
 
-When the best trials crowd an edge of a range (`tuner.boundaries`), the optimum may lie beyond it.
+When the best trials crowd an edge of a range (`tuner.space.boundaries`), the optimum may lie beyond it.
 `widen` moves that edge out by half the range's span on the parameter's own scale (in log space for
 log-scale ranges, rounded up to a whole number for integer ones), but never past what the trainer
 accepts. The trainer's limits are read from the pydantic constraints of its config field

@@ -7,8 +7,10 @@ import math
 import pytest
 import torch
 
+from trainer import make_config
 from trainer.cells import make_cell
 from trainer.cells.base import chrono_init_
+from trainer.model import LanguageModel
 
 N = 400
 FORGET_BIAS = {  # where each cell keeps its forget (update) gate bias
@@ -37,7 +39,7 @@ def test_chrono_init_range_and_distribution():
 @pytest.mark.parametrize("t_max", [math.exp(2.0), math.exp(5.0)])
 def test_cells_chrono_initialize_their_forget_gate(name, t_max):
     torch.manual_seed(0)
-    cell = make_cell(name, 8, N, t_max=t_max, mogrifier_rounds=2, mogrifier_rank=4)
+    cell = make_cell(name, 8, N, t_max=t_max, mogrifier_rounds=2, mogrifier_rank=4, chrono_init=True)
     bias = cell.bias.detach()
     b = bias[FORGET_BIAS[name]]
     if name in {"mgru", "tmgru"}:
@@ -48,6 +50,21 @@ def test_cells_chrono_initialize_their_forget_gate(name, t_max):
     assert not rest.any()  # every other bias starts at zero
 
 
+@pytest.mark.parametrize("name", sorted(FORGET_BIAS))
+def test_without_chrono_every_bias_starts_at_zero(name):
+    """Chrono init only where a recipe names it (thesis §4.4): the default leaves b_f at zero."""
+    cell = make_cell(name, 8, N, t_max=math.exp(4.0), mogrifier_rounds=2, mogrifier_rank=4)
+    assert not cell.bias.detach().any()
+
+
+@pytest.mark.parametrize("chrono_init", [False, True])
+def test_the_config_setting_reaches_every_layer(chrono_init):
+    cfg = make_config({"cell": "rlstm", "mogrifier_rounds": 0, "hidden_size": 16, "chrono_init": chrono_init})
+    model = LanguageModel(cfg, vocab_size=11, hidden_size=16)
+    for layer in model.layers:
+        assert bool(layer.bias.detach()[32:48].any()) == chrono_init
+
+
 def test_t_max_below_two_is_an_error():
     with pytest.raises(ValueError, match="t_max must be at least 2"):
-        make_cell("lstm", 3, 4, t_max=1.5)
+        make_cell("lstm", 3, 4, t_max=1.5, chrono_init=True)

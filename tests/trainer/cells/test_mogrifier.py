@@ -16,7 +16,9 @@ def test_zero_rounds_is_the_lstm_with_the_same_seed():
     torch.manual_seed(4)
     lstm = LSTMCell(M, N, t_max=30.0)
     torch.manual_seed(4)
-    mog = make_cell("mogrifier_lstm", M, N, t_max=30.0, mogrifier_rounds=0, mogrifier_rank=3)
+    mog = make_cell(
+        "mogrifier_lstm", M, N, t_max=30.0, mogrifier_rounds=0, mogrifier_rank=3, chrono_init=True
+    )
     assert list(mog.state_dict()) == list(lstm.state_dict())
     x, state = torch.randn(9, 2, M), (torch.randn(2, N), torch.randn(2, N))
     mask = torch.rand(2, N) * 2

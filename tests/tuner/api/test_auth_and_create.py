@@ -1,5 +1,5 @@
 """Auth (bearer tokens, 401s) and POST /studies validation, over real HTTP with the real
-`tuner.study.create_study` writing to SQLite (no sweep is started here)."""
+`tuner.storage.study.create_study` writing to SQLite (no sweep is started here)."""
 
 from __future__ import annotations
 

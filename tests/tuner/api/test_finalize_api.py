@@ -11,9 +11,9 @@ import pytest
 from optuna.trial import TrialState
 
 from tests.tuner.api.fixtures import live_server
-from tuner import finalize
 from tuner.api import ApiSettings
-from tuner.study import load_study
+from tuner.storage.study import load_study
+from tuner.sweeps import finalize
 
 
 @pytest.mark.parametrize(

@@ -1,5 +1,5 @@
 """The API's read model against Optuna's own reading of the same SQLite database: random studies
-(Hypothesis) read through `tuner.api.reads` and through `optuna.load_study(...).get_trials()` agree;
+(Hypothesis) read through `tuner.analysis.reads` and through `optuna.load_study(...).get_trials()` agree;
 the cache serves an unchanged study from memory and re-reads a changed one; a database of another
 Optuna schema stops `rnntune serve` with a clear error."""
 
@@ -23,7 +23,7 @@ from optuna.distributions import CategoricalDistribution, FloatDistribution, Int
 from optuna.trial import TrialState, create_trial
 
 from tests.tuner.api.fixtures import SPACE, make_study
-from tuner.api.reads import SCHEMA_VERSION, ParamSpec, StudyStore
+from tuner.analysis.reads import SCHEMA_VERSION, ParamSpec, StudyStore
 
 ROOT = Path(__file__).resolve().parents[3]
 DISTRIBUTIONS = {

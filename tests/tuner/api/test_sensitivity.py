@@ -19,8 +19,9 @@ from optuna.trial import TrialState
 
 from tests.tuner.api.fixtures import live_server, make_study
 from tests.tuner.api.pruned_study import BEST_PARAMS, SPACE, asha_study, final_value
-from tuner.api import ApiSettings, importances, sensitivity
-from tuner.api.reads import StudyStore
+from tuner.analysis import importances, sensitivity
+from tuner.analysis.reads import StudyStore
+from tuner.api import ApiSettings
 
 
 def _records(db_url: str, name: str):

@@ -103,7 +103,7 @@ def test_study_page_refreshes_while_the_sweep_runs(browser, study_env, tmp_path)
     study = make_study(
         db_url, "live", tmp_path / "storage" / "live", trials=FIXED_TRIALS[:4], status="running"
     )
-    from tuner.lease import acquire, lease_engine, new_owner
+    from tuner.storage.lease import acquire, lease_engine, new_owner
 
     acquire(lease_engine(db_url), "live", new_owner())  # a live driver holds the study: it is running
     with live_server(ApiSettings(db_url=db_url, storage_root=tmp_path / "storage")) as url:

@@ -14,7 +14,8 @@ from tests.tuner.api.test_web import ARTIFACTS, _page, browser  # noqa: F401  (t
 from tests.tuner.api.test_web import pytestmark as web_marks
 from tests.tuner.edge_study import edge_study
 from tuner.api import ApiSettings
-from tuner.study import create_study, load_study
+from tuner.storage.study import load_study
+from tuner.sweeps.create import create_study
 
 pytestmark = web_marks
 

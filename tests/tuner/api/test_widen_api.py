@@ -9,8 +9,8 @@ import pytest
 from tests.tuner.api.fixtures import live_server
 from tests.tuner.edge_study import edge_study
 from tuner.api import ApiSettings
-from tuner.lease import acquire, lease_engine, new_owner
-from tuner.study import load_study
+from tuner.storage.lease import acquire, lease_engine, new_owner
+from tuner.storage.study import load_study
 
 TOKEN = "widen-token"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}

@@ -13,7 +13,7 @@ from tests.postgres import free_port
 from tests.tuner.api.fixtures import live_server, make_study
 from tuner.api import ApiSettings
 from tuner.cli import main
-from tuner.defaults import DEFAULT_PARALLEL, DEFAULT_SPACE, DEFAULT_TRIALS
+from tuner.spec import DEFAULT_PARALLEL, DEFAULT_SPACE, DEFAULT_TRIALS, SweepSpec
 
 TOKEN = "write-token-remote"
 CHECKPOINT = b"checkpoint bytes of the best trial " * 50
@@ -93,25 +93,25 @@ def test_create_sends_the_options_typed_by_the_trainers_parser(api: dict, capsys
         "learning_rate=0.001:0.002:log",
     )
     assert code == 0, capsys.readouterr().err
-    attrs = study_attrs(api, "typed")
-    assert (attrs["n_trials"], attrs["parallel"], attrs["sampler"], attrs["space"]) == (
+    spec = SweepSpec.of(study_attrs(api, "typed"))
+    assert (spec.n_trials, spec.parallel, spec.sampler, spec.space) == (
         3,
         1,
         "random",
         "tiny",
     )
     assert "created study typed" in capsys.readouterr().out
-    assert attrs["seed"] == 5 and attrs["scheduler"] == "none" and attrs["study_stop"]["budget"] == 2.5
-    assert attrs["overrides"]["ranges"] == {"learning_rate": "0.001:0.002:log"}
-    fixed = attrs["overrides"]["set"]
+    assert spec.seed == 5 and spec.scheduler == "none" and spec.budget == 2.5
+    assert spec.overrides.ranges == {"learning_rate": "0.001:0.002:log"}
+    fixed = spec.overrides.set
     assert (fixed["max_steps"], fixed["device"], fixed["max_eval_tokens"]) == (30, "cpu", 2000)
     assert float(fixed["l2_penalty"]) == 1e-5
 
 
 def test_create_defaults_come_from_the_environment_then_tuner_defaults(api: dict, monkeypatch) -> None:
     assert remote(api, "create", "plain") == 0
-    attrs = study_attrs(api, "plain")
-    assert (attrs["space"], attrs["n_trials"], attrs["parallel"]) == (
+    spec = SweepSpec.of(study_attrs(api, "plain"))
+    assert (spec.space, spec.n_trials, spec.parallel) == (
         DEFAULT_SPACE,
         DEFAULT_TRIALS,
         DEFAULT_PARALLEL,
@@ -120,8 +120,8 @@ def test_create_defaults_come_from_the_environment_then_tuner_defaults(api: dict
     monkeypatch.setenv("RNNTUNE_TRIALS", "5")
     monkeypatch.setenv("RNNTUNE_SAMPLER", "")  # empty .env entry: the default
     assert remote(api, "create") == 0
-    attrs = study_attrs(api, "from-env")
-    assert attrs["n_trials"] == 5 and attrs["parallel"] == DEFAULT_PARALLEL
+    spec = SweepSpec.of(study_attrs(api, "from-env"))
+    assert spec.n_trials == 5 and spec.parallel == DEFAULT_PARALLEL
 
 
 def test_an_existing_study_is_reused_only_with_exist_ok(api: dict, capsys) -> None:

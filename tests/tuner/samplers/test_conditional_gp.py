@@ -10,7 +10,7 @@ import pytest
 from optuna.distributions import FloatDistribution
 from optuna.trial import TrialState, create_trial
 
-from tuner.samplers import DEFAULT_SAMPLER, make_sampler
+from tuner.samplers import DEFAULT_SAMPLER, BOHBRule, FidelityGP, FidelityModel, GPSampler, make_sampler
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)
 
@@ -81,13 +81,16 @@ def widened_study(tmp_path, sampler: optuna.samplers.BaseSampler) -> optuna.Stud
     return study
 
 
-@pytest.mark.parametrize("name", ["gp_bohb", "gp_fidelity", "gp_warped"])
-def test_widened_range_stays_in_the_model(name: str, tmp_path) -> None:
-    study = widened_study(tmp_path, make_sampler(name, seed=0, n_startup_trials=5))
+@pytest.mark.parametrize(
+    "fidelity", [FidelityGP(), BOHBRule(), None], ids=["fidelity_gp", "bohb_rule", "none"]
+)
+def test_widened_range_stays_in_the_model(fidelity: FidelityModel | None, tmp_path) -> None:
+    sampler = GPSampler(fidelity=fidelity, seed=0, n_startup_trials=5, warn_independent_sampling=False)
+    study = widened_study(tmp_path, sampler)
     trial = study.ask()
     space = study.sampler.infer_relative_search_space(study, trial._cached_frozen_trial)
     assert space["x"] == FloatDistribution(0.0, 10.0)
-    fitted, _ = study.sampler.fit_data(study, study.get_trials(states=(TrialState.COMPLETE,)), space)
+    fitted = sampler.observations(study, study.get_trials(states=(TrialState.COMPLETE,)), 1.0).trials
     assert len(fitted) == 16  # old trials and new ones
     # The trial asks with the widened range: the GP's value is taken as is, near the optimum.
     x = trial.suggest_float("x", 0.0, 10.0)
@@ -98,7 +101,7 @@ def test_widened_range_stays_in_the_model(name: str, tmp_path) -> None:
 
 
 def test_a_trial_asking_the_old_range_takes_the_gp_value_inside_it(tmp_path) -> None:
-    study = widened_study(tmp_path, make_sampler("gp_bohb", seed=0, n_startup_trials=5))
+    study = widened_study(tmp_path, make_sampler(DEFAULT_SAMPLER, seed=0, n_startup_trials=5))
     trial = study.ask()
     x = trial.suggest_float("x", 0.0, 5.0)  # Optuna checks the kind, then that the value lies inside
     assert x == trial.relative_params["x"] and 0.0 <= x <= 5.0

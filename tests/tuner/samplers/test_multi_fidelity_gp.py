@@ -1,4 +1,4 @@
-"""The multi-fidelity GP samplers learn from PRUNED trials, in plain Optuna studies too."""
+"""rnntune's GP with a fidelity model learns from PRUNED trials, in plain Optuna studies too."""
 
 from __future__ import annotations
 
@@ -10,11 +10,12 @@ import pytest
 from optuna.distributions import FloatDistribution
 from optuna.trial import TrialState
 
-from tuner.samplers import DEFAULT_SAMPLER, make_sampler
+from tuner.samplers import DEFAULT_SAMPLER, BOHBRule, GPSampler, Observations, make_sampler
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)
 
-MULTI_FIDELITY = ("gp_rungs", "gp_bohb", "gp_fidelity")
+# The fidelity models: the default's (through the registry) and BOHB's rule alone.
+MULTI_FIDELITY = ("gp_fidelity", "bohb_rule")
 SPACE = {"x": FloatDistribution(0.0, 10.0), "y": FloatDistribution(0.0, 10.0)}
 OPTIMUM = np.array([7.0, 3.0])
 
@@ -53,6 +54,19 @@ def pruned_study(sampler: optuna.samplers.BaseSampler, *, with_pruned: bool) -> 
     return study
 
 
+def build(name: str, seed: int, **options: int) -> GPSampler:
+    if name == "bohb_rule":
+        return GPSampler(fidelity=BOHBRule(), seed=seed, warn_independent_sampling=False, **options)
+    sampler = make_sampler(name, seed=seed, **options)
+    assert isinstance(sampler, GPSampler)
+    return sampler
+
+
+def observations(sampler: GPSampler, study: optuna.Study) -> Observations:
+    """What `sampler` fits in `study` (minimised), before any subset."""
+    return sampler.observations(study, study.get_trials(deepcopy=False), 1.0)
+
+
 def next_point(study: optuna.Study) -> np.ndarray:
     trial = study.ask(SPACE)
     return np.array([trial.params["x"], trial.params["y"]])
@@ -62,8 +76,8 @@ def next_point(study: optuna.Study) -> np.ndarray:
 def test_pruned_trials_change_the_suggestion_and_guide_it(name: str) -> None:
     points = []
     for seed in range(3):
-        with_pruned = next_point(pruned_study(make_sampler(name, seed=seed), with_pruned=True))
-        without = next_point(pruned_study(make_sampler(name, seed=seed), with_pruned=False))
+        with_pruned = next_point(pruned_study(build(name, seed), with_pruned=True))
+        without = next_point(pruned_study(build(name, seed), with_pruned=False))
         assert not np.allclose(with_pruned, without)
         points.append(with_pruned)
     distances = np.linalg.norm(np.array(points) - OPTIMUM, axis=1)
@@ -107,7 +121,7 @@ def points_of(study: optuna.Study) -> np.ndarray:
 @pytest.mark.parametrize("name", MULTI_FIDELITY)
 @pytest.mark.parametrize("pruner", PRUNERS)
 def test_plain_optuna_study_with_pruner(name: str, pruner: str) -> None:
-    study = run_with_pruner(make_sampler(name, seed=0, n_startup_trials=8), pruner)
+    study = run_with_pruner(build(name, 0, n_startup_trials=8), pruner)
     states = [t.state for t in study.trials]
     assert TrialState.PRUNED in states and TrialState.COMPLETE in states
     random = points_of(run_with_pruner(optuna.samplers.RandomSampler(seed=0), pruner))
@@ -116,9 +130,9 @@ def test_plain_optuna_study_with_pruner(name: str, pruner: str) -> None:
     # points, then different ones, although fewer than 8 trials are COMPLETE by then.
     assert np.allclose(points[:8], random[:8])
     assert not np.allclose(points[8:], random[8:])
-    if pruner == "successive_halving" or name != "gp_bohb":
+    if pruner == "successive_halving" or name != "bohb_rule":
         # ... and the model-made points sit nearer the optimum than the random ones. (Not asserted
-        # for gp_bohb under Hyperband: each bracket shows the sampler only its own few trials, too
+        # for BOHB's rule alone under Hyperband: each bracket shows the sampler only its own few trials, too
         # few at any one budget in 24 trials; docs/samplers.md.)
         first, last = points[:8], points[-8:]
         assert np.median(np.linalg.norm(last - OPTIMUM, axis=1)) < np.median(
@@ -128,7 +142,7 @@ def test_plain_optuna_study_with_pruner(name: str, pruner: str) -> None:
 
 @pytest.mark.parametrize("name", MULTI_FIDELITY)
 def test_running_trials_stay_pending(name: str) -> None:
-    study = pruned_study(make_sampler(name, seed=0), with_pruned=True)
+    study = pruned_study(build(name, 0), with_pruned=True)
     pending = [study.ask(SPACE) for _ in range(4)]
     for t in pending[:2]:
         t.report(loss(t.params["x"], t.params["y"], 1), 1)
@@ -151,11 +165,11 @@ def test_startup_counts_observations_not_complete_trials() -> None:
 
 def test_bohb_rule_reads_the_rungs_of_the_study_policy() -> None:
     """In an rnntune study the budgets are the policy's rungs: values at other steps are ignored."""
-    from tuner.early_stopping import ATTR, EarlyStopping
+    from tuner.policies.early_stopping import ATTR, EarlyStopping
 
     policy = EarlyStopping(grace_steps=50, reduction_factor=3)
     assert policy.rungs(200, 25) == [50, 150]
-    study = optuna.create_study(sampler=make_sampler("gp_bohb", seed=0, n_startup_trials=5))
+    study = optuna.create_study(sampler=build("bohb_rule", 0, n_startup_trials=5))
     study.set_user_attr("task", {"max_steps": 200, "eval_every": 25})
     study.set_user_attr(ATTR, policy.model_dump())
     rng = np.random.default_rng(0)
@@ -169,13 +183,13 @@ def test_bohb_rule_reads_the_rungs_of_the_study_policy() -> None:
                 intermediate_values={s: loss(x, y, s) for s in (25, 50)},
             )
         )
-    trials, targets = study.sampler.observations(study, SPACE)
+    trials, targets = observations(study.sampler, study).trials, observations(study.sampler, study).minimised
     assert len(trials) == 8 and len(targets) == 8
     # Ordered like the values at the rung (step 50), whatever the values at step 25.
     at_rung = [t.intermediate_values[50] for t in trials]
     assert list(np.argsort(targets)) == list(np.argsort(at_rung))
     study.set_user_attr(ATTR, EarlyStopping(grace_steps=100, reduction_factor=2).model_dump())
-    assert study.sampler.observations(study, SPACE)[0] == []
+    assert observations(study.sampler, study).trials == []
 
 
 def test_nan_and_inf_values_do_not_break_the_fit() -> None:
@@ -203,15 +217,14 @@ def test_nan_and_inf_values_do_not_break_the_fit() -> None:
 def test_fidelity_gp_fits_every_trial_at_its_step_once_enough_are_complete() -> None:
     """BOHB's rule drops the PRUNED trials once the full budget has enough COMPLETE ones; the
     fidelity GP keeps them, each at the last step it reported, and scores candidates at the end."""
-    from tuner.samplers.fidelity_gp import FIDELITY, median_drops
+    from tuner.samplers.fidelity_gp import median_drops
+    from tuner.samplers.fit_inputs import FIDELITY
 
-    study = pruned_study(make_sampler("gp_fidelity", seed=0, n_startup_trials=3), with_pruned=True)
-    bohb = make_sampler("gp_bohb", seed=0, n_startup_trials=3)
-    assert len(bohb.observations(study, SPACE)[0]) == 3
-    trials, targets = study.sampler.observations(study, SPACE)
-    assert len(trials) == 23 and np.all(np.isfinite(targets))
-    steps = sorted({t.system_attrs[FIDELITY] for t in trials})
-    assert steps == [3, 9, 27]
+    study = pruned_study(build("gp_fidelity", 0, n_startup_trials=3), with_pruned=True)
+    assert len(observations(build("bohb_rule", 0, n_startup_trials=3), study).trials) == 3
+    fitted = observations(study.sampler, study)
+    assert len(fitted.trials) == 23 and np.all(np.isfinite(fitted.minimised))
+    assert fitted.steps is not None and sorted(set(fitted.steps)) == [3, 9, 27] and fitted.full == 27
     # The value at step 3 is moved by the COMPLETE trials' median drop from step 3 to the end.
     drops = median_drops(study.trials, 1.0)
     assert drops[3] == pytest.approx(5.0 / 3 - 5.0 / 27)
@@ -223,16 +236,16 @@ def test_fidelity_gp_fits_every_trial_at_its_step_once_enough_are_complete() -> 
 def test_fidelity_gp_uses_bohb_rule_until_the_full_budget_has_enough() -> None:
     """Early in a sweep few trials are COMPLETE: the fidelity GP then fits what BOHB's rule fits
     (one rung, every trial that reached it), which the benchmark found better at small budgets."""
-    study = pruned_study(make_sampler("gp_fidelity", seed=0, n_startup_trials=10), with_pruned=True)
-    bohb = make_sampler("gp_bohb", seed=0, n_startup_trials=10)
-    ours, theirs = study.sampler.observations(study, SPACE), bohb.observations(study, SPACE)
-    assert [t.number for t in ours[0]] == [t.number for t in theirs[0]] and len(ours[0]) == 23
-    assert np.allclose(ours[1], theirs[1])
+    study = pruned_study(build("gp_fidelity", 0, n_startup_trials=10), with_pruned=True)
+    ours = observations(study.sampler, study)
+    theirs = observations(build("bohb_rule", 0, n_startup_trials=10), study)
+    assert [t.number for t in ours.trials] == [t.number for t in theirs.trials] and len(ours.trials) == 23
+    assert np.allclose(ours.minimised, theirs.minimised) and ours.steps is None
 
 
 def test_fidelity_gp_takes_reports_at_step_zero() -> None:
     """Optuna allows `report(value, 0)`; the step is a log-scale GP input, so 0 must not break it."""
-    study = optuna.create_study(sampler=make_sampler("gp_fidelity", seed=0, n_startup_trials=3))
+    study = optuna.create_study(sampler=build("gp_fidelity", 0, n_startup_trials=3))
     rng = np.random.default_rng(1)
     for i in range(8):
         x, y = rng.uniform(0, 10, size=2)

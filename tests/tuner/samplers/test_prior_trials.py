@@ -9,7 +9,7 @@ from optuna.distributions import FloatDistribution
 from optuna.trial import FrozenTrial, TrialState, create_trial
 
 from tuner.samplers import SAMPLERS, WARM_START_SAMPLERS, make_sampler, sampler_options
-from tuner.samplers.prior_trials import kept, standardised
+from tuner.samplers.prior_trials import kept, standardised, usable
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)
 
@@ -33,15 +33,15 @@ def first_point(name: str, seed: int, prior: list[FrozenTrial] | None, tmp_path=
     study = optuna.create_study(storage=storage, sampler=make_sampler(name, seed=seed, prior_trials=prior))
     trial = study.ask()
     point = np.array([trial.suggest_float("x", 0.0, 10.0), trial.suggest_float("y", 0.0, 10.0)])
-    return point, study.trials[0].system_attrs
+    return point, trial.relative_params
 
 
 @pytest.mark.parametrize("name", WARM_START_SAMPLERS)
 def test_priors_drive_the_first_suggestion_to_the_prior_optimum(name: str, tmp_path) -> None:
     for seed in (0, 1, 2):
-        warm, attrs = first_point(name, seed, source(), tmp_path)
+        warm, relative = first_point(name, seed, source(), tmp_path)
         cold, _ = first_point(name, seed, None, tmp_path)
-        assert any(k.startswith("gp:relative_params") for k in attrs)  # from the model, not random
+        assert set(relative) == {"x", "y"}  # from the model, not the random startup sampler
         assert not np.allclose(warm, cold)
         assert np.hypot(*(warm - OPTIMUM)) < 2.0, (seed, warm)
 
@@ -50,17 +50,14 @@ def test_priors_outside_the_space_are_ignored() -> None:
     wide = {"x": FloatDistribution(0.0, 30.0), "y": FloatDistribution(0.0, 30.0)}
     outside = [t for t in source(60, space=wide) if max(t.params.values()) > 10.0]
     # Once the study has trials of its own, priors beyond its ranges count for nothing.
-    sampler = make_sampler("gp_bohb", seed=4, prior_trials=outside, n_startup_trials=3)
-    assert sampler.priors(optuna.create_study(), SPACE) == []
+    assert usable(outside, SPACE) == []
     inside = source(5)
-    assert len(sampler.priors(optuna.create_study(), SPACE)) == 0
-    mixed = make_sampler("gp_bohb", seed=4, prior_trials=outside + inside, n_startup_trials=3)
-    assert len(mixed.priors(optuna.create_study(), SPACE)) == len(inside)
+    assert len(usable(outside + inside, SPACE)) == len(inside)
 
 
 def test_priors_outside_the_space_do_not_change_suggestions() -> None:
     def history(prior: list[FrozenTrial] | None) -> list[dict]:
-        sampler = make_sampler("gp_warped", seed=3, prior_trials=prior, n_startup_trials=3)
+        sampler = make_sampler("gp_fidelity", seed=3, prior_trials=prior, n_startup_trials=3)
         study = optuna.create_study(sampler=sampler)
         # The study's own trial defines its space (an empty study takes the priors' space).
         study.add_trial(create_trial(params={"x": 1.0, "y": 1.0}, distributions=SPACE, value=7.1))
@@ -84,7 +81,7 @@ def test_only_warm_start_samplers_take_priors() -> None:
             make_sampler(name, seed=0, prior_trials=source(3))
         for allowed in WARM_START_SAMPLERS:
             assert allowed in str(err.value)
-    assert "prior_trials" not in sampler_options("gp_bohb")
+    assert "prior_trials" not in sampler_options("gp_fidelity")
 
 
 def test_own_observations_push_the_priors_out() -> None:
@@ -97,5 +94,5 @@ def test_own_observations_push_the_priors_out() -> None:
 
 def test_pruned_and_failed_priors_do_not_count() -> None:
     pruned = create_trial(params={"x": 1.0, "y": 1.0}, distributions=SPACE, state=TrialState.PRUNED)
-    sampler = make_sampler("gp_rungs", seed=0, prior_trials=[pruned])
-    assert sampler.priors(optuna.create_study(), SPACE) == []
+    failed = create_trial(params={"x": 2.0, "y": 1.0}, distributions=SPACE, state=TrialState.FAIL)
+    assert usable([pruned, failed], SPACE) == []

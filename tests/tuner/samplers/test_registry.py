@@ -8,7 +8,16 @@ import optuna
 import pytest
 from optuna.trial import TrialState
 
-from tuner.samplers import DEFAULT_SAMPLER, SAMPLERS, make_sampler, sampler_options
+from tuner.samplers import (
+    DEFAULT_SAMPLER,
+    RETIRED_SAMPLERS,
+    SAMPLERS,
+    FidelityGP,
+    GPSampler,
+    HalfRank,
+    make_sampler,
+    sampler_options,
+)
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)
 
@@ -126,3 +135,25 @@ def test_options_reach_the_sampler() -> None:
     random = history(make_sampler("random", seed=5))
     assert history(make_sampler("gp", seed=5, n_startup_trials=100)) == random
     assert history(make_sampler("gp", seed=5, n_startup_trials=3)) != random
+
+
+def test_retired_names_map_to_a_registered_sampler() -> None:
+    assert set(RETIRED_SAMPLERS) == {"gp_warped", "gp_rungs", "gp_bohb"}
+    for old, new in RETIRED_SAMPLERS.items():
+        assert old not in SAMPLERS and new == DEFAULT_SAMPLER
+
+
+@pytest.mark.parametrize("name", ["gp_warped", "gp_rungs", "gp_bohb"])
+def test_a_retired_name_is_refused_naming_its_replacement(name: str) -> None:
+    with pytest.raises(ValueError, match=f"sampler '{name}' was retired.*use '{DEFAULT_SAMPLER}'"):
+        make_sampler(name, seed=0)
+    with pytest.raises(ValueError, match="retired"):
+        sampler_options(name)
+
+
+def test_the_default_is_the_composed_gp_with_a_subset() -> None:
+    sampler = make_sampler(DEFAULT_SAMPLER, seed=0)
+    assert isinstance(sampler, GPSampler)
+    assert isinstance(sampler._fidelity, FidelityGP) and isinstance(sampler._warping, HalfRank)
+    assert sampler._subset is not None and sampler._subset.cap >= 300
+    assert "subset" in sampler_options(DEFAULT_SAMPLER) and "fidelity" not in sampler_options(DEFAULT_SAMPLER)

@@ -8,7 +8,7 @@ from optuna._gp.search_space import SearchSpace
 from optuna.distributions import CategoricalDistribution, FloatDistribution, IntDistribution
 from optuna.trial import TrialState, create_trial
 
-from tuner.samplers import activity, make_sampler
+from tuner.samplers import DEFAULT_SAMPLER, activity, make_sampler
 from tuner.samplers.inactive import INACTIVE_AT, gp_space, inactive_value, with_params
 from tuner.samplers.union_space import active_params, study_search_space, union_search_space
 
@@ -102,7 +102,7 @@ def test_activity_rules_need_a_repeated_pattern() -> None:
 def test_a_real_study_has_the_conditional_parameter_in_the_relative_space(tmp_path) -> None:
     space = {"rounds": IntDistribution(0, 6), "rank": IntDistribution(-20, 100)}
     ours = optuna.create_study(
-        storage=f"sqlite:///{tmp_path / 's.db'}", sampler=make_sampler("gp_bohb", seed=0)
+        storage=f"sqlite:///{tmp_path / 's.db'}", sampler=make_sampler(DEFAULT_SAMPLER, seed=0)
     )
     stock = optuna.create_study(sampler=optuna.samplers.GPSampler(seed=0))
     for study in (ours, stock):

@@ -9,21 +9,24 @@ from typing import Annotated, Literal
 from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import HTMLResponse, Response
 
-from tuner.api import importances, plots, sensitivity
+from tuner.analysis import importances, plots, sensitivity
+from tuner.analysis.reads import StudySnapshot
 from tuner.api.auth import require_read
 from tuner.api.errors import NotFound
 from tuner.api.models import Importances, ParallelCoordinates, Sensitivity
-from tuner.api.reads import StudySnapshot
 from tuner.api.routes.common import STUDY, StudyName, errors, memoised, snapshot_of
 
 router = APIRouter(prefix=STUDY, tags=["analysis"], dependencies=[Depends(require_read)])
+# Fractions are rounded to this step, so the distinct analyses of a study version are finite (at
+# most 100 per `include`) and each is computed once while it stays among the recently used.
+FRACTION_STEP = 0.01
 Fraction = Annotated[
     float,
     Query(
-        gt=0.0,
+        ge=FRACTION_STEP,
         le=1.0,
         description="Neighbourhood half-width per hyperparameter, as a fraction of its range "
-        "(log scale for log-scale ones).",
+        "(log scale for log-scale ones); rounded to the nearest 0.01 (the answer's `fraction`).",
     ),
 ]
 IncludeParam = Annotated[
@@ -33,7 +36,12 @@ IncludeParam = Annotated[
         "`complete`: COMPLETE trials only."
     ),
 ]
-ERRORS = errors(401, 404, 422, 429, 503)
+ERRORS = errors(401, 404, 422, 503)
+
+
+def quantised(fraction: float) -> float:
+    """`fraction` rounded to `FRACTION_STEP`."""
+    return round(round(fraction / FRACTION_STEP) * FRACTION_STEP, 2)
 
 
 async def _completed(request: Request, name: str) -> StudySnapshot:
@@ -98,7 +106,7 @@ async def get_sensitivity(
     unless `include=complete`) with each neighbour's distance from the best at the same fidelity,
     and PED-ANOVA importances with the fidelity and trial count they rest on."""
     snapshot = await _completed(request, name)
-    return Response(await _analysis(snapshot, fraction, include), media_type="application/json")
+    return Response(await _analysis(snapshot, quantised(fraction), include), media_type="application/json")
 
 
 @router.get("/importances", response_model=Importances, responses=ERRORS)
@@ -125,7 +133,7 @@ async def get_parallel_coordinates(
     """Parallel coordinates: log axes for log-scale hyperparameters, completed trials coloured by
     objective, pruned ones grey at the value where they were stopped (unless `include=complete`),
     the best trial's neighbourhood in red (thesis Figures 2.5–2.6)."""
-    plot = await _plot(await _completed(request, name), fraction, include)
+    plot = await _plot(await _completed(request, name), quantised(fraction), include)
     if format == "html":
         return HTMLResponse(plots.html_page(plot, name, "/static/vendor/plotly.min.js"))
     return Response(plot["json"], media_type="application/json")

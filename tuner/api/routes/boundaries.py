@@ -1,4 +1,4 @@
-"""Range-boundary alerts (`tuner.boundaries`): the best trials crowd an edge of a searched range."""
+"""Range-boundary alerts (`tuner.space.boundaries`): the best trials crowd an edge of a searched range."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from starlette.concurrency import run_in_threadpool
 
 from tuner.api.auth import require_read
 from tuner.api.routes.common import STUDY, StudyName, errors, memoised, snapshot_of, state_of
-from tuner.boundaries import MIN_SHARE, MIN_TOP, NEAR, TOP_FRACTION, crowded_edges
+from tuner.space.boundaries import MIN_SHARE, MIN_TOP, NEAR, TOP_FRACTION, crowded_edges
 
 router = APIRouter(prefix=STUDY, tags=["analysis"], dependencies=[Depends(require_read)])
 ERRORS = errors(401, 404, 422)

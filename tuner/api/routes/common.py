@@ -16,8 +16,8 @@ from fastapi.exceptions import RequestValidationError
 from pydantic import BaseModel, ValidationError
 from starlette.concurrency import run_in_threadpool
 
+from tuner.analysis.reads import StudySnapshot
 from tuner.api.models import ErrorBody
-from tuner.api.reads import StudySnapshot
 from tuner.api.state import ApiState
 
 STUDY = "/studies/{name}"

@@ -1,4 +1,4 @@
-"""A study's trials as one table to download: `trials.csv` and `trials.parquet` (see `tuner.export`)."""
+"""A study's trials as one table to download: `trials.csv` and `trials.parquet` (see `tuner.analysis.export`)."""
 
 from __future__ import annotations
 
@@ -8,10 +8,10 @@ import optuna
 from fastapi import APIRouter, Depends, Path, Request
 from fastapi.responses import Response
 
+from tuner.analysis.export import MEDIA_TYPES, encode, trials_frame
 from tuner.api.auth import require_read
 from tuner.api.errors import NotFound
 from tuner.api.routes.common import STUDY, StudyName, errors, state_of
-from tuner.export import MEDIA_TYPES, encode, trials_frame
 
 router = APIRouter(prefix=STUDY, tags=["trials"], dependencies=[Depends(require_read)])
 ERRORS = errors(401, 404, 422)

@@ -8,14 +8,14 @@ from typing import Any
 from fastapi import APIRouter, Depends, Request, status
 from starlette.concurrency import run_in_threadpool
 
-from tuner import finalize
 from tuner.api import serializers as views
 from tuner.api.auth import require_read, require_write
 from tuner.api.errors import Conflict
 from tuner.api.finalize_models import FinalizeReport, FinalizeRequest, FinalizeStarted
-from tuner.api.finalizing import FinalizeLauncher
+from tuner.api.paths import study_folder
 from tuner.api.routes.common import STUDY, StudyName, errors, json_body, read_json, state_of
-from tuner.api.settings import resolve_within
+from tuner.sweeps import finalize
+from tuner.sweeps.finalize_launch import FinalizeLauncher
 
 router = APIRouter(prefix=f"{STUDY}/finalize", tags=["finalize"])
 ERRORS = errors(401, 403, 404, 409, 413, 415, 422, 503)
@@ -57,10 +57,8 @@ def _start(request: Request, name: str, body: FinalizeRequest) -> dict:
         raise Conflict(
             f"study {name!r} was not created by rnntune (no stored space); its trials cannot be rerun"
         )
-    # Reruns go under the study's folder only when it lies inside the server's own storage root:
-    # a path read from the database never decides where the server writes.
-    root = state.settings.storage_root
-    folder = resolve_within(row.user_attrs.get("storage_path"), (root,), root) or root / name
+    # A path read from the database never decides where the server writes (409 outside its root).
+    folder = study_folder(row.user_attrs, state.settings.storage_root, name)
     handle = launcher_of(request).start(
         name, row.user_attrs, top=body.top, seeds=body.seeds, parallel=body.parallel, storage_path=folder
     )

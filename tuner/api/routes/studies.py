@@ -8,14 +8,15 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, HTTPException, Query, Request, status
 from starlette.concurrency import run_in_threadpool
 
-from tuner.api import serializers, sweeps, widening
+from tuner.api import serializers
 from tuner.api.auth import require_read, require_write
 from tuner.api.checkpoint import storage_root
 from tuner.api.models import Action, CreateStudy, StudyDetail, StudyPage, WidenRange, WidenResult
 from tuner.api.routes.common import StudyName, errors, json_body, read_json
 from tuner.api.settings import ApiSettings, resolve_within
 from tuner.api.state import ApiState
-from tuner.lease import read, read_all
+from tuner.storage.lease import read, read_all
+from tuner.sweeps import control, widen_control
 
 router = APIRouter(prefix="/studies", tags=["studies"])
 ERRORS = errors(401, 403, 404, 409, 413, 415, 422, 503)
@@ -47,11 +48,11 @@ async def list_studies(
 
 
 def _summary(state: ApiState, row, lease) -> dict:
-    """The row's summary with its true status: from the driver lease (tuner.api.sweeps)."""
+    """The row's summary with its true status: from the driver lease (tuner.sweeps.control)."""
     handle = state.launcher.get(row.name)
     return {
         **serializers.study_summary(row, handle),
-        "status": sweeps.study_status(row.status, lease, handle),
+        "status": control.study_status(row.status, lease, handle),
     }
 
 
@@ -71,7 +72,7 @@ def detail(state: ApiState, name: str) -> dict:
         "widened": row.user_attrs.get("widened") or [],
         "best_trial": serializers.trial_summary(best) if best else None,
         "process": handle.as_dict() if handle else None,
-        "driver": sweeps.driver_info(lease),
+        "driver": control.driver_info(lease),
     }
 
 
@@ -108,7 +109,7 @@ async def create_study(request: Request) -> dict:
     body: CreateStudy = await read_json(request, CreateStudy)
     state = _state(request)
     check_data_dirs(body, state.settings)
-    await run_in_threadpool(sweeps.create, state, body)
+    await run_in_threadpool(control.create, state, body.name, body.spec())
     return await run_in_threadpool(detail, state, body.name)
 
 
@@ -128,12 +129,12 @@ def get_study(request: Request, name: StudyName) -> dict:
 def start_study(request: Request, name: StudyName) -> dict:
     """Launch the study's sweep in the background (409 while a driver holds its lease, or finished)."""
     state = _state(request)
-    handle = sweeps.start(state, name)
+    handle = control.start(state, name)
     return {
         "name": name,
         "status": "running",
         "process": handle.as_dict(),
-        "driver": sweeps.driver_info(read(state.leases, name)),
+        "driver": control.driver_info(read(state.leases, name)),
     }
 
 
@@ -147,12 +148,12 @@ def start_study(request: Request, name: StudyName) -> dict:
 def stop_study(request: Request, name: StudyName) -> dict:
     """Store a stop request for the study's sweep, wherever it runs; it stops cleanly and keeps its
     completed trials. 409 if no sweep drives it."""
-    handle, lease = sweeps.stop(_state(request), name)
+    handle, lease = control.stop(_state(request), name)
     return {
         "name": name,
         "status": "stopping",
         "process": handle.as_dict() if handle else None,
-        "driver": sweeps.driver_info(lease),
+        "driver": control.driver_info(lease),
     }
 
 
@@ -168,4 +169,4 @@ async def widen_range(request: Request, name: StudyName) -> dict:
     or `edge`), adding `add_trials` to its count; then `start` continues it in the wider range.
     409 while a sweep drives the study."""
     body: WidenRange = await read_json(request, WidenRange)
-    return await run_in_threadpool(widening.widen, _state(request), name, body)
+    return await run_in_threadpool(widen_control.widen, _state(request), name, body)

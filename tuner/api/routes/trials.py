@@ -5,15 +5,16 @@ from __future__ import annotations
 
 import json
 from typing import Annotated, Any, Literal
+from urllib.parse import quote
 
 from fastapi import APIRouter, Depends, Path, Query, Request
-from fastapi.responses import FileResponse, Response
+from fastapi.responses import Response, StreamingResponse
 
+from tuner.analysis.reads import SORT_KEYS, StudySnapshot, TrialRecord
 from tuner.api import checkpoint, serializers
 from tuner.api.auth import require_read
 from tuner.api.errors import NotFound
 from tuner.api.models import TrialDetail, TrialPage, TrialState
-from tuner.api.reads import SORT_KEYS, StudySnapshot, TrialRecord
 from tuner.api.routes.common import STUDY, StudyName, errors, snapshot_of, state_of
 
 router = APIRouter(prefix=STUDY, tags=["trials"], dependencies=[Depends(require_read)])
@@ -86,16 +87,16 @@ async def get_best(request: Request, name: StudyName) -> dict:
 
 @router.get(
     "/best/checkpoint",
-    response_class=FileResponse,
+    response_class=StreamingResponse,
     responses={200: {"content": {"application/octet-stream": {}}}, **ERRORS},
 )
-def get_best_checkpoint(request: Request, name: StudyName) -> FileResponse:
+def get_best_checkpoint(request: Request, name: StudyName) -> StreamingResponse:
     """The best trial's checkpoint file (load it with `trainer.load_checkpoint`).
 
     Headers: `X-Checkpoint-SHA256` (and `Repr-Digest`), `X-Trial-Number`, `X-Trial-Value`,
     `X-Trial-Config-URL` (the run's resolved config) and, when that config is under 8 kB,
     `X-Trial-Config` (the config itself as JSON). Only files inside the server's storage root
-    (`--storage`) are ever served.
+    (`--storage`) are ever served, from the file descriptor that was checked (no symlink followed).
     """
     state = state_of(request)
     best = _best(state.store.snapshot(state.store.row(name)), name)
@@ -105,9 +106,17 @@ def get_best_checkpoint(request: Request, name: StudyName) -> FileResponse:
     )
     config_url = str(request.url_for("get_trial_config", name=name, number=best.number).path)
     assert best.value is not None  # `best` is a completed trial with a finite objective
-    return FileResponse(
-        found.path,
-        media_type="application/octet-stream",
-        filename=f"{name}-trial{best.number}-{found.path.name}",
-        headers=checkpoint.headers(found, best.number, best.value, _config(request, name, best), config_url),
+    try:
+        headers = checkpoint.headers(found, best.number, best.value, _config(request, name, best), config_url)
+    except BaseException:
+        found.handle.close()
+        raise
+    filename = f"{name}-trial{best.number}-{found.path.name}"
+    quoted = quote(filename, safe="")
+    headers["Content-Disposition"] = (
+        f'attachment; filename="{filename}"'
+        if quoted == filename
+        else f"attachment; filename*=utf-8''{quoted}"
     )
+    headers["Content-Length"] = str(found.size)
+    return StreamingResponse(found.chunks(), media_type="application/octet-stream", headers=headers)

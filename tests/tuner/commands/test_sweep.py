@@ -1,0 +1,58 @@
+"""`rnntune sweep` argument handling that is decided before Ray starts."""
+
+from __future__ import annotations
+
+import optuna
+
+from tuner.cli import main
+from tuner.spec import SweepSpec
+from tuner.sweeps.create import create_study
+
+
+def _done_study(db: str, tmp_path) -> None:
+    """A study whose one trial is done: resuming it stores its spec and needs no Ray."""
+    study = create_study("x", storage_url=db, space="tiny", n_trials=1, storage_path=tmp_path / "x")
+    dist = optuna.distributions.FloatDistribution(0.001, 0.004, log=True)
+    study.add_trial(
+        optuna.trial.create_trial(
+            params={"learning_rate": 0.002}, distributions={"learning_rate": dist}, value=5.0
+        )
+    )
+
+
+def test_resume_refuses_study_options_by_name(tmp_path, capsys):
+    db = f"sqlite:///{tmp_path / 'db.sqlite'}"
+    _done_study(db, tmp_path)
+    assert main(["sweep", "--resume", "x", "--space", "lstm", "--sampler", "tpe", "--db", db]) == 2
+    err = capsys.readouterr().err
+    assert "--sampler, --space: cannot change when resuming" in err
+    assert SweepSpec.of(optuna.load_study(study_name="x", storage=db).user_attrs).sampler != "tpe"
+
+
+def test_resume_keep_top_takes_effect(tmp_path, capsys):
+    db = f"sqlite:///{tmp_path / 'db.sqlite'}"
+    _done_study(db, tmp_path)
+    assert main(["sweep", "--resume", "x", "--keep-top", "3", "--db", db]) == 0
+    assert "study x: finished" in capsys.readouterr().out
+    assert SweepSpec.of(optuna.load_study(study_name="x", storage=db).user_attrs).keep_top == 3
+
+
+def test_unknown_study_and_bad_overrides_exit_2(tmp_path, capsys):
+    db = f"sqlite:///{tmp_path / 'db.sqlite'}"
+    assert main(["sweep", "--resume", "ghost", "--db", db]) == 2
+    assert "no study named 'ghost'" in capsys.readouterr().err
+    assert main(["sweep", "--db", db, "--name", "bad", "--range", "learning_rate=0.004:0.001"]) == 2
+    assert "parameter learning_rate: low (0.004) must be below high (0.001)" in capsys.readouterr().err
+    assert main(["sweep", "--db", db, "--name", "bad", "--set", "num_layers=0"]) == 2
+    assert "num_layers" in capsys.readouterr().err
+
+
+def test_missing_dataset_folder_is_refused_before_the_study_exists(tmp_path, capsys):
+    db = f"sqlite:///{tmp_path / 'db.sqlite'}"
+    code = main(
+        ["sweep", "--db", db, "--name", "ptb", "--space", "lstm", "--set", f"data_dir={tmp_path / 'nope'}"]
+    )
+    assert code == 2
+    assert "does not exist; pass --set data_dir=PATH" in capsys.readouterr().err
+    assert main(["sweep", "--resume", "ptb", "--db", db]) == 2
+    assert "no study named 'ptb'" in capsys.readouterr().err

@@ -1,0 +1,46 @@
+"""Optuna's sampler contract suites (`optuna.testing.pytest_samplers`) for every registered sampler.
+
+One fixture, parametrised over `SAMPLERS`, shapes each sampler as Optuna's own tests shape theirs:
+no random startup (`n_startup_trials=0` where the sampler takes it), so the model-based path runs
+from the first completed trial. Cases that do not apply to a sampler are skipped with the reason.
+These replace the copies of Optuna's cases this folder used to carry.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import optuna
+import pytest
+from optuna.samplers import BaseSampler
+from optuna.testing.pytest_samplers import (
+    BasicSamplerTestCase,
+    MultiObjectiveSamplerTestCase,
+    RelativeSamplerTestCase,
+)
+
+from tuner.samplers import SAMPLERS, make_sampler, sampler_options
+
+optuna.logging.set_verbosity(optuna.logging.WARNING)
+
+# Suites that do not apply to a sampler, and why.
+NOT_APPLICABLE = {
+    ("random", "RelativeSamplerTestCase"): "RandomSampler has no relative model (sample_relative is {})",
+}
+
+
+def shaped(name: str) -> Callable[[], BaseSampler]:
+    """A factory for sampler `name` without random startup, seeded."""
+    options = {"n_startup_trials": 0} if "n_startup_trials" in sampler_options(name) else {}
+    return lambda: make_sampler(name, seed=0, **options)
+
+
+class TestSamplerContracts(BasicSamplerTestCase, RelativeSamplerTestCase, MultiObjectiveSamplerTestCase):
+    # Optuna's own GPSampler: its CI runs these cases; slow here (a GP fit per suggestion).
+    @pytest.fixture(params=[pytest.param(n, marks=pytest.mark.slow) if n == "gp" else n for n in SAMPLERS])
+    def sampler(self, request: pytest.FixtureRequest) -> Callable[[], BaseSampler]:
+        suite = request.function.__qualname__.split(".")[0]
+        reason = NOT_APPLICABLE.get((request.param, suite))
+        if reason:
+            pytest.skip(reason)
+        return shaped(request.param)

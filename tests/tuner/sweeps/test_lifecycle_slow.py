@@ -1,0 +1,73 @@
+"""Widening and warm starts end to end: `rnntune sweep` processes on real Ray and a real SQLite study."""
+
+from __future__ import annotations
+
+import optuna
+import pytest
+from optuna.trial import TrialState
+
+from tests.tuner.sweep_process import finish, launch, tiny_set_args
+from tuner.samplers import make_sampler
+from tuner.space import SearchSpace
+from tuner.storage.study import load_study
+
+pytestmark = pytest.mark.slow
+COMMON = ["--parallel", "2", "--scheduler", "none", *tiny_set_args()]
+
+
+@pytest.fixture(scope="module")
+def source(tmp_path_factory):
+    """A finished study of 10 random trials (as many as the GP samplers' startup trials), narrow
+    learning-rate range: (cwd, db URL)."""
+    cwd = tmp_path_factory.mktemp("lifecycle")
+    db = f"sqlite:///{cwd / 'studies.db'}"
+    args = ["--name", "src", "--trials", "10", "--sampler", "random", "--seed", "3", "--db", db]
+    proc, log = launch(cwd, [*args, "--range", "learning_rate=0.002:0.0025", *COMMON])
+    assert finish(proc, log, 600) == 0, log.read_text()
+    return cwd, db
+
+
+def test_a_warm_started_sweep_reports_and_uses_its_prior_trials(source):
+    cwd, db = source
+    usable = [t for t in load_study("src", db).trials if t.state == TrialState.COMPLETE]
+    args = ["--name", "warm", "--trials", "2", "--sampler", "gp_bohb", "--seed", "1", "--db", db]
+    proc, log = launch(cwd, [*args, "--warm-start", "src", *COMMON])
+    assert finish(proc, log, 600) == 0, log.read_text()
+    out = log.read_text()
+    assert f"warm start: {len(usable)} prior trials from src" in out
+    study = load_study("warm", db)
+    assert study.user_attrs["warm_start"] == {"studies": ["src"], "trials": len(usable)}
+    assert [t.state for t in study.trials] == [TrialState.COMPLETE] * 2
+    assert len(load_study("src", db).trials) == 10  # the source is only read
+    # Without priors the first trial would be the seeded random startup point; with at least
+    # n_startup_trials of them the GP proposes it (tuner.samplers.prior_trials).
+    space = SearchSpace.from_dict(study.user_attrs["space_def"])
+    cold = optuna.create_study(sampler=make_sampler("gp_bohb", seed=1)).ask()
+    assert study.trials[0].params != space.suggest(cold)
+
+
+def test_widen_and_resume_samples_beyond_the_old_bound(source):
+    cwd, db = source
+    before = {t.number: (t.params, t.value) for t in load_study("src", db).trials}
+    args = [
+        "--resume",
+        "src",
+        "--widen",
+        "learning_rate:both",
+        "--trials",
+        "16",
+        "--db",
+        db,
+    ]
+    proc, log = launch(cwd, args)
+    assert finish(proc, log, 600) == 0, log.read_text()
+    out = log.read_text()
+    assert "widened learning_rate (both): [0.002, 0.0025] -> [0.00178885, 0.00279508]" in out
+    study = load_study("src", db)
+    assert {t.number: (t.params, t.value) for t in study.trials if t.number in before} == before
+    new = [t for t in study.trials if t.number not in before]
+    assert len(new) == 6 and all(t.state == TrialState.COMPLETE for t in new)
+    rates = [t.params["learning_rate"] for t in new]
+    assert all(0.00178885 <= r <= 0.00279508 for r in rates)
+    assert any(r < 0.002 or r > 0.0025 for r in rates), rates  # the wider range is sampled
+    assert study.user_attrs["widened"][0]["trials_before"] == 10

@@ -1,0 +1,187 @@
+"""The fast CUDA path: a layer's BPTT window, forward and backward, replayed as two CUDA graphs.
+
+On CUDA a window of the eager cells is launch-bound: dozens of small kernels per time step. Here
+the window's mathematics (windows.py, pointwise steps fused by torch.compile) is captured once per
+layer, input shapes, dtypes and autocast state as a forward graph and a backward graph over static
+buffers; each later call copies its inputs into those buffers and replays the graph, one launch
+for the whole window. Capture (with torch.compile's compilation) is paid once per process and key
+and cached; its cost, and the speed it buys, are still to be measured on a GPU (docs/gpu.md).
+
+Hand-written rather than torch.cuda.make_graphed_callables, which returns its static output
+buffers (the next replay would overwrite a caller's outputs) and cannot tell when a second forward
+comes before the first one's backward (the saved activations would be overwritten): here outputs
+are copies, and such a second call runs the same window eagerly instead.
+
+Used only where `wanted` says so: a cell whose `cuda_path` is "graphs", CUDA inputs, gradients
+being recorded. Everything else (CPU, no_grad evaluation, cuda_path "eager") runs the cell's own
+forward, unchanged.
+"""
+
+from __future__ import annotations
+
+import functools
+import weakref
+from collections.abc import Callable, Sequence
+from typing import Any, Literal
+
+import torch
+from torch import Tensor, nn
+from torch.autograd.function import once_differentiable
+
+from .base import State
+from .windows import Config, Steps, compiled_steps
+
+CudaPath = Literal["graphs", "eager"]
+CUDA_PATHS: tuple[CudaPath, ...] = ("graphs", "eager")
+# Eager runs on a side stream before capture: torch.compile compiles, cuBLAS picks its kernels and
+# workspaces, and the allocator warms up, so that none of that happens inside the capture.
+WARMUP_RUNS = 3
+# Captures kept per layer; a layer that meets more keys (shapes) than this runs those eagerly, so
+# that memory held by graph pools stays bounded.
+MAX_CAPTURES = 8
+
+Window = Callable[..., tuple[Tensor, Tensor, Tensor]]
+Args = Sequence[Tensor | None]
+
+
+def wanted(cell: nn.Module, x: Tensor) -> bool:
+    """Whether this call of `cell` takes the graphed path (see the module docstring)."""
+    return (
+        getattr(cell, "cuda_path", "eager") == "graphs"
+        and x.is_cuda
+        and torch.is_grad_enabled()
+        and not torch.cuda.is_current_stream_capturing()
+    )
+
+
+def window_call(
+    cell: nn.Module, steps: Steps, x: Tensor, state: State, mask: Tensor | None
+) -> tuple[Tensor, State]:
+    """The cell's window through windows.py without capture: the graphed path's math on any device."""
+    window, config, params = cell.fast_window()  # type: ignore[operator]
+    h_seq, h, c = window(steps, config, x, *state, mask, *params)
+    return h_seq, (h, c)
+
+
+def _autocast() -> tuple[bool, torch.dtype]:
+    return torch.is_autocast_enabled("cuda"), torch.get_autocast_dtype("cuda")
+
+
+class _Token:
+    """Alive while a replayed forward still awaits its backward (held by the autograd node)."""
+
+
+# Hand-written, not make_graphed_callables: outputs must be copies, and a pending backward must be seen.
+class Capture:
+    """A window's forward and backward CUDA graphs over static input, output and gradient buffers.
+
+    Autocast is re-entered with cache_enabled=False around warm-up and capture: autocast's cache of
+    cast weights would otherwise hand the graph a copy made outside it, never refreshed.
+    """
+
+    def __init__(self, fn: Window, args: Args) -> None:
+        self.static_in = [
+            None if a is None else a.detach().clone().requires_grad_(a.requires_grad) for a in args
+        ]
+        self.diff = [k for k, a in enumerate(self.static_in) if a is not None and a.requires_grad]
+        diff_in = [a for a in self.static_in if a is not None and a.requires_grad]
+        enabled, dtype = _autocast()
+        amp = functools.partial(torch.autocast, "cuda", dtype=dtype, enabled=enabled, cache_enabled=False)
+        device = next(a for a in self.static_in if a is not None).device
+        side = torch.cuda.Stream(device)
+        side.wait_stream(torch.cuda.current_stream(device))
+        with torch.cuda.stream(side):
+            for _ in range(WARMUP_RUNS):
+                with amp():
+                    outs = fn(*self.static_in)
+                torch.autograd.grad(outs, diff_in, [torch.ones_like(o) for o in outs], allow_unused=True)
+        torch.cuda.current_stream(device).wait_stream(side)
+        pool = torch.cuda.graph_pool_handle()  # this capture's own pool: graphs replay in any order
+        self.forward_graph, self.backward_graph = torch.cuda.CUDAGraph(), torch.cuda.CUDAGraph()
+        with torch.cuda.graph(self.forward_graph, pool=pool), amp():
+            self.static_out = fn(*self.static_in)
+        self.static_grad_out = [torch.empty_like(o) for o in self.static_out]
+        with torch.cuda.graph(self.backward_graph, pool=pool):
+            grads = torch.autograd.grad(self.static_out, diff_in, self.static_grad_out, allow_unused=True)
+        self.static_grad_in = list(grads)
+        self._held: weakref.ref[_Token] | None = None
+
+    @property
+    def busy(self) -> bool:
+        """A replayed forward is still waiting for its backward."""
+        return self._held is not None and self._held() is not None
+
+    def forward(self, args: Args) -> tuple[_Token, list[Tensor]]:
+        for buffer, a in zip(self.static_in, args):
+            if buffer is not None and a is not None:
+                buffer.copy_(a)
+        self.forward_graph.replay()
+        token = _Token()
+        self._held = weakref.ref(token)
+        return token, [o.clone() for o in self.static_out]
+
+    def backward(self, grads: Sequence[Tensor | None]) -> list[Tensor | None]:
+        for buffer, g in zip(self.static_grad_out, grads):
+            if g is None:
+                buffer.zero_()
+            else:
+                buffer.copy_(g)
+        self.backward_graph.replay()
+        self._held = None
+        out: list[Tensor | None] = [None] * len(self.static_in)
+        for k, g in zip(self.diff, self.static_grad_in):
+            out[k] = g
+        return out
+
+
+class _Replay(torch.autograd.Function):
+    """Replays a Capture: inputs are copied in, outputs copied out; backward replays its graph."""
+
+    @staticmethod
+    def forward(ctx: Any, capture: Capture, *args: Tensor | None) -> tuple[Tensor, ...]:
+        ctx.capture = capture
+        ctx.token, outs = capture.forward(args)
+        return tuple(outs)
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx: Any, *grads: Tensor | None) -> tuple[Tensor | None, ...]:
+        return (None, *ctx.capture.backward(grads))
+
+
+# Per cell (weakly: captures die with their model), per key: the layer's own graphs and buffers.
+_CAPTURES: weakref.WeakKeyDictionary[nn.Module, dict[tuple[Any, ...], Capture]] = weakref.WeakKeyDictionary()
+
+
+def _key(window: Window, config: Config, args: Args) -> tuple[Any, ...]:
+    shapes = tuple(None if a is None else (tuple(a.shape), a.dtype, a.device, a.requires_grad) for a in args)
+    return (window, config, _autocast(), shapes)
+
+
+def run(cell: nn.Module, x: Tensor, state: State, mask: Tensor | None) -> tuple[Tensor, State]:
+    """The cell's window on the graphed path: captured on first use of a key, replayed after."""
+    window, config, params = cell.fast_window()  # type: ignore[operator]
+    fn = functools.partial(window, compiled_steps(), config)
+    args = (x, *state, mask, *params)
+    if not any(a is not None and a.requires_grad for a in args):
+        h_seq, h, c = fn(*args)  # nothing to differentiate: no backward graph to capture
+        return h_seq, (h, c)
+    captures = _CAPTURES.setdefault(cell, {})
+    key = _key(window, config, args)
+    capture = captures.get(key)
+    if capture is None and len(captures) >= MAX_CAPTURES:
+        h_seq, h, c = fn(*args)
+        return h_seq, (h, c)
+    if capture is None:
+        try:
+            capture = captures[key] = Capture(fn, args)
+        except RuntimeError as err:
+            raise RuntimeError(
+                f"capturing {type(cell).__name__}'s window as a CUDA graph failed ({err}); "
+                "set cuda_path: eager to train without graphs"
+            ) from err
+    if capture.busy:  # a second forward before the first one's backward: run this one eagerly
+        h_seq, h, c = fn(*args)
+        return h_seq, (h, c)
+    h_seq, h, c = _Replay.apply(capture, *args)
+    return h_seq, (h, c)

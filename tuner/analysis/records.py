@@ -1,0 +1,105 @@
+"""The immutable records the read model (`tuner.analysis.reads`) builds from Optuna's tables: a study's
+row, its trials and their distributions. Plain frozen dataclasses: cheaper to build and keep than
+Optuna's FrozenTrial, and only what the API serves."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Any
+
+from optuna.distributions import (
+    BaseDistribution,
+    CategoricalDistribution,
+    IntDistribution,
+    json_to_distribution,
+)
+
+
+@lru_cache(maxsize=4096)
+def parse_distribution(text: str) -> BaseDistribution:
+    """Parse a distribution JSON once: the same few strings repeat on every trial."""
+    return json_to_distribution(text)
+
+
+@dataclass(frozen=True)
+class ParamSpec:
+    """One hyperparameter's distribution: `kind` is `float`, `int` or `categorical`."""
+
+    name: str
+    kind: str
+    low: float | None = None
+    high: float | None = None
+    log: bool = False
+    step: float | None = None
+    choices: tuple[Any, ...] = ()
+
+    @staticmethod
+    @lru_cache(maxsize=4096)
+    def from_distribution(name: str, distribution_json: str) -> ParamSpec:
+        """Build from Optuna's distribution JSON (`FloatDistribution`, `IntDistribution`, ...)."""
+        dist: Any = parse_distribution(distribution_json)
+        if isinstance(dist, CategoricalDistribution):
+            return ParamSpec(name=name, kind="categorical", choices=tuple(dist.choices))
+        kind = "int" if isinstance(dist, IntDistribution) else "float"
+        return ParamSpec(name, kind, float(dist.low), float(dist.high), bool(dist.log), dist.step)
+
+    @property
+    def numeric(self) -> bool:
+        return self.kind != "categorical"
+
+    def scaled(self, value: float) -> float:
+        """The value on the axis the search works on: natural log for log params."""
+        return math.log(value) if self.log else float(value)
+
+    @property
+    def scaled_width(self) -> float:
+        """Width of the whole range on that axis (0 for a single-point range)."""
+        assert self.low is not None and self.high is not None
+        return self.scaled(self.high) - self.scaled(self.low)
+
+    def as_dict(self) -> dict[str, Any]:
+        keys = (
+            ("name", "kind", "choices")
+            if self.kind == "categorical"
+            else ("name", "kind", "low", "high", "log", "step")
+        )
+        return {key: list(self.choices) if key == "choices" else getattr(self, key) for key in keys}
+
+
+@dataclass(frozen=True)
+class TrialRecord:
+    """One trial: number, state name (`COMPLETE`, `PRUNED`, `FAIL`, `RUNNING`, `WAITING`), ..."""
+
+    trial_id: int
+    number: int
+    state: str
+    value: float | None
+    params: dict[str, Any]
+    specs: dict[str, ParamSpec]
+    curve: tuple[tuple[int, float | None], ...]
+    user_attrs: dict[str, Any]
+    datetime_start: str | None
+    datetime_complete: str | None
+
+    @property
+    def completed(self) -> bool:
+        """COMPLETE with a finite objective: the trials the sensitivity view draws."""
+        return self.state == "COMPLETE" and self.value is not None and math.isfinite(self.value)
+
+
+@dataclass(frozen=True)
+class StudyRow:
+    """A study's identity, attrs, trial counts by state and best objective, read in one pass."""
+
+    study_id: int
+    name: str
+    direction: str
+    user_attrs: dict[str, Any] = field(default_factory=dict)
+    counts: dict[str, int] = field(default_factory=dict)
+    best_value: float | None = None
+
+    @property
+    def status(self) -> str:
+        return str(self.user_attrs.get("status", "created"))

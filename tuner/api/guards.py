@@ -1,0 +1,93 @@
+"""Checks every request passes before any route runs: its Host, and its method.
+
+* Host: every request, reads and the static pages included, must name one of `allowed_hosts`
+  (`tuner.api.settings`), else 403. A DNS-rebinding page (a foreign name that resolves to this
+  server) sends its own name as Host, so it reads nothing, whatever tokens are configured.
+* Method: `OPTIONS` on a documented path answers 204 with `Allow` listing every method the OpenAPI
+  schema documents for it; any other method it lacks answers 405 with the same `Allow` (Starlette's
+  own 405 names only the first route that matched, so `POST /studies` went missing from `GET`'s).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from typing import Any
+from urllib.parse import urlsplit
+
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from tuner.api.settings import ApiSettings
+
+HTTP_METHODS = ("get", "put", "post", "delete", "options", "head", "patch", "trace")
+
+
+def host_name(netloc: str) -> str:
+    """The name in a Host header (`name[:port]`, `[v6]:port`), lower-case; '' when unparsable."""
+    try:
+        return (urlsplit(f"//{netloc}").hostname or "").lower()
+    except ValueError:
+        return ""
+
+
+class RequestGuard:
+    """ASGI middleware applying the Host allow-list and answering OPTIONS and unknown methods."""
+
+    def __init__(self, app: ASGIApp, settings: ApiSettings, schema: Callable[[], dict[str, Any]]) -> None:
+        """`schema()`: the app's OpenAPI schema, read once, on the first request."""
+        self.app = app
+        self.settings = settings
+        self._schema = schema
+        self._paths: list[tuple[re.Pattern[str], frozenset[str]]] | None = None
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
+        host = headers.get("host", "")
+        allowed = self.settings.allowed_hosts
+        if allowed is not None and host_name(host) not in allowed:
+            detail = (
+                f"header Host: {host[:100]!r} is not one of this server's names ({', '.join(allowed)}; "
+                f"set RNNTUNE_ALLOWED_HOSTS to add one)"
+            )
+            await _answer(send, 403, {"detail": detail})
+            return
+        methods = self._methods(scope)
+        if methods and scope["method"] not in methods:
+            allow = ", ".join(sorted(methods | {"OPTIONS"}))
+            if scope["method"] == "OPTIONS":
+                await _answer(send, 204, None, allow)
+            else:
+                detail = f"method {scope['method'][:20]} is not allowed here; allowed: {allow}"
+                await _answer(send, 405, {"detail": detail}, allow)
+            return
+        await self.app(scope, receive, send)
+
+    def _methods(self, scope: Scope) -> set[str]:
+        """Every method the schema documents at this path (empty: an undocumented path)."""
+        if self._paths is None:
+            self._paths = [
+                (_pattern(path), frozenset(m.upper() for m in operations if m in HTTP_METHODS))
+                for path, operations in self._schema().get("paths", {}).items()
+            ]
+        return {m for pattern, methods in self._paths if pattern.fullmatch(scope["path"]) for m in methods}
+
+
+def _pattern(template: str) -> re.Pattern[str]:
+    """`/studies/{name}/trials.{fmt}` as a regex: each `{param}` one path segment's worth."""
+    parts = re.split(r"\{[^}]+\}", template)
+    return re.compile("[^/]+".join(re.escape(part) for part in parts))
+
+
+async def _answer(send: Send, status: int, body: dict | None, allow: str | None = None) -> None:
+    content = b"" if body is None else json.dumps(body).encode()
+    headers = [(b"content-length", str(len(content)).encode())]
+    if body is not None:
+        headers.append((b"content-type", b"application/json"))
+    if allow is not None:
+        headers.append((b"allow", allow.encode()))
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": content})

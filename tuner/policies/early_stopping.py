@@ -1,0 +1,165 @@
+"""The sweep's early-stopping policy, in one place: ASHA's rungs on the task's evaluation grid.
+
+The scheduler (`tuner.policies.schedulers`) stops trials at these rungs and the multi-fidelity
+sampler (`tuner.samplers.bohb_gp`, which the default `fidelity_gp` starts with) reads the same
+rungs back from the study (user attr `early_stopping`), so what the search learns from pruned
+trials matches where they were pruned.
+ASHA (Li et al. 2020): at rung r = grace·η^k steps a trial continues only if it is in the best 1/η
+of the trials that reached r. With `brackets` > 1 it is asynchronous Hyperband (Li et al. 2020,
+§3.3, as Ray Tune runs it): each trial joins one bracket s < brackets, whose rungs start at
+grace·η^s, so some trials are first compared later (or never), a hedge for when early values rank
+the final ones poorly. Every bracket's rungs are among bracket 0's, which `rungs` returns.
+The default number of brackets depends on how much the sweep is expected to train (`resolved`):
+the hedge costs steps that only a large budget repays (docs/samplers.md, "Defaults").
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from fractions import Fraction
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from tuner.errors import InvalidInput
+
+ATTR = "early_stopping"
+# Chosen by bench/multifidelity.py on real tiny-space learning curves (docs/samplers.md).
+DEFAULT_GRACE_FRACTION = Fraction(1, 4)
+DEFAULT_REDUCTION_FACTOR = 3
+DEFAULT_GRACE = f"{DEFAULT_GRACE_FRACTION} of max_steps"  # how help texts and docs say it
+# Brackets by default: 1 (plain ASHA) for a sweep expected to train fewer than AUTO_BRACKETS_FROM
+# full trials' worth of steps, else AUTO_BRACKETS: the crossover bench/multifidelity.py measured
+# on real learning curves (docs/samplers.md, "Defaults").
+AUTO_BRACKETS = 3
+AUTO_BRACKETS_FROM = 64
+DEFAULT_BRACKETS = (
+    f"1, plain ASHA, for a sweep expected to train fewer than {AUTO_BRACKETS_FROM} full trials' worth "
+    f"of steps (its step budget, or its trials at their expected length under {AUTO_BRACKETS} "
+    f"brackets), else {AUTO_BRACKETS}"
+)
+
+
+class EarlyStoppingError(InvalidInput):
+    """A bad policy value; the message names the field and its allowed range."""
+
+
+class EarlyStopping(BaseModel):
+    """ASHA's settings as a user sets them; `rungs` resolves them on a task's evaluation grid."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    grace_steps: int | None = Field(
+        default=None,
+        ge=1,
+        description=f"steps before the first rung (rounded up to the eval grid); default {DEFAULT_GRACE}",
+    )
+    reduction_factor: int = Field(
+        default=DEFAULT_REDUCTION_FACTOR,
+        ge=2,
+        le=16,
+        description="η: a trial continues past a rung if it is in the best 1/η of the trials there",
+    )
+    brackets: int | None = Field(
+        default=None,
+        ge=1,
+        le=8,
+        description="asynchronous Hyperband brackets: bracket s first compares at grace·η^s steps; "
+        f"each trial joins one (drawn by Ray Tune, larger brackets likelier); default {DEFAULT_BRACKETS}",
+    )
+
+    @classmethod
+    def parse(cls, raw: Mapping[str, Any] | None) -> EarlyStopping:
+        """The policy from a stored or given dict; EarlyStoppingError names a bad field and its range."""
+        try:
+            return cls.model_validate(dict(raw or {}))
+        except ValidationError as err:
+            raise EarlyStoppingError("; ".join(_describe(e) for e in err.errors())) from None
+
+    def resolved(
+        self, max_steps: int, eval_every: int, n_trials: int | None = None, budget: float | None = None
+    ) -> EarlyStopping:
+        """The policy with its grace period made explicit, on the grid of `eval_every` steps, and its
+        brackets for a sweep of `n_trials` trials within `budget` full trials' worth of steps (both
+        None: unknown, plain ASHA; also how a policy stored before brackets existed reads)."""
+        if self.grace_steps is not None and self.grace_steps > max_steps:
+            raise EarlyStoppingError(
+                f"grace_steps must be between 1 and max_steps ({max_steps}), not {self.grace_steps}"
+            )
+        wanted = (
+            self.grace_steps if self.grace_steps is not None else float(max_steps * DEFAULT_GRACE_FRACTION)
+        )
+        # On a coarse grid (eval_every near max_steps) the first comparison can be the last step.
+        grace = min(_round_up(wanted, eval_every), max_steps)
+        out = self.model_copy(update={"grace_steps": grace, "brackets": self.brackets or 1})
+        if self.brackets is None and (n_trials is not None or budget is not None):
+            hedged = out.model_copy(update={"brackets": AUTO_BRACKETS})
+            # Brackets delay comparisons, which pays only when enough trials run (bench/multifidelity.py).
+            full_trials = min(
+                budget if budget is not None else math.inf,
+                n_trials * hedged.expected_length(max_steps, eval_every)
+                if n_trials is not None
+                else math.inf,
+            )
+            out = hedged if full_trials >= AUTO_BRACKETS_FROM else out
+        return out
+
+    def expected_length(self, max_steps: int, eval_every: int) -> float:
+        """A trial's expected length in full trials' worth under this policy if the values ranked
+        trials at random: it passes each rung with probability 1/η, and joins bracket s with Ray
+        Tune's probability, proportional to e^(its number of rungs) (Li et al. 2020, §3.3)."""
+        eta, rungs = self.reduction_factor, self.rungs(max_steps, eval_every)
+        lengths, weights = [], []
+        for s in range(self.brackets or 1):  # bracket s compares at bracket 0's rungs from the s-th on
+            total, alive, last = 0.0, 1.0, 0
+            for step in [*rungs[s:], max_steps]:
+                total, alive, last = total + alive * (step - last), alive / eta, step
+            lengths.append(total / max_steps)
+            weights.append(math.exp(len(rungs[s:]) - len(rungs)))
+        return sum(w * n for w, n in zip(lengths, weights, strict=True)) / sum(weights)
+
+    def rungs(self, max_steps: int, eval_every: int) -> list[int]:
+        """The steps where trials are compared: grace·η^k below max_steps, on the eval grid (bracket
+        0's; later brackets compare at a subset of them)."""
+        grace = self.resolved(max_steps, eval_every).grace_steps or 1
+        out, step = [], float(grace)
+        while step < max_steps:
+            out.append(_round_up(step, eval_every))
+            step *= self.reduction_factor
+        return sorted(set(out))
+
+    def describe(self, max_steps: int, eval_every: int) -> str:
+        rungs = ", ".join(str(r) for r in self.rungs(max_steps, eval_every)) or "none"
+        resolved = self.resolved(max_steps, eval_every)
+        brackets = resolved.brackets or 1
+        return (
+            f"ASHA grace {resolved.grace_steps} steps, reduction factor "
+            f"{self.reduction_factor}, rungs at steps {rungs} of {max_steps} (eval every {eval_every})"
+            + (f", {brackets} brackets (asynchronous Hyperband)" if brackets > 1 else "")
+        )
+
+
+def _round_up(value: float, multiple: int) -> int:
+    return max(multiple, math.ceil(value / multiple) * multiple)
+
+
+def _describe(error: Mapping[str, Any]) -> str:
+    field = ".".join(str(p) for p in error.get("loc", ())) or "early_stopping"
+    ranges = {
+        "grace_steps": "an integer >= 1 (at most max_steps)",
+        "reduction_factor": "an integer from 2 to 16",
+        "brackets": "an integer from 1 to 8",
+    }
+    allowed = ranges.get(field, "no such field; allowed: grace_steps, reduction_factor, brackets")
+    return f"{field}: {error.get('msg')} (allowed: {allowed}), got {error.get('input')!r}"
+
+
+def study_policy(user_attrs: Mapping[str, Any]) -> EarlyStopping:
+    """The policy stored with a study: the fields of its sweep spec (`tuner.spec`, the `spec`
+    attribute), else the `early_stopping` attribute of a study written before the spec existed,
+    else the defaults."""
+    spec = user_attrs.get("spec")
+    if isinstance(spec, Mapping):
+        return EarlyStopping.parse({k: spec[k] for k in EarlyStopping.model_fields if k in spec})
+    return EarlyStopping.parse(user_attrs.get(ATTR))

@@ -1,0 +1,268 @@
+"""`GPSampler`: rnntune's Gaussian-process sampler, built from parts instead of subclasses.
+
+Why composition: the variants differ in three independent decisions, each a part with no state:
+the output `warping` (`tuner.samplers.warping`), the `fidelity` model that turns PRUNED and
+RUNNING trials into observations (`tuner.samplers.bohb_rule`, `tuner.samplers.fidelity_gp`; None
+fits COMPLETE trials only) and the `subset` policy that caps the points fitted in a large study
+(`tuner.samplers.subset`). Every value a suggestion needs is computed in that call and passed on,
+so one sampler shared by Optuna's `n_jobs` threads is safe; the only value kept between calls is
+the last fitted kernel (Optuna's own warm start of the next fit), replaced in one assignment.
+
+The model is Optuna 5's: its GP (Matérn-5/2 ARD kernel, priors, fit), logEI, q-logEI over the
+RUNNING trials and its acquisition optimiser (`optuna._gp`, pinned by `check_optuna_internals`).
+Around it, rnntune models the union search space of the study's trials (`union_space`: conditional
+parameters and widened ranges stay in the GP) with inactive parameters imputed outside the range
+(`inactive`), scores candidates as their trials will be stored (`activity`) and warm-starts the fit
+with another study's trials (`prior_trials`). Multi-objective studies (never an rnntune sweep) are
+handed to Optuna's own GPSampler, under a lock since it caches its fit on itself.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+import optuna
+from optuna.distributions import BaseDistribution
+from optuna.samplers import BaseSampler, RandomSampler
+from optuna.samplers._lazy_random_state import LazyRandomState
+from optuna.study import Study, StudyDirection
+from optuna.trial import FrozenTrial, TrialState
+
+from tuner.samplers import prior_trials as priors
+from tuner.samplers.fit_inputs import FitInputs, fit_inputs
+from tuner.samplers.observations import FidelityModel, Observations, complete_only
+from tuner.samplers.subset import Subset
+from tuner.samplers.union_space import STATES, study_search_space, union_search_space
+from tuner.samplers.warping import HalfRank, Warping
+
+_logger = optuna.logging.get_logger(__name__)
+# Optuna 5.0's GPSampler settings, so the model and its acquisition optimiser behave as Optuna's.
+N_PRELIMINARY_SAMPLES = 2048
+N_LOCAL_SEARCH = 10
+TOL = 1e-4
+N_QMC_SAMPLES = 128
+MAX_QMC_SEED = 1 << 30
+
+
+class GPSampler(BaseSampler):
+    """A GP sampler made of a `warping`, a `fidelity` model (None: COMPLETE trials only) and a
+    `subset` policy (None: fit every observation).
+
+    `n_startup_trials` counts observations (the trials the fidelity model fits) plus usable
+    `prior_trials` (another study's trials, a warm start, fitted until this study has
+    `prior_horizon` observations of its own); until then the `independent_sampler` (random,
+    seeded) draws. `seed` also seeds the subset's random sample.
+    """
+
+    def __init__(
+        self,
+        *,
+        warping: Warping | None = None,
+        fidelity: FidelityModel | None = None,
+        subset: Subset | None = None,
+        seed: int | None = None,
+        independent_sampler: BaseSampler | None = None,
+        n_startup_trials: int = 10,
+        deterministic_objective: bool = False,
+        warn_independent_sampling: bool = True,
+        prior_trials: Sequence[FrozenTrial] | None = None,
+        prior_horizon: int = priors.DEFAULT_HORIZON,
+    ) -> None:
+        self._warping = warping or HalfRank()
+        self._fidelity = fidelity
+        self._subset = subset
+        self._rng = LazyRandomState(seed)
+        self._subset_seed = int(np.random.SeedSequence(seed).generate_state(1)[0])
+        self._independent = independent_sampler or RandomSampler(seed=seed)
+        self._n_startup_trials = n_startup_trials
+        self._deterministic = deterministic_objective
+        self._warn_independent_sampling = warn_independent_sampling
+        self._prior_trials = list(prior_trials or [])
+        self._prior_horizon = prior_horizon
+        self._kernel: tuple[int, Any] | None = None  # (input dimension, last fitted GP)
+        self._multi = optuna.samplers.GPSampler(
+            seed=seed,
+            independent_sampler=self._independent,
+            n_startup_trials=n_startup_trials,
+            deterministic_objective=deterministic_objective,
+            warn_independent_sampling=False,
+        )
+        self._multi_lock = threading.Lock()
+
+    def reseed_rng(self) -> None:
+        self._rng.rng.seed()
+        self._independent.reseed_rng()
+
+    def infer_relative_search_space(self, study: Study, trial: FrozenTrial) -> dict[str, BaseDistribution]:
+        """The union of this study's trials (the prior trials' while the study has none)."""
+        if len(study.directions) != 1:
+            with self._multi_lock:
+                return self._multi.infer_relative_search_space(study, trial)
+        space = study_search_space(study.get_trials(deepcopy=False))
+        if not space and self._prior_trials:
+            space = union_search_space(self._prior_trials)
+        return space
+
+    def sample_relative(
+        self, study: Study, trial: FrozenTrial, search_space: dict[str, BaseDistribution]
+    ) -> dict[str, Any]:
+        if not search_space:
+            return {}
+        if len(study.directions) != 1:
+            with self._multi_lock:
+                return self._multi.sample_relative(study, trial, search_space)
+        sign = 1.0 if study.direction == StudyDirection.MINIMIZE else -1.0
+        trials = study.get_trials(deepcopy=False, states=STATES)
+        # Conditional parameters a trial lacks are imputed (tuner.samplers.inactive), so every trial
+        # with a parameter of the space is fitted; RUNNING ones only once they have suggested params.
+        candidates = [t for t in trials if t.params.keys() & search_space.keys()]
+        own = self.observations(study, candidates, sign)
+        prior = priors.usable(self._prior_trials, search_space) if self._prior_trials else []
+        observed = len(own.trials) + len(prior)
+        if observed == 0 or observed < self._n_startup_trials:
+            return {}  # the independent (random) sampler draws the startup trials
+        if self._subset is not None:
+            own = own.take(
+                self._subset.select(
+                    np.array([t.number for t in own.trials]), own.minimised, self._seed_for(own)
+                )
+            )
+        running = [t for t in trials if t.state == TrialState.RUNNING and t.params]
+        inputs = fit_inputs(search_space, own, prior, running, sign, self._warping, self._prior_horizon)
+        import torch  # Optuna's GP needs it; imported here as Optuna does, lazily
+
+        with torch.device("cpu"):  # as Optuna: a global default device (cuda) must not leak in
+            return self._suggest(inputs)
+
+    def observations(self, study: Study, trials: list[FrozenTrial], sign: float) -> Observations:
+        """What the GP fits among `trials` (before the subset): the fidelity model's choice."""
+        if self._fidelity is None:
+            return complete_only(trials, sign, self._warping)
+        return self._fidelity.observations(study, trials, sign, self._warping, self._n_startup_trials)
+
+    def _seed_for(self, own: Observations) -> int:
+        """The subset's seed: the sampler's, changed with the study's size (reproducible)."""
+        return int(np.random.SeedSequence([self._subset_seed, len(own.trials)]).generate_state(1)[0])
+
+    def _suggest(self, inputs: FitInputs) -> dict[str, Any]:
+        import optuna._gp.acqf as acqf_module  # Optuna 5.0's GP internals (check_optuna_internals)
+        import optuna._gp.gp as gp
+        import optuna._gp.optim_mixed as optim_mixed
+        import optuna._gp.prior as prior
+
+        from tuner.samplers import activity, inactive
+
+        space = inputs.gp_space
+        y = inputs.standardized
+        cached = self._kernel
+        gpr = gp.fit_kernel_params(
+            X=inputs.x,
+            Y=y,
+            is_categorical=space.is_categorical,
+            log_prior=prior.default_log_prior,
+            minimum_noise=prior.DEFAULT_MINIMUM_NOISE_VAR,
+            gpr_cache=cached[1] if cached is not None and cached[0] == space.dim else None,
+            deterministic_objective=self._deterministic,
+        )
+        self._kernel = (space.dim, gpr)  # one assignment: a thread reads the old or the new pair
+        acqf: Any
+        if inputs.pending is None:
+            acqf = acqf_module.LogEI(gpr=gpr, search_space=space, threshold=y.max())
+        else:
+            acqf = acqf_module.qLogEI(
+                gpr=gpr,
+                search_space=space,
+                threshold=y.max(),
+                n_qmc_samples=N_QMC_SAMPLES,
+                qmc_seed=self._rng.rng.randint(MAX_QMC_SEED),
+                normalized_params_of_running_trials=inputs.pending,
+            )
+        best = inputs.x[np.argmax(y), np.newaxis]
+        evaluate = acqf.eval_acqf
+        if inputs.pinned:
+            # The step input is pinned to the full length: candidates rank by their final value.
+            evaluate = pinned_last(evaluate)
+            best = best.copy()
+            best[:, -1] = 1.0
+        # Candidates are scored with the parameters they leave inactive at the imputed value.
+        acqf.eval_acqf = activity.masked(evaluate, inputs.rules)
+        normalized, _ = optim_mixed.optimize_acqf_mixed(
+            acqf,
+            warmstart_normalized_params_array=inactive.warm_start_points(best, space),
+            n_preliminary_samples=N_PRELIMINARY_SAMPLES,
+            n_local_search=N_LOCAL_SEARCH,
+            tol=TOL,
+            rng=self._rng.rng,
+        )
+        params = space.get_unnormalized_param(normalized)
+        return {name: value for name, value in params.items() if name in inputs.search_space}
+
+    def sample_independent(
+        self,
+        study: Study,
+        trial: FrozenTrial,
+        param_name: str,
+        param_distribution: BaseDistribution,
+    ) -> Any:
+        complete = study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
+        if self._warn_independent_sampling and len(complete) >= self._n_startup_trials:
+            _logger.warning(
+                f"The parameter '{param_name}' in trial#{trial.number} is sampled independently "
+                f"by {type(self._independent).__name__}, not by the GP."
+            )
+        return self._independent.sample_independent(study, trial, param_name, param_distribution)
+
+    def before_trial(self, study: Study, trial: FrozenTrial) -> None:
+        self._independent.before_trial(study, trial)
+
+    def after_trial(
+        self,
+        study: Study,
+        trial: FrozenTrial,
+        state: TrialState,
+        values: Sequence[float] | None,
+    ) -> None:
+        self._independent.after_trial(study, trial, state, values)
+
+
+def check_optuna_internals() -> None:
+    """Fail at import, not mid-sweep, if this Optuna lacks the GP internals the sampler calls."""
+    import inspect
+
+    import optuna._gp.acqf as acqf_module
+    import optuna._gp.gp as gp
+    import optuna._gp.optim_mixed as optim_mixed
+    from optuna._gp import search_space as gp_search_space
+
+    wanted: dict[Callable[..., Any], set[str]] = {
+        gp.fit_kernel_params: {"X", "Y", "is_categorical", "log_prior", "minimum_noise", "gpr_cache"},
+        optim_mixed.optimize_acqf_mixed: {
+            "warmstart_normalized_params_array",
+            "n_preliminary_samples",
+            "rng",
+        },
+        acqf_module.qLogEI: {"normalized_params_of_running_trials", "n_qmc_samples", "qmc_seed"},
+        gp_search_space.SearchSpace.get_normalized_params: {"trials"},
+    }
+    for function, names in wanted.items():
+        if not names <= set(inspect.signature(function).parameters):
+            raise RuntimeError(
+                f"optuna {optuna.__version__}: {function.__qualname__} changed; "
+                "rnntune's GPSampler needs Optuna 5.0's GP internals (pin optuna==5.0.*)"
+            )
+
+
+check_optuna_internals()
+
+
+def pinned_last(eval_acqf: Any) -> Any:
+    """`eval_acqf` with the last normalised input (the step) set to 1, the full length."""
+    import torch  # Optuna's GP already imported it
+
+    def evaluate(x: torch.Tensor) -> torch.Tensor:
+        return eval_acqf(torch.cat([x[..., :-1], torch.ones_like(x[..., -1:])], -1))
+
+    return evaluate

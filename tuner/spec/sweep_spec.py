@@ -1,0 +1,218 @@
+"""`SweepSpec`: every option of a sweep, with its range, default and help, declared once.
+
+Each field carries how the command line and Compose name it (`flag_name`, `env_name`) and whether
+`--resume` may change it (`RESUME_SAFE`). A study stores its spec, resolved (the early-stopping
+grace period and brackets made explicit), as the one user attribute `spec` = {"version": 1, ...};
+`SweepSpec.of(attrs)` reads it back, and reads a study written before the spec existed from its
+separate attributes.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+from collections.abc import Mapping
+from typing import Annotated, Any, ClassVar, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from tuner.errors import InvalidInput
+from tuner.policies.early_stopping import EarlyStopping
+from tuner.policies.study_stop import StudyStop
+from tuner.samplers import DEFAULT_SAMPLER, RETIRED_SAMPLERS, SAMPLERS
+from tuner.space import NAME_PATTERN
+from tuner.space.params import Scalar
+from tuner.spec.defaults import DEFAULT_PARALLEL, DEFAULT_SPACE, DEFAULT_TRIALS
+
+SPEC_ATTR = "spec"
+SPEC_VERSION = 1
+# NAME_PATTERN (tuner.space): the one pattern of study and space names on every path.
+SCHEDULERS = ("asha", "median", "none")
+SamplerName = Literal[SAMPLERS]  # type: ignore[valid-type]
+SchedulerName = Literal[SCHEDULERS]  # type: ignore[valid-type]
+
+# Fields `rnntune sweep --resume` (and REST /start's stored spec) may change: how many trials run,
+# how they are placed and when the sweep ends. The others define what the study samples.
+RESUME_SAFE = frozenset(
+    {
+        "n_trials",
+        "parallel",
+        "cpus_per_trial",
+        "gpus_per_trial",
+        "max_retries",
+        "keep_top",
+        "patience",
+        "min_improvement",
+        "max_hours",
+        "budget",
+    }
+)
+# Command-line names that differ from the field's (`--trials`, not `--n-trials`).
+_FLAGS = {"n_trials": "--trials", "overrides": "--range/--set"}
+_ENVS = {"n_trials": "RNNTUNE_TRIALS"}
+
+
+def flag_name(field: str) -> str:
+    """The command-line flag of a spec field (`gpus_per_trial` -> `--gpus-per-trial`)."""
+    return _FLAGS.get(field, "--" + field.replace("_", "-"))
+
+
+def env_name(field: str) -> str:
+    """The environment variable (Compose's .env) of a spec field (`gpus_per_trial` -> RNNTUNE_GPUS_PER_TRIAL)."""
+    return _ENVS.get(field, "RNNTUNE_" + field.upper())
+
+
+def _reuse(model: type[BaseModel], name: str) -> Any:
+    """A field of a policy model, reused as is: one definition of each setting's range and meaning."""
+    return copy.copy(model.model_fields[name])
+
+
+class Overrides(BaseModel):
+    """Changes on top of the named space: `ranges` ({name: "low:high[:scale]"}) and `set`
+    ({trainer setting: value}; fixing a tuned hyperparameter removes it from the tuned ones)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    ranges: dict[str, str] = Field(default_factory=dict)
+    set: dict[str, Scalar] = Field(default_factory=dict)
+
+
+class SweepSpec(BaseModel):
+    """Every option of a sweep (not its name, database or storage folder, which say where it lives)."""
+
+    model_config = ConfigDict(extra="forbid")
+    VERSION: ClassVar[int] = SPEC_VERSION
+
+    space: Annotated[str, Field(pattern=NAME_PATTERN)] | dict[str, Any] = Field(
+        default=DEFAULT_SPACE,
+        description="A search-space name (see `rnntune spaces`) or an inline space definition "
+        "(`fixed` and `params` as in search_spaces/*.yaml).",
+    )
+    overrides: Overrides = Field(
+        default_factory=Overrides,
+        description="Range overrides and fixed trainer settings on top of the space.",
+    )
+    sampler: SamplerName = Field(default=DEFAULT_SAMPLER, description="Optuna sampler (docs/samplers.md).")
+    n_trials: int = Field(default=DEFAULT_TRIALS, ge=1, le=100_000, description="Trials to run in all.")
+    parallel: int = Field(default=DEFAULT_PARALLEL, ge=1, le=1024, description="Trials in flight at once.")
+    cpus_per_trial: float = Field(default=1.0, gt=0.0, le=1024.0, description="CPUs Ray reserves per trial.")
+    gpus_per_trial: float = Field(
+        default=0.0,
+        ge=0.0,
+        le=64.0,
+        description="GPUs Ray reserves per trial; a fraction below 1 packs trials on one GPU "
+        "(0.25: four trials per GPU), above 1 it must be a whole number.",
+    )
+    max_retries: int = Field(
+        default=2, ge=0, le=100, description="Retries of a trial whose worker or sweep process died."
+    )
+    scheduler: SchedulerName = Field(
+        default="asha", description="Early stopping of poor trials on the 2TA validation loss."
+    )
+    # ASHA's policy, declared once in tuner.policies.early_stopping (ranges and descriptions).
+    grace_steps: int | None = _reuse(EarlyStopping, "grace_steps")
+    reduction_factor: int = _reuse(EarlyStopping, "reduction_factor")
+    brackets: int | None = _reuse(EarlyStopping, "brackets")
+    # The study-level stop rules, declared once in tuner.policies.study_stop.
+    patience: int | None = _reuse(StudyStop, "patience")
+    min_improvement: float = _reuse(StudyStop, "min_improvement")
+    max_hours: float | None = _reuse(StudyStop, "max_hours")
+    budget: float | None = _reuse(StudyStop, "budget")
+    keep_top: int | None = Field(
+        default=None, ge=1, le=100_000, description="Keep only the N best trials' checkpoints (weights)."
+    )
+    warm_start: str | None = Field(
+        default=None,
+        pattern=NAME_PATTERN,
+        description="A study in the same database whose finished trials the sampler takes as prior "
+        "data (it must share a tuned parameter with this space; GP samplers only).",
+    )
+    seed: int | None = Field(default=None, ge=0, le=2**32 - 1, description="Sampler seed.")
+
+    @field_validator("gpus_per_trial")
+    @classmethod
+    def _whole_above_one(cls, value: float) -> float:
+        if value > 1 and not math.isclose(value, round(value)):
+            raise ValueError(
+                f"above 1 must be a whole number of GPUs (Ray packs only fractions of one), not {value}"
+            )
+        return value
+
+    def early_stopping(self) -> EarlyStopping:
+        return EarlyStopping(**{k: getattr(self, k) for k in EarlyStopping.model_fields})
+
+    def study_stop(self) -> StudyStop:
+        return StudyStop(**{k: getattr(self, k) for k in StudyStop.model_fields})
+
+    def stored(self) -> dict[str, Any]:
+        """The attribute value a study stores: the fields plus the spec's version."""
+        return {"version": SPEC_VERSION, **self.model_dump(mode="json")}
+
+    def resume_changes(self, given: Mapping[str, Any]) -> SweepSpec:
+        """This spec with the `given` fields changed, as `--resume` asks; InvalidInput naming every
+        field that defines the study (and so cannot change) or a value out of range."""
+        unsafe = sorted(k for k, v in given.items() if k not in RESUME_SAFE and v != getattr(self, k, v))
+        if unsafe:
+            raise InvalidInput(
+                f"{', '.join(flag_name(k) for k in unsafe)}: cannot change when resuming; the study keeps "
+                f"the value it was created with (only {', '.join(flag_name(k) for k in sorted(RESUME_SAFE))} may change)"
+            )
+        return validate({**self.model_dump(), **given})
+
+    @classmethod
+    def stored_in(cls, attrs: Mapping[str, Any]) -> SweepSpec | None:
+        """The spec of a study rnntune created (it stores a spec, or the separate settings written
+        before the spec existed), None for any other Optuna study."""
+        return cls.of(attrs) if SPEC_ATTR in attrs or "n_trials" in attrs else None
+
+    @classmethod
+    def of(cls, attrs: Mapping[str, Any]) -> SweepSpec:
+        """The spec a study stored (its `spec` attribute), or one read from the separate
+        attributes of a study written before the spec existed."""
+        raw = attrs.get(SPEC_ATTR)
+        if isinstance(raw, Mapping):
+            version = raw.get("version", SPEC_VERSION)
+            if version != SPEC_VERSION:
+                raise InvalidInput(
+                    f"spec: version {version} is newer than this rnntune reads ({SPEC_VERSION})"
+                )
+            return validate({k: v for k, v in raw.items() if k != "version"})
+        return validate(_legacy(attrs))
+
+
+def validate(raw: Mapping[str, Any]) -> SweepSpec:
+    """A spec from a mapping; InvalidInput names each bad field and its allowed range or values."""
+    try:
+        return SweepSpec.model_validate(dict(raw))
+    except ValidationError as err:
+        raise InvalidInput(describe(err)) from None
+
+
+def describe(err: ValidationError) -> str:
+    """pydantic's errors as `field: problem` (the range pydantic states: `>= 1`, `one of ...`)."""
+    return "; ".join(
+        f"{'.'.join(str(p) for p in e.get('loc', ())) or 'spec'}: {e.get('msg')}, got {e.get('input')!r}"
+        for e in err.errors()
+    )
+
+
+def _legacy(attrs: Mapping[str, Any]) -> dict[str, Any]:
+    """A spec from the separate attributes a study stored before the spec existed."""
+    policy = attrs.get("early_stopping") or {}
+    stop = attrs.get("study_stop") or {}
+    warm = attrs.get("warm_start")
+    sampler = attrs.get("sampler") or DEFAULT_SAMPLER
+    raw: dict[str, Any] = {
+        "space": attrs.get("space") or DEFAULT_SPACE,
+        "overrides": attrs.get("overrides") or {},
+        "sampler": RETIRED_SAMPLERS.get(sampler, sampler),
+        "n_trials": attrs.get("n_trials") or DEFAULT_TRIALS,
+        "parallel": attrs.get("parallel") or DEFAULT_PARALLEL,
+        "scheduler": attrs.get("scheduler") or "asha",
+        "keep_top": attrs.get("keep_top"),
+        "warm_start": (warm.get("studies") or [None])[0] if isinstance(warm, Mapping) else warm,
+        "seed": attrs.get("seed"),
+        **{k: v for k, v in dict(policy).items() if k in EarlyStopping.model_fields},
+        **{k: v for k, v in dict(stop).items() if k in StudyStop.model_fields},
+    }
+    return raw

@@ -1,0 +1,2 @@
+"""Where studies live: the Optuna study in SQL (`study`), the database URL (`database_url`) and the
+driver lease that lets one process drive a study at a time (`lease`)."""

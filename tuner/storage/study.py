@@ -1,0 +1,179 @@
+"""SQL studies: one Optuna study per sweep in RDB storage (SQLite by default, any SQLAlchemy URL).
+
+The study is the sweep's source of truth: its user attrs hold the resolved search space, the task and
+the sweep settings (docs/contracts.md), its trials hold params, curves, states, errors and checkpoint
+paths. A resumed sweep, the REST API and `rnntune` commands all read it from here alone.
+
+Bookkeeping conventions (trial user attrs beyond the contract's):
+* `needs_retry`: the trial FAILed through no fault of its own (its worker or the sweep process died,
+  or the sweep was stopped while it ran); it does not count towards `n_trials`, and a retry — a new
+  trial with `retry_of` set to its number — runs in its place.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import secrets
+from pathlib import Path
+from typing import Any
+
+import optuna
+from optuna.trial import FrozenTrial, TrialState
+from sqlalchemy import event
+from sqlalchemy.engine import make_url
+
+from tuner.errors import StudyError, StudyExistsError, StudyNotFoundError
+from tuner.storage.database_url import DB_ENV as DB_ENV  # re-exported: the sweep command and launcher use it
+from tuner.storage.database_url import DatabaseUrlError, from_environment
+
+# Set by the API for the sweeps it launches: which start of the study (tuner.storage.lease) the driver serves.
+GENERATION_ENV = "RNNTUNE_SWEEP_GENERATION"
+# Secrets in the environment: the API never passes the tokens to a sweep, and the driver removes
+# all of them from its own environment before Ray starts (Ray's processes inherit it).
+SECRET_ENV = (DB_ENV, "RNNTUNE_API_TOKEN", "RNNTUNE_API_READ_TOKEN")
+DEFAULT_DB_PATH = Path("studies") / "rnntune.db"
+DEFAULT_STORAGE_ROOT = Path("studies")
+STATUSES = ("created", "running", "stopping", "stopped", "finished", "failed")
+
+
+__all__ = ["StudyError", "StudyExistsError", "StudyNotFoundError"]
+
+
+def resolve_db_url(url: str | None = None) -> str:
+    """The study database URL: the given one, else $RNNTUNE_DB_URL or POSTGRES_* (see
+    `tuner.storage.database_url`), else ./studies/rnntune.db (SQLite)."""
+    try:
+        url = url or from_environment(os.environ)
+    except DatabaseUrlError as err:
+        raise StudyError(str(err)) from None
+    if not url:
+        DEFAULT_DB_PATH.parent.mkdir(parents=True, exist_ok=True)
+        return f"sqlite:///{DEFAULT_DB_PATH.resolve()}"
+    parsed = make_url(url)
+    if parsed.get_backend_name() == "sqlite" and parsed.database not in (None, "", ":memory:"):
+        Path(parsed.database).expanduser().resolve().parent.mkdir(parents=True, exist_ok=True)
+    return url
+
+
+def redact_url(url: str) -> str:
+    """The URL with its password masked, fit to print or log."""
+    try:
+        return make_url(url).render_as_string(hide_password=True)
+    except Exception:  # an unparsable URL is reported as such, never echoed
+        return "<unparsable database URL>"
+
+
+def open_storage(url: str) -> optuna.storages.RDBStorage:
+    """Optuna RDB storage on `url`; SQLite waits for locks instead of failing under concurrent writers."""
+    backend = make_url(url).get_backend_name()
+    if backend == "sqlite":
+        engine_kwargs: dict[str, Any] = {"connect_args": {"timeout": 60}}
+    else:
+        engine_kwargs = {"pool_pre_ping": True}
+    try:
+        storage = optuna.storages.RDBStorage(url, engine_kwargs=engine_kwargs)
+    except Exception as err:
+        raise StudyError(f"cannot open study database {redact_url(url)}: {err}") from None
+    if backend == "sqlite":
+        event.listen(storage.engine, "connect", _sqlite_wal)
+        storage.engine.dispose()  # reconnect through the listener
+    return storage
+
+
+def _sqlite_wal(dbapi_connection: Any, _record: Any) -> None:
+    """WAL journal: readers (the web view) never block the sweep's writes, and commits cost less."""
+    cursor = dbapi_connection.cursor()
+    cursor.execute("PRAGMA journal_mode=WAL")
+    cursor.execute("PRAGMA synchronous=NORMAL")
+    cursor.close()
+
+
+def generate_study_name(space: str) -> str:
+    """A fresh name such as `tiny-20261122-0312-ab12` (space, UTC time, random suffix)."""
+    stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%d-%H%M")
+    return f"{space}-{stamp}-{secrets.token_hex(2)}"
+
+
+def now() -> str:
+    """The current UTC time as stored in study attributes."""
+    return dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+
+
+def load_study(
+    name: str, storage_url: str, sampler: optuna.samplers.BaseSampler | None = None
+) -> optuna.Study:
+    """Load an existing study by name; raises StudyNotFoundError naming the storage."""
+    storage = open_storage(storage_url)
+    try:
+        return optuna.load_study(study_name=name, storage=storage, sampler=sampler)
+    except KeyError:
+        raise StudyNotFoundError(f"no study named {name!r} in {redact_url(storage_url)}") from None
+
+
+def set_status(study: optuna.Study, status: str) -> None:
+    if status not in STATUSES:
+        raise StudyError(f"status must be one of {', '.join(STATUSES)}, not {status!r}")
+    study.set_user_attr("status", status)
+    study.set_user_attr("status_at", now())
+
+
+def counts_towards_total(trial: FrozenTrial) -> bool:
+    """Whether a trial uses up one of the study's `n_trials` (retried attempts do not)."""
+    if trial.state in (TrialState.COMPLETE, TrialState.PRUNED):
+        return True
+    return trial.state == TrialState.FAIL and not trial.user_attrs.get("needs_retry")
+
+
+def finished_count(study: optuna.Study) -> int:
+    return sum(counts_towards_total(t) for t in study.get_trials(deepcopy=False))
+
+
+def pending_retries(study: optuna.Study) -> list[FrozenTrial]:
+    """FAILed attempts awaiting a retry: `needs_retry` set and no trial yet has `retry_of` = their number."""
+    trials = study.get_trials(deepcopy=False)
+    retried = {t.user_attrs.get("retry_of") for t in trials}
+    return [
+        t
+        for t in trials
+        if t.state == TrialState.FAIL and t.user_attrs.get("needs_retry") and t.number not in retried
+    ]
+
+
+def fail_trial(
+    storage: optuna.storages.BaseStorage, study: optuna.Study, number: int, reason: str, *, needs_retry: bool
+) -> None:
+    """Mark a RUNNING trial FAIL with its reason (user attr `error`).
+
+    For trials left RUNNING by a dead driver, known only by number: `Study` sets no attr on a trial
+    it did not ask for, so the attrs go through `storage`, a storage on the study's database that
+    the caller opened (`open_storage`), by the storage's public methods; the state through
+    `Study.tell`.
+    """
+    study_id = storage.get_study_id_from_name(study.study_name)
+    trial_id = storage.get_trial_id_from_study_id_trial_number(study_id, number)
+    storage.set_trial_user_attr(trial_id, "error", reason)
+    if needs_retry:
+        storage.set_trial_user_attr(trial_id, "needs_retry", True)
+    study.tell(number, state=TrialState.FAIL)
+
+
+def fail_zombies(study: optuna.Study, reason: str, storage_url: str) -> list[int]:
+    """Mark every RUNNING trial FAIL (to be retried): call only when no live process drives the
+    study. `storage_url`: the study's database, opened here only if there are such trials."""
+    zombies = study.get_trials(deepcopy=False, states=(TrialState.RUNNING,))
+    if zombies:
+        storage = open_storage(storage_url)
+        try:
+            for t in zombies:
+                fail_trial(storage, study, t.number, reason, needs_retry=True)
+        finally:
+            storage.engine.dispose()
+    return [t.number for t in zombies]
+
+
+def best_trial(study: optuna.Study) -> FrozenTrial | None:
+    """The best COMPLETE trial (PRUNED and FAIL trials never are), or None if there is none yet."""
+    complete = study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
+    complete = [t for t in complete if t.value is not None]
+    return min(complete, key=lambda t: float(t.value or 0.0)) if complete else None

@@ -1,0 +1,151 @@
+"""Creating studies and starting and stopping their sweeps: the rules shared by the REST routes and
+`rnntune up`. Raises domain errors (`InvalidStudy`, `SweepConflict`, `LaunchFailed`); the routes map
+them to HTTP (`tuner.api.errors`).
+
+Who drives a study is the driver lease in the study's database (`tuner.storage.lease`), not this process:
+* start: refused while a driver holds a live lease; otherwise registers a new start and launches
+  `rnntune sweep --resume NAME` through the process launcher (`tuner.sweeps.launcher`).
+* stop: a request stored in the lease row; whichever process drives the study sees it within about
+  a second and stops cleanly, so any API instance can stop any sweep, and a stop during start-up
+  is kept. For a sweep this API launched, a driver still alive `STOP_TIMEOUT_S` later gets SIGTERM,
+  then SIGKILL `KILL_AFTER_S` after that.
+* status: from the lease. A live lease says `running` (`stopping` once a stop is stored); a study
+  whose stored status says running but whose lease expired lost its driver, and reads `failed`.
+  After an API restart the sweeps it launched are adopted the same way: their leases are live.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from tuner.errors import InvalidInput, InvalidStudy, LaunchFailed, SweepConflict
+from tuner.space import list_spaces
+from tuner.spec import SweepSpec
+from tuner.storage.lease import Lease, begin, read, request_stop
+from tuner.storage.study import StudyExistsError
+from tuner.sweeps.create import create_study
+from tuner.sweeps.launcher import Handle, log_path
+
+log = logging.getLogger("rnntune.api")
+
+LIVE_STATUSES = ("running", "stopping")
+__all__ = ["InvalidStudy", "LaunchFailed", "SweepConflict"]
+
+
+def study_status(stored: str, lease: Lease | None, handle: Handle | None) -> str:
+    """The study's true status: the lease's word for a live driver, `failed` for a stored
+    running/stopping whose driver is gone, else the stored status."""
+    if lease is not None and lease.state() == "live":
+        return "stopping" if lease.stop_requested else "running"
+    if handle is not None and handle.running:  # launched, not holding the lease (yet, or any more)
+        return (
+            "stopping" if handle.stop_requested or (lease is not None and lease.stop_requested) else "running"
+        )
+    return "failed" if stored in LIVE_STATUSES else stored
+
+
+def driver_info(lease: Lease | None) -> dict | None:
+    """The lease as the API shows it: state (live/expired/stopped), holder and stop request."""
+    if lease is None:
+        return None
+    return {
+        "state": lease.state(),
+        "host": lease.host,
+        "pid": lease.pid,
+        "expires_at": lease.expires_at,
+        "stop_requested": lease.stop_requested,
+    }
+
+
+def _space(raw: str | dict) -> str | dict:
+    """The space as given, once a name is known to be one of the listed spaces (`create_study`
+    validates it, with the overrides, once)."""
+    if isinstance(raw, dict):
+        return raw
+    known = list_spaces()
+    if raw not in known:
+        raise InvalidStudy(f"body.space: unknown search space {raw!r}; known: {', '.join(known) or 'none'}")
+    return raw
+
+
+def create(state: Any, name: str, spec: SweepSpec) -> None:
+    """Create the study `name` from `spec` in the API's database, its checkpoints under `<storage>/<name>`.
+
+    A name already taken is a SweepConflict; a space, range override or setting that the space
+    module rejects is InvalidStudy carrying its message (which names the field and allowed values).
+    """
+    if state.store.db.study_row(name) is not None:
+        raise SweepConflict(f"a study named {name!r} already exists")
+    _space(spec.space)
+    try:
+        create_study(
+            name, spec, storage_url=state.settings.db_url, storage_path=state.settings.storage_root / name
+        )
+    except StudyExistsError as err:
+        raise SweepConflict(str(err)) from err
+    except InvalidInput as err:
+        raise InvalidStudy(f"body: {err}") from err
+    finally:
+        state.store.invalidate(name)
+
+
+def start(state: Any, name: str) -> Handle:
+    """Launch the study's sweep; SweepConflict when a driver holds its lease, this API's sweep of
+    it still runs, or it is finished."""
+    row = state.store.row(name)
+    with state.launcher.lock:
+        if (current := state.launcher.running(name)) is not None:
+            raise SweepConflict(f"study {name!r} is already running (pid {current.process.pid})")
+        lease = read(state.leases, name)
+        if lease is not None and lease.state() == "live":
+            raise SweepConflict(f"study {name!r} is driven by {lease.describe()}; stop that sweep first")
+        if row.status == "finished":
+            raise SweepConflict(f"study {name!r} is finished: all its trials have run")
+        handle = state.launcher.start(
+            name,
+            ["sweep", "--resume", name],
+            log_path(state.settings.storage_root, name),
+            begin(state.leases, name),
+        )
+    state.store.invalidate(name)
+    return handle
+
+
+def stop(state: Any, name: str) -> tuple[Handle | None, Lease]:
+    """Store a stop request for the study's driver (wherever it runs); SweepConflict if none is
+    live. A sweep this API launched is escalated to SIGTERM/SIGKILL if it does not obey."""
+    state.store.row(name)
+    handle = state.launcher.running(name)
+    lease = read(state.leases, name)
+    if handle is None and (lease is None or lease.state() != "live"):
+        held = lease.state() if lease is not None else "never taken"
+        raise SweepConflict(f"study {name!r} has no live sweep (driver lease {held}); nothing to stop")
+    lease = request_stop(state.leases, name, "stop requested through the API")
+    if handle is not None:
+        state.launcher.escalate(handle)
+    state.store.invalidate(name)
+    return handle, lease
+
+
+def record_exit(state: Any, name: str, returncode: int, stop_requested: bool) -> None:
+    """Record how a sweep this API launched ended when the sweep could not record it itself
+    (it died, or failed before it held the lease), unless another driver holds the lease."""
+    log.info("sweep of %s exited with %s", name, returncode)
+    state.store.invalidate(name)
+    row = state.store.db.study_row(name)
+    lease = read(state.leases, name)
+    if (
+        row is None
+        or row.status not in (*LIVE_STATUSES, "created")
+        or (lease is not None and lease.state() == "live")
+    ):
+        return
+    if stop_requested:
+        status = "stopped"
+    elif returncode == 0:
+        status = "finished" if row.status != "created" else "stopped"
+    else:
+        status = "failed"
+    state.store.storage.set_study_user_attr(row.study_id, "status", status)
+    state.store.invalidate(name)

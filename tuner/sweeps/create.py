@@ -1,0 +1,102 @@
+"""Creating a sweep's study from its spec: the one way in for `rnntune sweep`, REST and `rnntune up`.
+
+The study stores the spec, resolved (early-stopping grace period and brackets made explicit on the
+task's evaluation grid), as its `spec` attribute, beside what the spec resolves to: the space
+(`space`, `space_def`, `task`), the warm start's prior trials and the storage folder.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import optuna
+
+from trainer import TrainConfig
+from tuner.errors import InvalidInput, StudyError, StudyExistsError
+from tuner.space import SearchSpace, SpaceError, resolve_space
+from tuner.spec import NAME_PATTERN, SPEC_ATTR, SweepSpec
+from tuner.spec.sweep_spec import validate
+from tuner.storage.study import DEFAULT_STORAGE_ROOT, generate_study_name, now, open_storage, redact_url
+from tuner.sweeps import warm_start as warm
+
+
+def create_study(
+    name: str | None,
+    spec: SweepSpec | Mapping[str, Any] | None = None,
+    *,
+    storage_url: str,
+    storage_path: str | os.PathLike | None = None,
+    **fields: Any,
+) -> optuna.Study:
+    """Create a new sweep's study (status `created`, no trials yet); `rnntune sweep --resume NAME` runs it.
+
+    `spec` (or its `fields` as keywords; None values mean the default) says what to sweep; its
+    `space` may also be a loaded SearchSpace (stored under its name). `name` None generates one.
+    Raises StudyExistsError if the name is taken, SpaceError for a bad space, StudyError naming a
+    bad field.
+    """
+    given = {**(spec.model_dump() if isinstance(spec, SweepSpec) else dict(spec or {})), **fields}
+    loaded = given.get("space") if isinstance(given.get("space"), SearchSpace) else None
+    if loaded is not None:
+        given["space"] = loaded.name
+    try:
+        spec = validate({k: v for k, v in given.items() if v is not None})
+        space = resolve_space(loaded or spec.space, spec.overrides.model_dump() if _given(spec) else None)
+        spec = resolve(spec, space)
+    except (StudyError, SpaceError):
+        raise
+    except InvalidInput as err:
+        raise StudyError(str(err)) from None
+    name = name or generate_study_name(space.name)
+    if not re.fullmatch(NAME_PATTERN, name):
+        raise StudyError(
+            f"name: study name {name!r} must be 1-128 letters, digits, _ . - (not starting with . or -)"
+        )
+    root = Path(storage_path) if storage_path else DEFAULT_STORAGE_ROOT / name
+    prior = warm.check(storage_url, spec.warm_start, space, spec.sampler) if spec.warm_start else None
+    storage = open_storage(storage_url)
+    try:
+        study = optuna.create_study(study_name=name, storage=storage, direction="minimize")
+    except optuna.exceptions.DuplicatedStudyError:
+        raise StudyExistsError(
+            f"study {name!r} already exists in {redact_url(storage_url)}; "
+            f"resume it with `rnntune sweep --resume {name}` or choose another name"
+        ) from None
+    attrs = {
+        SPEC_ATTR: spec.stored(),
+        "space": space.name,
+        "space_def": space.to_dict(),
+        "task": dict(space.fixed),
+        "warm_start": prior,
+        "status": "created",
+        "created_at": now(),
+        "storage_path": str(root.expanduser().resolve()),
+    }
+    for key, value in attrs.items():
+        study.set_user_attr(key, value)
+    return study
+
+
+def _given(spec: SweepSpec) -> bool:
+    return bool(spec.overrides.ranges or spec.overrides.set)
+
+
+def grid(space: SearchSpace) -> tuple[int, int]:
+    """The task's (max_steps, eval_every): the grid the early-stopping rungs lie on."""
+
+    def setting(key: str) -> int:
+        return int(space.fixed.get(key, TrainConfig.model_fields[key].default))
+
+    return setting("max_steps"), setting("eval_every")
+
+
+def resolve(spec: SweepSpec, space: SearchSpace) -> SweepSpec:
+    """The spec with its early-stopping policy resolved on the space's eval grid, for a sweep of
+    `n_trials` within its budget (grace period and brackets made explicit)."""
+    max_steps, eval_every = grid(space)
+    policy = spec.early_stopping().resolved(max_steps, eval_every, spec.n_trials, spec.budget)
+    return spec.model_copy(update=policy.model_dump())

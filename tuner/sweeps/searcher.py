@@ -1,0 +1,386 @@
+"""A Ray Tune Searcher that owns the Optuna study's ask/tell, with fidelity-correct trial states.
+
+Ray's stock OptunaSearch tells COMPLETE with the last partial value when the scheduler stops a trial,
+so a half-trained trial can become "best"; we drive ask/tell ourselves to store PRUNED, FAIL-with-reason
+and retries linked by `retry_of` instead.
+
+Only this driver-side object writes to the study: trial workers send their evaluations to Ray Tune,
+and `on_trial_result` turns them into intermediate values and user attrs. `TrialEvents` (a Tune
+callback) feeds it the events Searcher hooks do not see: worker errors with their messages and
+in-place retries after a worker died.
+
+Fencing: every `ask` and `tell` first passes the driver's fence (`Fence.check`, the lease renewed
+at this driver's epoch in one compare-and-set); once the lease is lost nothing more is written,
+and the trials in flight stay RUNNING for the driver that takes the study over to mark FAIL and
+retry. A retry found WAITING (its driver died between enqueueing and asking it) resumes like any
+retry: from its attempt's run folder and `last.pt`, with the attempt's curve.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+import optuna
+import sqlalchemy as sa
+from optuna.trial import FrozenTrial, TrialState
+from ray.tune import Callback
+from ray.tune.search import Searcher
+
+from tuner.errors import LeaseLost
+from tuner.space import SearchSpace
+from tuner.storage.study import pending_retries
+from tuner.sweeps.trainable import FINAL
+from tuner.sweeps.trial_policies import SweepPolicies
+
+METRIC = "val_loss"
+# A database out of reach, as SQLAlchemy raises it or as Optuna wraps it on commit.
+DB_ERRORS = (sa.exc.SQLAlchemyError, optuna.exceptions.StorageInternalError)
+
+
+class Fence(Protocol):
+    """The driver's hold on the study's lease (`tuner.sweeps.driver.LeaseKeeper`)."""
+
+    @property
+    def holds(self) -> bool:
+        """Whether the driver may still write, without asking the database."""
+        ...
+
+    def check(self) -> None:
+        """LeaseLost unless the driver still holds the lease at its epoch (asks the database)."""
+        ...
+
+
+@dataclass
+class LiveTrial:
+    """A trial in flight: its Optuna trial, where it runs and what has been recorded so far."""
+
+    trial: optuna.Trial
+    params: dict[str, Any]
+    run_dir: str
+    started: float = field(default_factory=time.monotonic)
+    curve: dict[int, float] = field(default_factory=dict)
+    attrs: dict[str, Any] = field(default_factory=dict)
+    last_step: int = 0
+
+
+@dataclass
+class Tally:
+    """What happened in this sweep process, for the live table."""
+
+    complete: int = 0
+    pruned: int = 0
+    failed: int = 0
+    retried: int = 0
+    wall_times: list[float] = field(default_factory=list)
+    finished: list[FrozenTrial] = field(default_factory=list)
+
+
+class StudySearcher(Searcher):
+    """Suggests trials by asking the Optuna study; tells it COMPLETE, PRUNED or FAIL as trials end."""
+
+    def __init__(
+        self,
+        study: optuna.Study,
+        space: SearchSpace,
+        storage_root: Path,
+        budget: int,
+        policies: SweepPolicies | None = None,
+        fence: Fence | None = None,
+    ) -> None:
+        """`fence`: the lease every ask and tell is checked against (None: unfenced, for callers
+        that hold no lease, such as benchmarks)."""
+        super().__init__()
+        self._policies = policies
+        self._fence = fence
+        self._study = study
+        self._space = space
+        self._root = Path(storage_root)
+        self._budget = budget
+        self._asked = 0
+        self._live: dict[str, LiveTrial] = {}
+        self._retries: deque[FrozenTrial] = deque(pending_retries(study))
+        self._max_steps = int(space.fixed.get("max_steps", _default("max_steps")))
+        self.stop_reason: str | None = None
+        self.ended_early: str | None = None  # the study-level stop rule ended the sweep: why
+        self.tally = Tally()
+
+    # --- pickling: Tune saves the searcher in its experiment folder; keep the study (and its
+    # database URL, which may hold a password) out of it. The study in SQL is the state to resume.
+    def __getstate__(self) -> dict[str, Any]:
+        return {"study_name": self._study.study_name}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+
+    def save(self, checkpoint_path: str) -> None:
+        Path(checkpoint_path).write_text(
+            f"study {self._study.study_name}: resume with `rnntune sweep --resume {self._study.study_name}`\n"
+        )
+
+    def restore(self, checkpoint_path: str) -> None:
+        raise NotImplementedError(
+            "resume sweeps with `rnntune sweep --resume NAME`; the SQL study holds the state"
+        )
+
+    # --- Searcher hooks
+    @property
+    def live(self) -> dict[str, LiveTrial]:
+        return self._live
+
+    @property
+    def writable(self) -> bool:
+        """Whether this driver may still write to the study (False once its lease is lost)."""
+        return self._fence is None or self._fence.holds
+
+    def _fenced(self) -> None:
+        if self._fence is not None:
+            self._fence.check()
+
+    def suggest(self, trial_id: str) -> dict[str, Any] | str | None:  # type: ignore[override]  # Searcher.FINISHED is a str
+        if self.stop_reason is not None or self._asked >= self._budget or self.ended_early is not None:
+            return Searcher.FINISHED
+        if self._policies is not None and (reason := self._policies.stop_reason()) is not None:
+            self.ended_early = reason  # no new trial; the ones in flight finish
+            return Searcher.FINISHED
+        try:
+            live = self._ask_retry(self._retries[0]) if self._retries else self._ask()
+        except LeaseLost as lost:
+            self.stop_reason = str(lost)
+            return Searcher.FINISHED
+        if self._retries:
+            self._retries.popleft()
+        self._asked += 1
+        live.trial.set_user_attr("run_dir", live.run_dir)
+        live.trial.set_user_attr("ray_trial_id", trial_id)
+        self._live[trial_id] = live
+        return {
+            "trial_number": live.trial.number,
+            "trainer": self._space.trial_config(live.params, live.run_dir),
+        }
+
+    def _ask(self) -> LiveTrial:
+        """The next trial (fenced). Optuna hands out WAITING trials first: one with `retry_of` is a
+        retry whose driver died before asking it, and resumes from its attempt like any retry."""
+        self._fenced()
+        return self._next_trial()
+
+    def _next_trial(self) -> LiveTrial:
+        trial = self._study.ask()
+        params = self._space.suggest(trial)
+        live = LiveTrial(trial=trial, params=params, run_dir=str(self._root / f"trial-{trial.number}"))
+        retry_of = trial.user_attrs.get("retry_of")
+        if retry_of is not None:
+            self._resume_from(live, self._study.get_trials(deepcopy=False)[int(retry_of)])
+        return live
+
+    def _ask_retry(self, old: FrozenTrial) -> LiveTrial:
+        """A new trial with the same params as a dead attempt, its curve so far, and its run folder
+        (so the trainer resumes from the attempt's last.pt)."""
+        self._fenced()
+        self._study.enqueue_trial(old.params, user_attrs={"retry_of": old.number}, skip_if_exists=False)
+        return self._next_trial()
+
+    @staticmethod
+    def _resume_from(live: LiveTrial, old: FrozenTrial) -> None:
+        """Make `live` continue the attempt `old`: its run folder and its curve so far."""
+        live.run_dir = old.user_attrs.get("run_dir") or live.run_dir
+        for step, value in sorted(old.intermediate_values.items()):
+            live.trial.report(value, step)
+            live.curve[step] = value
+
+    def on_trial_result(self, trial_id: str, result: dict[str, Any]) -> None:
+        live = self._live.get(trial_id)
+        if live is not None:
+            self._record(live, result)
+
+    def on_trial_complete(
+        self, trial_id: str, result: dict[str, Any] | None = None, error: bool = False
+    ) -> None:
+        if error:
+            # TrialEvents.on_trial_error follows with the message; the trial is told FAIL there.
+            return
+        live = self._live.pop(trial_id, None)
+        if live is None or not self.writable:
+            return
+        if result:
+            self._record(live, result)
+        wall = time.monotonic() - live.started
+        live.trial.set_user_attr("wall_time_s", round(wall, 3))
+        if result and result.get(FINAL):
+            if result.get("error"):
+                self._fail(live, str(result["error"]), needs_retry=False)
+                return
+            best = result.get("best_val_loss")
+            if self._space.fixed.get("dyneval") and result.get("dyneval_val_loss") is not None:
+                # A dynamic-evaluation space (Table 2.6) tunes what dynamic evaluation achieves.
+                best = result["dyneval_val_loss"]
+            for key in ("best_step", "test_loss", "dyneval_val_loss", "dyneval_test_loss"):
+                if result.get(key) is not None:
+                    live.trial.set_user_attr(key, result[key])
+            if result.get("best_checkpoint"):
+                live.trial.set_user_attr("checkpoint", result["best_checkpoint"])
+            self._complete(live, best, wall)
+        elif self.stop_reason is not None:
+            self._fail(live, f"interrupted: {self.stop_reason}", needs_retry=True)
+        elif live.last_step >= self._max_steps:
+            # Stopped by the scheduler at its very last evaluation: it trained to the end.
+            self._complete(live, min(live.curve.values(), default=None), wall)
+        elif (frozen := self._tell(live, state=TrialState.PRUNED)) is not None:
+            self.tally.pruned += 1
+            self._note_finished(frozen, wall)
+
+    def fail_from_worker(self, trial_id: str, message: str) -> None:
+        """The trial's worker failed and Ray Tune will not retry it again: FAIL with Ray's message."""
+        live = self._live.pop(trial_id, None)
+        if live is not None and self.writable:
+            live.trial.set_user_attr("wall_time_s", round(time.monotonic() - live.started, 3))
+            self._fail(live, message, needs_retry=False)
+
+    def retry_in_place(self, trial_id: str, message: str) -> None:
+        """Ray Tune restarts a trial whose worker died: FAIL this attempt, continue as a linked new trial."""
+        live = self._live.pop(trial_id, None)
+        if live is None or not self.writable:
+            return
+        live.trial.set_user_attr("wall_time_s", round(time.monotonic() - live.started, 3))
+        old = self._fail(live, message, needs_retry=True)
+        if old is None:
+            return  # lease lost: the next driver retries it
+        self.tally.retried += 1
+        try:
+            retry = self._ask_retry(old)
+        except LeaseLost:
+            return
+        retry.trial.set_user_attr("run_dir", retry.run_dir)
+        retry.trial.set_user_attr("ray_trial_id", trial_id)
+        self._live[trial_id] = retry
+
+    def interrupt_all(self, reason: str) -> list[int]:
+        """Mark every trial still in flight FAIL (to be retried on resume) when the sweep stops.
+        Trials it cannot mark (lease lost, database unreachable) stay RUNNING: the next driver
+        marks them FAIL and retries them."""
+        numbers = []
+        for trial_id in list(self._live):
+            live = self._live.pop(trial_id)
+            numbers.append(live.trial.number)
+            if not self.writable:
+                continue
+            try:
+                live.trial.set_user_attr("wall_time_s", round(time.monotonic() - live.started, 3))
+                self._fail(live, f"interrupted: {reason}", needs_retry=True)
+            except DB_ERRORS:
+                continue
+        return numbers
+
+    # --- bookkeeping
+    def _record(self, live: LiveTrial, result: dict[str, Any]) -> None:
+        if not self.writable:
+            return
+        step, value = result.get("step"), result.get(METRIC)
+        if step is not None:
+            live.last_step = max(live.last_step, int(step))
+        if (
+            not result.get(FINAL)
+            and step is not None
+            and value is not None
+            and int(step) not in live.curve
+            and math.isfinite(float(value))
+        ):
+            try:
+                live.trial.report(float(value), int(step))
+            except DB_ERRORS:
+                return  # the database is out of reach: the evaluation misses the curve, the trial goes on
+            live.curve[int(step)] = float(value)
+        for attr, key in (
+            ("node", "node_ip"),
+            ("pid", "pid"),
+            ("checkpoint", "best_checkpoint"),
+            ("gpu_ids", "gpu_ids"),  # the GPUs Ray assigned the trial (`trainable.placement`)
+            ("device", "device"),
+        ):
+            new = result.get(key)
+            if new and live.attrs.get(attr) != new:
+                try:
+                    live.trial.set_user_attr(attr, new)
+                except DB_ERRORS:
+                    return
+                live.attrs[attr] = new
+
+    def _complete(self, live: LiveTrial, best: Any, wall: float) -> None:
+        if best is None or not math.isfinite(float(best)):
+            self._fail(live, f"no finite validation loss (best {best})", needs_retry=False)
+            return
+        if (frozen := self._tell(live, float(best))) is not None:
+            self.tally.complete += 1
+            self._note_finished(frozen, wall)
+
+    def _fail(self, live: LiveTrial, message: str, *, needs_retry: bool) -> FrozenTrial | None:
+        """Tell the trial FAIL with its reason (and `needs_retry` when it was not its fault); None
+        when the lease is lost (the trial stays RUNNING for the next driver)."""
+        try:
+            self._fenced()
+        except LeaseLost:
+            return None
+        live.trial.set_user_attr("error", message[:2000])
+        if needs_retry:
+            live.trial.set_user_attr("needs_retry", True)
+        frozen = self._study.tell(live.trial, state=TrialState.FAIL)
+        if not needs_retry:
+            self.tally.failed += 1
+            self._note_finished(frozen, None)
+        return frozen
+
+    def _tell(self, live: LiveTrial, value: float | None = None, **kw: Any) -> FrozenTrial | None:
+        """Optuna's tell behind the fence; None (nothing written) when the lease is lost."""
+        try:
+            self._fenced()
+        except LeaseLost:
+            return None
+        return self._study.tell(live.trial, value, **kw)
+
+    def _note_finished(self, trial: FrozenTrial, wall: float | None) -> None:
+        if wall is not None:
+            self.tally.wall_times.append(wall)
+        self.tally.finished.append(trial)
+        if self._policies is not None:
+            self._policies.after_trial()
+
+
+def _default(name: str) -> Any:
+    from trainer import TrainConfig
+
+    return TrainConfig.model_fields[name].default
+
+
+def _error_message(trial: Any) -> str:
+    """The last line of the error Ray Tune recorded for a trial (its exception), or a generic reason."""
+    path = getattr(trial, "error_file", None)
+    text = ""
+    if path:
+        try:
+            text = Path(path).read_text()
+        except OSError:
+            text = ""
+    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
+    detail = lines[-1] if lines else "no error recorded"
+    return f"worker failed: {detail}"
+
+
+class TrialEvents(Callback):
+    """Forwards worker failures and in-place retries from Ray Tune to the StudySearcher."""
+
+    def __init__(self, searcher: StudySearcher) -> None:
+        self._searcher = searcher
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {}
+
+    def on_trial_recover(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
+        self._searcher.retry_in_place(trial.trial_id, _error_message(trial) + " (retrying)")
+
+    def on_trial_error(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
+        self._searcher.fail_from_worker(trial.trial_id, _error_message(trial))

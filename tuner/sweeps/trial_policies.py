@@ -1,0 +1,60 @@
+"""Study-wide policies the sweep driver applies between trials: the study-level stop
+(`--patience`, `--min-improvement`, `--max-hours`, `--budget`) and checkpoint retention (`--keep-top N`).
+
+Both are fields of the study's sweep spec (`tuner.spec`), so a resumed sweep and the REST API see
+the same settings; what they did is written back to the study
+(`ended_early`, `checkpoint_bytes`, `checkpoints_removed`).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+
+import optuna
+
+from tuner.policies.retention import keep_top
+from tuner.policies.study_stop import steps_trained
+from tuner.spec import SweepSpec
+
+ENDED_ATTR = "ended_early"
+
+
+class SweepPolicies:
+    """The stop rule and the retention of one study, as this run of its sweep applies them."""
+
+    def __init__(self, study: optuna.Study, root: Path, spec: SweepSpec, max_steps: int) -> None:
+        self._study = study
+        self._root = root
+        self.stop = spec.study_stop()
+        self.keep: int | None = spec.keep_top
+        self.started = dt.datetime.now(dt.UTC)  # --max-hours counts this run of the sweep
+        # --budget counts this run's steps too, so a resumed or extended study trains on.
+        self._steps_before = steps_trained(study.get_trials(deepcopy=False))
+        self._max_steps = max_steps  # a full trial's length: --budget's unit
+        self._sizes: dict[str, int] = {}  # finished trials' folder sizes, for keep_top
+
+    def describe(self) -> str:
+        """The stop rules this run applies, for the sweep's header ("" when none)."""
+        return self.stop.describe(self._max_steps)
+
+    def stop_reason(self) -> str | None:
+        """Why no further trial should start (the running ones finish), or None."""
+        if not self.stop.active:
+            return None
+        trials = self._study.get_trials(deepcopy=False)
+        steps = steps_trained(trials) - self._steps_before
+        reason = self.stop.reason(trials, self.started, steps=steps, max_steps=self._max_steps)
+        if reason is not None:
+            self._study.set_user_attr(ENDED_ATTR, reason)
+        return reason
+
+    def after_trial(self) -> None:
+        """Free the weights of finished trials outside the best `keep`; record the disk they use."""
+        if not self.keep:
+            return
+        report, removed = keep_top(self._study.get_trials(deepcopy=False), self.keep, self._root, self._sizes)
+        self._study.set_user_attr("checkpoint_bytes", report.used_bytes)
+        if removed:
+            before = int(self._study.user_attrs.get("checkpoints_removed", 0))
+            self._study.set_user_attr("checkpoints_removed", before + len(removed))

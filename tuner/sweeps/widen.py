@@ -1,0 +1,79 @@
+"""Widening a study's range and continuing it: `rnntune sweep --resume NAME --widen PARAM[:EDGE]` and
+`POST /studies/{name}/widen`.
+
+The study's `space_def` becomes the widened space (`tuner.space.widen`), so the next run of its
+sweep samples from the wider range; each change is appended to the `widened` user attr
+({param, edge, old, new, at, trials_before}). Trials already stored stay as they are: the new
+range contains the old one. Callers make sure no sweep drives the study meanwhile (the CLI widens
+while holding the driver lease, the API refuses while a driver holds it).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+import optuna
+from optuna.trial import TrialState
+
+from tuner.space import SearchSpace
+from tuner.space.boundaries import crowded_edges
+from tuner.space.params import fmt
+from tuner.space.widen import EDGES, check_widenable, widen
+from tuner.storage.study import StudyError, finished_count
+
+ATTR = "widened"
+
+
+def parse_widen(item: str) -> tuple[str, str | None]:
+    """A `--widen` value: PARAM (the edge its boundary alert names) or PARAM:low|high|both."""
+    param, sep, edge = item.partition(":")
+    param, edge = param.strip(), edge.strip()
+    if not param or (sep and edge not in EDGES):
+        raise StudyError(f"--widen expects PARAM or PARAM:{'|'.join(EDGES)}, got {item!r}")
+    return param, edge or None
+
+
+def alert_edge(study: optuna.Study, param: str) -> str:
+    """The edge of `param` the study's boundary alert names (`both` if it names the two);
+    StudyError naming the parameter when there is no alert for it."""
+    params = study.user_attrs["space_def"]["params"]
+    complete = [
+        (t.value, t.params)
+        for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
+        if t.value is not None
+    ]
+    edges = [a.edge for a in crowded_edges(params, complete) if a.param == param]
+    if not edges:
+        raise StudyError(
+            f"parameter {param}: study {study.study_name!r} has no boundary alert for it; "
+            f"name the edge to widen: {param}:low, {param}:high or {param}:both"
+        )
+    return edges[0] if len(edges) == 1 else "both"
+
+
+def widen_study(study: optuna.Study, param: str, edge: str | None = None) -> dict[str, Any]:
+    """Widen `param`'s range in the study's stored space at `edge` (None: the edge its boundary
+    alert names); returns the change as stored in the `widened` attr. SpaceError or StudyError
+    name the parameter and what is allowed; nothing is stored then."""
+    space = SearchSpace.from_dict(study.user_attrs["space_def"])
+    check_widenable(space, param)
+    widened, change = widen(space, param, edge or alert_edge(study, param))
+    change = {
+        **change,
+        "at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        "trials_before": finished_count(study),
+    }
+    history = list(study.user_attrs.get(ATTR) or [])
+    study.set_user_attr("space_def", widened.to_dict())
+    study.set_user_attr(ATTR, [*history, change])
+    return change
+
+
+def describe(change: dict[str, Any]) -> str:
+    """One line saying what a widening changed, as the CLI prints it."""
+    old, new = change["old"], change["new"]
+    return (
+        f"widened {change['param']} ({change['edge']}): "
+        f"[{fmt(old[0])}, {fmt(old[1])}] -> [{fmt(new[0])}, {fmt(new[1])}]"
+    )
