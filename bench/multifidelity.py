@@ -63,7 +63,7 @@ import optuna
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 from tuner.policies.early_stopping import ATTR, EarlyStopping  # noqa: E402
-from tuner.samplers import DEFAULT_SAMPLER, BOHBRule, GPSampler, make_sampler  # noqa: E402
+from tuner.samplers import DEFAULT_SAMPLER, BOHBRule, GPSampler, Subset, make_sampler  # noqa: E402
 from tuner.space import SearchSpace  # noqa: E402
 from tuner.spec.defaults import DEFAULT_BUDGET, DEFAULT_PARALLEL, DEFAULT_TRIALS  # noqa: E402 (after the sys.path insert)
 
@@ -84,7 +84,16 @@ def methods() -> dict[str, tuple[Callable[[int], Any], str]]:
         "Optuna TPE + ASHA": (lambda s: optuna.samplers.TPESampler(seed=s), "asha"),
         "Optuna GPSampler + ASHA": (lambda s: optuna.samplers.GPSampler(seed=s), "asha"),
         f"{DEFAULT_SAMPLER}, no early stopping": (ours(DEFAULT_SAMPLER), "none"),
+        # ASHA that backs off from rungs whose values disagree with the next ones
+        # (tuner.policies.rank_agreement.AdaptiveASHA; off by default in sweeps).
+        f"{DEFAULT_SAMPLER} + adaptive ASHA": (ours(DEFAULT_SAMPLER), "asha-adaptive"),
     }
+    # The default's subset at a cap small enough to act within these budgets (the default's cap,
+    # 250, is reached only past them): does fitting a subset cost regret?
+    out[f"{DEFAULT_SAMPLER}, subset cap 100 + ASHA"] = (
+        lambda s: make_sampler(DEFAULT_SAMPLER, seed=s, subset=Subset(cap=100, best=25, recent=25)),
+        "asha",
+    )
     # Retired names (tuner.samplers.RETIRED_SAMPLERS), kept as compositions under their old labels
     # so the stored records and docs/samplers.md's figures stay reproducible.
     out["gp_bohb + ASHA"] = (
@@ -251,6 +260,26 @@ class Surrogate:
         return out
 
 
+class Crossover(Surrogate):
+    """A task whose early values mislead (`--task crossover`): `tiny`'s final values behind
+    synthetic curves that cross. A configuration with final value F follows
+    F + D·(1 - step/max_steps)^1.5 with an excess D = 0.3 + 2.5·max(0, 4 - F): the better the final
+    value, the slower the start. Two configurations swap order where 2.5·(1 - step/max_steps)^1.5
+    = 1, at step ~91 of 200: at rung 50 the values rank the finals backwards (slope -0.6), at 75
+    weakly backwards, at 150 forwards (+0.7). Seed noise as on `tiny`. The curves decrease to F, so
+    a trial's best value is its final one and f_min, f_ref are `tiny`'s."""
+
+    SLOWNESS, CAP, EXCESS, POWER = 2.5, 4.0, 0.3, 1.5
+
+    def curve_at(self, x: np.ndarray) -> np.ndarray:
+        final = float(super().curve_at(x).min())
+        left = (1.0 - np.array(self.steps, dtype=float) / self.steps[-1]) ** self.POWER
+        return final + (self.EXCESS + self.SLOWNESS * max(0.0, self.CAP - final)) * left
+
+
+TASKS: dict[str, type[Surrogate]] = {"tiny": Surrogate, "crossover": Crossover}
+
+
 def fit_bandwidths(x: np.ndarray, curves: np.ndarray) -> tuple[np.ndarray, float]:
     """Per-parameter Gaussian-kernel bandwidths minimising the leave-one-out RMSE of the predicted
     curves (each record predicted from the others), and that RMSE of the final values. Hand-written:
@@ -291,11 +320,12 @@ def run_one(job: dict[str, Any]) -> dict[str, Any]:
     import torch
 
     torch.set_num_threads(1)
+    from tuner.policies.rank_agreement import AdaptiveASHA
     from tuner.policies.schedulers import make_scheduler
 
     optuna.logging.set_verbosity(optuna.logging.ERROR)
     warnings.simplefilter("ignore")
-    sur = surrogate(job["data"])
+    sur = surrogate(job["data"], job.get("task", "tiny"))
     policy = EarlyStopping.parse(job["policy"])
     np.random.seed(job["seed"])  # Ray's async Hyperband draws each trial's bracket from numpy's global RNG
     factory, scheduler_name = methods()[job["method"]]
@@ -303,10 +333,14 @@ def run_one(job: dict[str, Any]) -> dict[str, Any]:
     study: Any = made if isinstance(made, BOHBStudy) else optuna.create_study(sampler=made)
     study.set_user_attr("task", dict(sur.fixed))  # what tuner.storage.study.create_study stores
     study.set_user_attr(ATTR, policy.model_dump())
-    scheduler = make_scheduler(scheduler_name, sur.fixed, policy)
+    every, max_steps = int(sur.fixed["eval_every"]), int(sur.fixed["max_steps"])
+    scheduler = (
+        AdaptiveASHA(policy, max_steps, every)
+        if scheduler_name == "asha-adaptive"
+        else make_scheduler(scheduler_name, sur.fixed, policy)
+    )
     scheduler.set_search_properties("val_loss", "min")
     rng = np.random.default_rng(1000 + job["seed"])
-    every, max_steps = int(sur.fixed["eval_every"]), int(sur.fixed["max_steps"])
     if isinstance(study, BOHBStudy):
         study.bind(sur.space, {*policy.rungs(max_steps, every), max_steps})
     budgets = job["budgets"]
@@ -390,10 +424,11 @@ def run_one(job: dict[str, Any]) -> dict[str, Any]:
 
 
 @functools.cache
-def surrogate(path: str) -> Surrogate:
-    """The surrogate of the curves in `path`, built once per process (its bandwidth fit takes ~4 s)."""
+def surrogate(path: str, task: str = "tiny") -> Surrogate:
+    """The surrogate `task` (TASKS) of the curves in `path`, built once per process (its bandwidth
+    fit takes ~4 s)."""
     with gzip.open(path, "rt") as f:
-        return Surrogate(json.load(f))
+        return TASKS[task](json.load(f))
 
 
 def report(rows: list[dict[str, Any]], sur: Surrogate, budgets: tuple[int, ...]) -> None:
@@ -469,21 +504,26 @@ def report_embedded(rows: list[dict[str, Any]], sur: Surrogate) -> None:
     """What `make run` gets under each policy: training steps (its wall time), trials that ran to
     the end, and the regret of the best one."""
     f_min, f_ref = sur.reference()
-    groups: dict[tuple[str, str, str], list[dict[str, Any]]] = defaultdict(list)
+    groups: dict[tuple[str, int, int, str, str], list[dict[str, Any]]] = defaultdict(list)
     for r in rows:
+        size = (r.get("max_trials", DEFAULT_TRIALS), r.get("workers", DEFAULT_PARALLEL))
         groups[
-            (r["method"], json.dumps(r["policy"], sort_keys=True), f"{r.get('stop_budget') or '-'}")
+            (r["method"], *size, json.dumps(r["policy"], sort_keys=True), f"{r.get('stop_budget') or '-'}")
         ].append(r)
-    print(f"\n# embedded default replayed: {DEFAULT_TRIALS} trials, {DEFAULT_PARALLEL} in flight; medians")
-    print(f"{'method':38} {'policy':10} budget seeds  steps trained  trials  COMPLETE  regret of the best")
-    for (method, pol, budget), rs in sorted(groups.items()):
+    print("\n# studies of N trials, K in flight (the embedded default: 24/2), replayed; medians")
+    print(
+        f"{'method':38} {'N/K':>5} {'policy':10} budget seeds  steps trained  trials  COMPLETE"
+        "  (<3)  regret of the best"
+    )
+    for (method, n, k, pol, budget), rs in sorted(groups.items()):
         p = json.loads(pol)
         regrets = [_regret(r["final_true"], f_min, f_ref) for r in rs]
+        few = sum(r["complete"] < 3 for r in rs)
         print(
-            f"{method:38} {_policy_label(p):10} {budget:>6} {len(rs):>5}"
+            f"{method:38} {f'{n}/{k}':>5} {_policy_label(p):10} {budget:>6} {len(rs):>5}"
             f"  {statistics.median(r['steps_used'] for r in rs):>13.0f}"
             f"  {statistics.median(r['n_trials'] for r in rs):>6.0f}"
-            f"  {statistics.median(r['complete'] for r in rs):>8.0f}  {statistics.median(regrets):>18.4f}"
+            f"  {statistics.median(r['complete'] for r in rs):>8.1f}  {few:>4}  {statistics.median(regrets):>18.4f}"
         )
 
 
@@ -587,6 +627,19 @@ def main() -> None:
         default=DEFAULT_BUDGET,
         help=f"with --embedded: its step budget in full trials' worth (default {DEFAULT_BUDGET:g}; 0: none)",
     )
+    ap.add_argument(
+        "--trials",
+        help=f"with --embedded: replay studies of these numbers of trials (comma-separated) with "
+        f"{WORKERS} in flight instead of the embedded default, each under the default policy as a "
+        "study of that size resolves it (or --policy)",
+    )
+    ap.add_argument(
+        "--task",
+        choices=sorted(TASKS),
+        default="tiny",
+        help="tiny: the recorded curves; crossover: tiny's finals behind curves whose order flips "
+        "at step ~91 (early values mislead; `Crossover`)",
+    )
     ap.add_argument("--results", type=Path, help="JSON-lines file of finished runs (resumable)")
     ap.add_argument("--report-only", action="store_true")
     ap.add_argument("--suggest-timing", type=int, metavar="N", help="only time suggestions at N trials")
@@ -598,7 +651,7 @@ def main() -> None:
         suggest_timing(args.suggest_timing, args.data, default_policy, args.sampler)
         return
     budgets = tuple(int(b) for b in args.budgets.split(","))
-    sur = surrogate(args.data)
+    sur = surrogate(args.data, args.task)
     if args.policy:
         policies = [
             EarlyStopping(
@@ -606,42 +659,73 @@ def main() -> None:
             ).model_dump()
             for g, f, *b in (p.split(":") for p in args.policy)
         ]
-    elif args.embedded:  # the policy `make run` resolves: 24 trials within --embedded-budget
-        policies = [_resolved(default_policy.model_dump(), sur, args.embedded_budget or None, DEFAULT_TRIALS)]
+    elif args.embedded:  # set per study size below
+        policies = []
     else:  # the default resolved at each budget: its brackets depend on the budget
         policies = list({json.dumps(p, sort_keys=True): p for p in _defaults(sur, budgets).values()}.values())
     names = args.methods or ([f"{DEFAULT_SAMPLER} + ASHA (default)"] if args.embedded else list(methods()))
-    embedded: dict[str, Any] = {}
-    if args.embedded:
-        embedded = {
-            "workers": DEFAULT_PARALLEL,
-            "max_trials": DEFAULT_TRIALS,
-            "stop_budget": args.embedded_budget or None,
-        }
+    # (trials, in flight, step budget) of each replayed study: the embedded default's, or --trials'
+    sizes: list[dict[str, Any]] = [{}]
+    if args.embedded and args.trials:
+        sizes = [
+            {"max_trials": int(n), "workers": WORKERS, "stop_budget": None} for n in args.trials.split(",")
+        ]
+    elif args.embedded:
+        sizes = [
+            {
+                "max_trials": DEFAULT_TRIALS,
+                "workers": DEFAULT_PARALLEL,
+                "stop_budget": args.embedded_budget or None,
+            }
+        ]
+
+    def policies_for(size: dict[str, Any]) -> list[dict[str, Any]]:
+        """--policy, else the default as a study of this size resolves it (its trials, its budget)."""
+        if policies or not size:
+            return policies
+        return [_resolved(default_policy.model_dump(), sur, size["stop_budget"], size["max_trials"])]
+
+    def key(r: dict[str, Any]) -> tuple[Any, ...]:
+        size = (r.get("max_trials"), r.get("workers")) if r.get("embedded") else (None, None)
+        return (r["method"], r["seed"], json.dumps(r["policy"], sort_keys=True), r.get("stop_budget"), *size)
+
     rows = []
     if args.results and args.results.exists():
         rows = [json.loads(line) for line in args.results.read_text().splitlines() if line.strip()]
-    rows = [r for r in rows if bool(r.get("embedded")) == args.embedded]
+    rows = [
+        r for r in rows if bool(r.get("embedded")) == args.embedded and r.get("task", "tiny") == args.task
+    ]
+    for r in rows:  # rows of the embedded default written before sizes were recorded
+        if r.get("embedded"):
+            r.setdefault("max_trials", DEFAULT_TRIALS)
+            r.setdefault("workers", DEFAULT_PARALLEL)
     for r in rows:  # one spelling per policy: resolved, and plain ASHA where stored before brackets
         r["policy"] = _resolved(r["policy"], sur, None)
-    keyed = {
-        (r["method"], r["seed"], json.dumps(r["policy"], sort_keys=True), r.get("stop_budget")): r
-        for r in rows
-    }
+    keyed = {key(r): r for r in rows}
     rows = list(keyed.values())  # a run stored twice (under two spellings of its policy) counts once
     if not args.report_only:
-        done = {
-            (r["method"], r["seed"], json.dumps(r["policy"], sort_keys=True), r.get("stop_budget"))
-            for r in rows
-        }
+        done = set(keyed)
         scheduler_of = {m: scheduler for m, (_, scheduler) in methods().items()}
         jobs = [
-            {"method": m, "seed": s, "policy": p, "data": args.data, "budgets": budgets, **embedded}
+            job
+            for size in sizes
             for s in range(args.seeds)
-            for i, p in enumerate(policies)
+            for i, p in enumerate(policies_for(size))
             for m in names
-            if (m, s, json.dumps(p, sort_keys=True), embedded.get("stop_budget")) not in done
-            and (i == 0 or scheduler_of[m] == "asha")  # a policy changes nothing without early stopping
+            if (i == 0 or scheduler_of[m] != "none")  # a policy changes nothing without early stopping
+            and key(
+                job := {
+                    "method": m,
+                    "seed": s,
+                    "policy": p,
+                    "data": args.data,
+                    "task": args.task,
+                    "budgets": budgets,
+                    "embedded": args.embedded,
+                    **size,
+                }
+            )
+            not in done
         ]
         if importlib.util.find_spec("hpbandster") is None:
             print("BOHB skipped: hpbandster is not installed (pip install -e '.[bench]')")
@@ -650,9 +734,12 @@ def main() -> None:
             open(args.results, "a") if args.results else contextlib.nullcontext() as sink,
             ProcessPoolExecutor(max_workers=args.jobs) as pool,
         ):
-            for n, row in enumerate(pool.map(run_one, jobs), 1):
-                row["embedded"] = args.embedded
-                row["stop_budget"] = embedded.get("stop_budget")
+            for n, (job, row) in enumerate(zip(jobs, pool.map(run_one, jobs), strict=True), 1):
+                row.update({k: job[k] for k in ("embedded", "task")})
+                if args.embedded:
+                    row.update({k: job[k] for k in ("max_trials", "workers", "stop_budget")})
+                else:
+                    row["stop_budget"] = None
                 rows.append(row)
                 if sink:
                     sink.write(json.dumps(row) + "\n")

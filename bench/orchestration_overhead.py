@@ -93,7 +93,7 @@ def bench_stack(
         seed=0,
     )
     t0 = time.perf_counter()
-    run_sweep("stack", db, out=io.StringIO(), trainable=instant_trial, cpus_per_trial=1)
+    run_sweep("stack", db, out=io.StringIO(), trainable=instant_trial)
     sweep = time.perf_counter() - t0
     ray.shutdown()
     # Steady state: throughput between the first and the last completion, once workers are up.

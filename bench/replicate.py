@@ -3,9 +3,10 @@
 Each row trains a few small models from the same settings, 3 seeds each, and compares them in the
 direction the paper reports: Mogrifier LSTM below LSTM at an equal parameter budget; the rounds
 curve r = 0…6; RLSTM and Mogrifier RLSTM against the (Mogrifier) LSTM; Two-Tailed Averaging
-against the raw iterate and the best fixed tail average; dynamic evaluation's gain; reverse-copy
-accuracy against sequence length. Every model of a row uses the same untuned settings (SCALES);
-nothing is tuned to agree. The verdict is mechanical (see `verdict`).
+against the raw iterate and the best fixed tail average, and against the Mogrifier paper's
+averaging switch; dynamic evaluation's gain; reverse-copy accuracy against sequence length. Every
+model of a row uses the same untuned settings (SCALES); nothing is tuned to agree. The rows, their
+settings and their mechanical verdicts are in bench/replication_rows.py.
 
     python bench/replicate.py                       # small scale on CPU, every row
     python bench/replicate.py --workers 2 --only rounds,averaging
@@ -19,280 +20,16 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor, as_completed
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-SEEDS = (0, 1, 2)
-# Starts of the fixed tail averages, as fractions of the run: the average of the iterates after
-# step s·N (thesis §3.3, Tail Averaging); the best of them on validation is "the best fixed tail".
-TAIL_STARTS = (0.0, 0.25, 0.5, 0.75, 0.9)
-
-# The settings every language-model run of a scale shares (a character-level task on the built-in
-# corpus for `small`; the papers' PTB word-level setting for `ptb`). Adam with β1 = 0 as the
-# Mogrifier paper §3.3 baseline (RAdam's rectification needs ~1000 steps to warm up).
-SCALES: dict[str, dict[str, Any]] = {
-    "small": {
-        "dataset": "builtin",
-        "num_params": 100_000,
-        "num_layers": 2,
-        "bptt": 48,
-        "batch_size": 16,
-        "max_steps": 120,
-        "eval_every": 20,
-        "eval_batch_size": 16,
-        "max_eval_tokens": 8_000,
-        "optimizer": "adam",
-        "adam_beta1": 0.0,
-        "learning_rate": 3e-3,
-        "mogrifier_rank": 16,
-    },
-    "ptb": {
-        "dataset": "ptb",
-        "num_params": 24_000_000,
-        "num_layers": 2,
-        "bptt": 70,
-        "batch_size": 64,
-        "max_steps": 60_000,
-        "eval_every": 1_000,
-        "optimizer": "adam",
-        "adam_beta1": 0.0,
-        "learning_rate": 2e-3,
-        "mogrifier_rank": 50,
-        "input_dropout": 0.5,
-        "state_dropout": 0.3,
-        "output_dropout": 0.5,
-        "cell_output_dropout": 0.2,
-    },
-}
-# Reverse copy (Mogrifier paper §4.3): an encoder–decoder with no dropout; sequence lengths per scale.
-# The paper draws from 1000 symbols with 10M parameters; the small scale draws from 20.
-REVERSE_COPY = {
-    "small": {
-        "lengths": (5, 10, 20),
-        "settings": {
-            "num_params": 60_000,
-            "max_steps": 1000,
-            "batch_size": 64,
-            "eval_every": 250,
-            "eval_batch_size": 500,
-            "reverse_copy_vocab": 20,
-        },
-    },
-    "ptb": {
-        "lengths": (50, 100, 150, 200),
-        "settings": {
-            "num_params": 10_000_000,
-            "max_steps": 60_000,
-            "eval_every": 1_000,
-            "eval_batch_size": 500,
-            "reverse_copy_vocab": 1000,
-            "input_dropout": 0.0,
-            "state_dropout": 0.0,
-            "output_dropout": 0.0,
-            "cell_output_dropout": 0.0,
-        },
-    },
-}
-MOGRIFIER = {"cell": "mogrifier_lstm", "mogrifier_rounds": 5}
-LSTM = {"cell": "lstm", "mogrifier_rounds": 0}
-
-
-@dataclass
-class Row:
-    """One claim: the arms it compares (label → config overrides), what the paper reports, a verdict."""
-
-    name: str
-    claim: str
-    paper: str
-    arms: dict[str, dict[str, Any]]
-    metric: str  # a key of a run's summary
-    judge: Callable[[dict[str, list[float]]], tuple[str, str]]
-    paper_ptb: str = "–"
-    tails: bool = False
-    extra: dict[str, Any] = field(default_factory=dict)
-
-
-def mean_sd(values: list[float]) -> tuple[float, float]:
-    finite = [v for v in values if v is not None and math.isfinite(v)]
-    if not finite:
-        return math.nan, math.nan
-    return statistics.fmean(finite), (statistics.stdev(finite) if len(finite) > 1 else 0.0)
-
-
-def fmt(values: list[float], digits: int = 3) -> str:
-    """mean ± sd, with the number of seeds when some are missing."""
-    mean, sd = mean_sd(values)
-    count = sum(1 for v in values if v is not None and math.isfinite(v))
-    seeds = "" if count == len(values) else f" (n={count})"
-    return "n/a" if math.isnan(mean) else f"{mean:.{digits}f} ± {sd:.{digits}f}{seeds}"
-
-
-def verdict(better: list[float], worse: list[float]) -> str:
-    """Whether `better` is below `worse` as the paper says: yes / within noise / no.
-
-    "yes" needs the mean difference to exceed two standard errors of the difference (unpaired,
-    3 seeds each), "no" needs it to exceed them the other way; anything else is within noise.
-    """
-    (m1, s1), (m2, s2) = mean_sd(better), mean_sd(worse)
-    if math.isnan(m1) or math.isnan(m2):
-        return "not run"
-    se = math.sqrt(s1**2 / max(1, len(better)) + s2**2 / max(1, len(worse)))
-    diff = m2 - m1
-    if diff > 2 * se:
-        return "yes"
-    if diff < -2 * se:
-        return "no"
-    return "within noise (" + ("same direction" if diff > 0 else "opposite direction") + ")"
-
-
-def lower(a: str, b: str) -> Callable[[dict[str, list[float]]], tuple[str, str]]:
-    """Judge 'arm a is lower than arm b'."""
-
-    def judge(v: dict[str, list[float]]) -> tuple[str, str]:
-        return f"{a} < {b}", verdict(v[a], v[b])
-
-    return judge
-
-
-def higher(a: str, b: str) -> Callable[[dict[str, list[float]]], tuple[str, str]]:
-    """Judge 'arm a is higher than arm b' (accuracies)."""
-
-    def judge(v: dict[str, list[float]]) -> tuple[str, str]:
-        return f"{a} > {b}", verdict([-x for x in v[b]], [-x for x in v[a]])
-
-    return judge
-
-
-def judge_rounds(v: dict[str, list[float]]) -> tuple[str, str]:
-    """Fig. 3's shape: the loss falls from r = 0 and is lowest at r = 4…6."""
-    means = {int(k.split("=")[1]): mean_sd(x)[0] for k, x in v.items()}
-    best = min(means, key=lambda r: means[r])
-    falls = verdict(v[f"r={best}"], v["r=0"])
-    return f"lowest at r={best}; r={best} < r=0: {falls}", "yes" if best >= 4 and falls == "yes" else (
-        "partly" if falls == "yes" else "no"
-    )
-
-
-def judge_averaging(v: dict[str, list[float]]) -> tuple[str, str]:
-    """Thesis §3 / Circling Back §5: 2TA beats the raw iterate and is on par with the best tail."""
-    vs_raw = verdict(v["2TA"], v["raw iterate"])
-    vs_tail = verdict(v["2TA"], v["best fixed tail"])
-    on_par = vs_tail == "yes" or vs_tail.startswith("within noise")
-    return f"2TA < raw: {vs_raw}; 2TA vs best tail: {vs_tail}", (
-        "yes" if vs_raw == "yes" and on_par else "no" if vs_raw == "no" or vs_tail == "no" else "partly"
-    )
-
-
-def rows(scale: str) -> list[Row]:
-    """Every row of the table at one scale."""
-    rc = REVERSE_COPY[scale]
-    longest = rc["lengths"][-1]
-    reverse_arms = {}
-    for length in rc["lengths"]:
-        for label, cell in (("LSTM", LSTM), ("Mogrifier", MOGRIFIER)):
-            reverse_arms[f"{label} T={length}"] = {
-                **cell,
-                **rc["settings"],
-                "dataset": "reverse_copy",
-                "reverse_copy_length": length,
-            }
-    return [
-        Row(
-            "mogrifier",
-            "Mogrifier LSTM (r=5) < LSTM, equal parameter budget (test bpc)",
-            "Mogrifier below LSTM on every dataset (Tables 1, 2: PTB word 51.0 vs 54.6 test ppl; "
-            "char-level gaps 0.012-0.046 bpc)",
-            {"Mogrifier LSTM": MOGRIFIER, "LSTM": LSTM},
-            "test_bpc",
-            lower("Mogrifier LSTM", "LSTM"),
-            paper_ptb="Mogrifier 52.1 / LSTM 55.8 val ppl (24M)",
-        ),
-        Row(
-            "rounds",
-            "Rounds curve r = 0…6 (Mogrifier LSTM, equal budget, test bpc)",
-            "perplexity falls steeply with r and is lowest at r = 5-6 (Fig. 3; optimum r ∈ {5, 6}, §4.1)",
-            {f"r={r}": {**MOGRIFIER, "mogrifier_rounds": r} if r else LSTM for r in range(7)},
-            "test_bpc",
-            judge_rounds,
-            paper_ptb="57.5 (r=0) → 54.1 (r=6) val ppl, ablation",
-        ),
-        Row(
-            "rlstm",
-            "RLSTM < LSTM and Mogrifier RLSTM < Mogrifier LSTM (test bpc)",
-            "Mogrifier RLSTM below Mogrifier LSTM (Circling Back Table 1: 48.9 vs 49.9 val ppl on PTB; "
-            "§5: the RLSTM outperformed the LSTM by a small margin)",
-            {
-                "Mogrifier RLSTM": {**MOGRIFIER, "cell": "rlstm"},
-                "Mogrifier LSTM": MOGRIFIER,
-                "RLSTM": {**LSTM, "cell": "rlstm"},
-                "LSTM": LSTM,
-            },
-            "test_bpc",
-            lambda v: (
-                "; ".join(
-                    f"{a} < {b}: {verdict(v[a], v[b])}"
-                    for a, b in (("RLSTM", "LSTM"), ("Mogrifier RLSTM", "Mogrifier LSTM"))
-                ),
-                _all_yes(verdict(v["RLSTM"], v["LSTM"]), verdict(v["Mogrifier RLSTM"], v["Mogrifier LSTM"])),
-            ),
-            paper_ptb="Mogrifier RLSTM 48.9 / Mogrifier LSTM 49.9 val ppl (24M)",
-        ),
-        Row(
-            "averaging",
-            "2TA vs raw iterate vs best fixed tail average (Mogrifier LSTM, final val bpc)",
-            "2TA on par with well-tuned Tail Averaging at the end, both below the noisy raw iterate "
-            "(thesis §3.6 Fig. 3.3; Circling Back §5: 2TA does not improve on well-tuned TA)",
-            {"2TA": MOGRIFIER, "raw iterate": MOGRIFIER, "best fixed tail": MOGRIFIER},
-            "",
-            judge_averaging,
-            tails=True,
-        ),
-        Row(
-            "dyneval",
-            "Dynamic evaluation's gain (Mogrifier LSTM, test bpc)",
-            "dynamic evaluation lowers test perplexity (Table 1: PTB 51.0 → 45.0; thesis §4.5)",
-            {"dynamic evaluation": {**MOGRIFIER, "dyneval": True}, "static": {**MOGRIFIER, "dyneval": True}},
-            "",
-            lower("dynamic evaluation", "static"),
-            paper_ptb="52.1 → 45.1 val ppl (Mogrifier, 24M)",
-        ),
-        Row(
-            "reverse_copy",
-            f"Reverse copy sequence accuracy vs length (longest T={longest})",
-            "both solve short sequences; at longer ones the Mogrifier is clearly better (Fig. 4, "
-            "cross-entropy vs length 50-200)",
-            reverse_arms,
-            "accuracy",
-            higher(f"Mogrifier T={longest}", f"LSTM T={longest}"),
-            paper_ptb="Fig. 4a: equal at T=50, 100; Mogrifier better at 150, 200",
-        ),
-        Row(
-            "reverse_copy_xent",
-            f"Reverse copy test cross-entropy vs length (nats/token, longest T={longest})",
-            "Fig. 4 plots cross-entropy against length: near 0 for both at 50 and 100, the Mogrifier "
-            "clearly lower at 150 and 200 (10M parameters, 1000 symbols)",
-            reverse_arms,
-            "test_loss",
-            lower(f"Mogrifier T={longest}", f"LSTM T={longest}"),
-            paper_ptb="Fig. 4a: LSTM ~1-4 nats vs Mogrifier lower at T=150, 200",
-        ),
-    ]
-
-
-def _all_yes(*verdicts: str) -> str:
-    if all(v == "yes" for v in verdicts):
-        return "yes"
-    return "no" if any(v == "no" for v in verdicts) else "partly"
-
+from bench.replication_rows import SCALES, SEEDS, TAIL_STARTS, Row, fmt, rows
 
 # --- running ---------------------------------------------------------------------------------
 
@@ -323,6 +60,14 @@ def run_one(job: dict[str, Any]) -> dict[str, Any]:
         return loss
 
     trainer.train_step = train_step
+    decisions = []  # 2TA's decisions, the last of which names the weights it chose at the end
+    evaluate_2ta = trainer.evaluate_2ta
+
+    def record_decision():
+        decisions.append(evaluate_2ta())
+        return decisions[-1]
+
+    trainer.evaluate_2ta = record_decision
     t0 = time.perf_counter()
     result = trainer.run()
     metrics = [json.loads(line) for line in (Path(cfg.run_dir) / "metrics.jsonl").read_text().splitlines()]
@@ -332,22 +77,29 @@ def run_one(job: dict[str, Any]) -> dict[str, Any]:
         "seconds": time.perf_counter() - t0,
         "steps": result.steps,
         "final_val_2ta": last.get("val_loss"),
-        "final_val_raw": last.get("raw_val_loss"),
+        "final_val_raw": last.get("raw_val_loss"),  # 2TA's validation loss is never above it
         "test_loss": result.test_loss,
         "dyneval_test_loss": result.dyneval_test_loss,
         "accuracy": getattr(result, "test_accuracy", None),  # reverse copy, on the test examples
     }
     if starts:
-        tails = {}
-        for s in starts:
-            average = [t / (trainer.step - s) for t in sums[s]]
-            saved = swap_in(trainer.params, average)
+
+        def loss(weights: list | None, data: torch.Tensor, max_tokens: int | None = None) -> float:
+            """The loss of `weights` (None: the last raw iterate) on a split."""
+            saved = swap_in(trainer.params, weights) if weights is not None else None
             try:
-                valid = trainer.valid_data
-                tails[s] = evaluate(trainer.model, valid, cfg.bptt, max_tokens=cfg.max_eval_tokens)[0]
+                return evaluate(trainer.model, data, cfg.bptt, max_tokens=max_tokens)[0]
             finally:
-                swap_in(trainer.params, saved)
-        summary["tails"] = tails
+                if saved is not None:
+                    swap_in(trainer.params, saved)
+
+        # Selection on validation, comparison on test: 2TA's choice, the raw iterate, and every tail.
+        test = trainer.test_data
+        chosen = trainer.averaging.long.weights if decisions and decisions[-1].source == "long" else None
+        averages = {s: [t / (trainer.step - s) for t in sums[s]] for s in starts}
+        summary["tails"] = {s: loss(a, trainer.valid_data, cfg.max_eval_tokens) for s, a in averages.items()}
+        summary["tails_test"] = {s: loss(a, test) for s, a in averages.items()}
+        summary["final_test_2ta"], summary["final_test_raw"] = loss(chosen, test), loss(None, test)
     return summary
 
 
@@ -357,12 +109,15 @@ def to_bits(nats: float | None) -> float | None:
 
 def values_for(row: Row, label: str, run: dict[str, Any]) -> float | None:
     """The number a row reads from one run (bits per character for losses)."""
-    if row.name == "averaging":
+    if row.name == "averaging":  # test losses of weights chosen on validation
         if label == "2TA":
-            return to_bits(run["final_val_2ta"])
+            return to_bits(run["final_test_2ta"])
         if label == "raw iterate":
-            return to_bits(run["final_val_raw"])
-        return to_bits(min(run["tails"].values())) if run.get("tails") else None
+            return to_bits(run["final_test_raw"])
+        if not run.get("tails"):
+            return None
+        best = min(run["tails"], key=run["tails"].__getitem__)  # the best tail on validation
+        return to_bits(run["tails_test"][best])
     if row.name == "dyneval":
         return to_bits(run["dyneval_test_loss"] if label == "dynamic evaluation" else run["test_loss"])
     if row.metric == "accuracy":

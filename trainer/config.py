@@ -76,7 +76,10 @@ class TrainConfig(BaseModel):
         40, ge=-1000, le=10000, description="rank k of Q^i, R^i; k <= 0 means full rank"
     )
     t_max: float = tunable(
-        math.exp(3.0), gt=2.0, le=1e6, description="Chrono init: b_f ~ ln U(1, t_max - 1) (§4.4)"
+        math.exp(3.0),
+        gt=2.0,
+        le=1e6,
+        description="Chrono init (with chrono_init): b_f ~ ln U(1, t_max - 1) (§4.4)",
     )
     chrono_init: bool = Field(
         False,
@@ -121,8 +124,8 @@ class TrainConfig(BaseModel):
     grad_clip: float = Field(10.0, gt=0.0, description="clip the gradient to this global norm")
     averaging: Averaging = Field(
         "2ta",
-        description="2ta (thesis §3.4 Algorithm 2) or switch (Mogrifier paper §3.3: average from the "
-        "first evaluation after averaging_patience without improvement, or at 80% of max_steps)",
+        description="2ta (thesis §3.4 Algorithm 2) or switch (Mogrifier paper §3.3: the raw weights until "
+        "averaging_patience evaluations without improvement or 80% of max_steps, then their tail average)",
     )
     averaging_patience: int = Field(
         50, ge=1, description="averaging: switch turns on after this many evaluations without improvement"

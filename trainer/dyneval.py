@@ -34,6 +34,9 @@ from .data import batchify
 from .model import LanguageModel, detach_state
 from .objective import token_log_likelihood
 
+# The dynamic-evaluation settings (thesis Table 2.6, Mogrifier paper App. A): what tuning dynamic
+# evaluation on a trained model varies; every other setting is the model's.
+SETTINGS = ("max_time_steps", "dyneval_learning_rate", "dyneval_decay_rate", "dyneval_epsilon")
 # Batch size for estimating the mean squared gradients (thesis App. 2.A, Mogrifier paper App. A).
 STATS_BATCH_SIZE = 1024
 # Batch size of the evaluated stream (lamb, Krause et al. 2018).

@@ -33,8 +33,13 @@ def repeat_for_samples(tokens: Tensor, samples: int) -> Tensor:
 
 
 def training_loss(log_likelihood: Tensor, parameters: list[Tensor], l2_penalty: float) -> Tensor:
-    """The papers' loss scale (docs/contracts.md, thesis §4.4): −Σ_t ln p summed over the BPTT window and
-    averaged over the batch, plus l2_penalty · Σ‖w‖²/2 over all parameters."""
+    """The papers' loss scale (docs/contracts.md): −Σ_t ln p summed over the BPTT window and averaged
+    over the batch, plus l2_penalty · Σ‖w‖²/2 over all parameters.
+
+    The papers do not state the scale; it is that of lamb, their code (Mogrifier paper §3.3), whose
+    experiment configs note that "lamb sums the log probabilities over time steps and averages only
+    over the examples in the batch".
+    """
     loss = -log_likelihood.sum(0).mean()
     if l2_penalty > 0.0:
         loss = loss + 0.5 * l2_penalty * sum(p.pow(2).sum() for p in parameters)

@@ -23,21 +23,40 @@ def replicate():
 
 
 def test_verdict_needs_two_standard_errors(replicate):
+    from bench.replication_rows import verdict
+
     low, high = [1.0, 1.1, 0.9], [2.0, 2.1, 1.9]
-    assert replicate.verdict(low, high) == "yes"
-    assert replicate.verdict(high, low) == "no"
+    assert verdict(low, high) == "yes"
+    assert verdict(high, low) == "no"
     noisy = [1.05, 0.2, 1.9]
-    assert replicate.verdict(noisy, [1.1, 1.2, 1.0]).startswith("within noise (same direction")
-    assert replicate.verdict([1.0, None, math.nan], high) == "yes"  # failed seeds are left out
-    assert replicate.verdict([None], high) == "not run"
+    assert verdict(noisy, [1.1, 1.2, 1.0]).startswith("within noise (same direction")
+    assert verdict([1.0, None, math.nan], high) == "yes"  # failed seeds are left out
+    assert verdict([None], high) == "not run"
+    assert verdict([0.0, 0.0, 0.0], [0.0, 0.0, 0.0]) == "within noise (equal means)"  # a tie has no direction
+    assert verdict([1.0, 2.0, 3.0], [3.0, 1.0, 2.0]) == "within noise (equal means)"
 
 
 def test_rounds_judge_wants_the_minimum_at_four_to_six(replicate):
+    from bench.replication_rows import judge_rounds
+
     curve = {f"r={r}": [3.0 - 0.1 * min(r, 5) + d for d in (0.0, 0.01, -0.01)] for r in range(7)}
-    comparison, agrees = replicate.judge_rounds(curve)
+    comparison, agrees = judge_rounds(curve)
     assert agrees == "yes" and "lowest at r=5" in comparison
     flat_then_best_at_one = {k: [v[0] + (-1.0 if k == "r=1" else 0.0)] * 3 for k, v in curve.items()}
-    assert replicate.judge_rounds(flat_then_best_at_one)[1] == "partly"
+    assert judge_rounds(flat_then_best_at_one)[1] == "partly"
+
+
+def test_averaging_judges_can_fail(replicate):
+    """2TA against the raw iterate is judged on test losses, where 2TA's validation choice can lose."""
+    from bench.replication_rows import judge_averaging, judge_switch
+
+    good, bad = [1.0, 1.01, 0.99], [1.5, 1.51, 1.49]
+    assert judge_averaging({"2TA": good, "raw iterate": bad, "best fixed tail": good})[1] == "yes"
+    comparison, agrees = judge_averaging({"2TA": bad, "raw iterate": good, "best fixed tail": bad})
+    assert agrees == "no" and comparison.startswith("2TA < raw: no")
+    assert judge_switch({"2TA": good, "switch": [1.0, 0.99, 1.01]})[1] == "yes"  # on par
+    assert judge_switch({"2TA": good, "switch": bad})[1] == "no"  # 2TA improving on TA contradicts
+    assert judge_switch({"2TA": bad, "switch": good})[1] == "partly"
 
 
 def test_rows_share_runs_and_union_their_measurements(replicate, tmp_path):
@@ -47,6 +66,9 @@ def test_rows_share_runs_and_union_their_measurements(replicate, tmp_path):
     mogrifier = plan[("mogrifier", "Mogrifier LSTM")]
     assert mogrifier == plan[("rounds", "r=5")] == plan[("averaging", "2TA")] == plan[("dyneval", "static")]
     assert plan[("mogrifier", "LSTM")] == plan[("rounds", "r=0")] == plan[("rlstm", "LSTM")]
+    assert plan[("averaging_switch", "2TA")] == mogrifier  # the same budget: only the averaging differs
+    switch = [jobs[k]["config"] for k in plan[("averaging_switch", "switch")]]
+    assert all(c["averaging"] == "switch" and c["max_steps"] == base["max_steps"] for c in switch)
     for key in mogrifier:
         assert jobs[key]["tails"] and jobs[key]["config"]["dyneval"]
     assert not any(jobs[k]["tails"] or jobs[k]["config"]["dyneval"] for k in plan[("rounds", "r=3")])
@@ -67,16 +89,20 @@ def test_report_and_markdown(replicate, tmp_path):
         loss = (1.0 if mog else 1.2) + 0.01 * job["config"]["seed"]
         results[key] = {
             "test_loss": loss * math.log(2),
-            "final_val_2ta": loss,
-            "final_val_raw": loss + 0.3,
-            "tails": {0: loss + 0.2, 150: loss + 0.01},
+            "final_test_2ta": loss,
+            "final_test_raw": loss + 0.3,
+            "tails": {0: loss + 0.2, 150: loss + 0.01},  # validation: the tail from 150 is chosen
+            "tails_test": {0: loss - 0.5, 150: loss + 0.02},  # ...and judged on test
         }
     report = replicate.build_report(chosen, plan, results)
     rows = {r["name"]: r for r in report["rows"]}
     assert rows["mogrifier"]["agrees"] == "yes"
     assert rows["mogrifier"]["values"]["Mogrifier LSTM"] == pytest.approx([1.0, 1.01, 1.02])
     assert rows["averaging"]["values"]["best fixed tail"] == pytest.approx(
-        [(1.0 + 0.01 * s + 0.01) / math.log(2) for s in replicate.SEEDS]
+        [(1.0 + 0.01 * s + 0.02) / math.log(2) for s in replicate.SEEDS]
+    )
+    assert rows["averaging"]["values"]["2TA"] == pytest.approx(
+        [(1.0 + 0.01 * s) / math.log(2) for s in (0, 1, 2)]
     )
     table = replicate.markdown(report["rows"], "small")
     assert table.count("\n") == 3 and "1.010 ± 0.010" in table and "not run |" in table

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import datetime as dt
 import itertools
+import zlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -120,14 +121,13 @@ class Costs:
 
     steps: int
     seconds: float
-    trials: int
 
     @staticmethod
     def of(trials: Sequence[TrialRecord]) -> Costs:
         done = [t for t in trials if t.state in FINISHED]
         steps = sum(max((step for step, _ in t.curve), default=0) for t in done)
         seconds = sum(s for s in map(_seconds, done) if s is not None)
-        return Costs(int(steps), float(seconds), len(done))
+        return Costs(int(steps), float(seconds))
 
 
 def finalize_view(name: str, attrs: Mapping[str, Any]) -> dict[str, Any]:
@@ -135,12 +135,13 @@ def finalize_view(name: str, attrs: Mapping[str, Any]) -> dict[str, Any]:
     mean), or, when `finalize` never ran, the command and the REST call that run it."""
     stored = attrs.get(finalize.ATTR) or {}
     rows = finalize.summarize(stored, finalize.word_level_of(attrs)) if stored else []
-    keep = RERUN_FIELDS
     best = finalize.best_by_rerun_mean(rows)
+    status = attrs.get(finalize.STATUS_ATTR)
+    state = status.get("state") if isinstance(status, Mapping) else None
     return {
-        "state": ((attrs.get(finalize.STATUS_ATTR) or {}).get("state") or ("finished" if rows else "none")),
-        "configurations": [{k: row[k] for k in keep} for row in rows],
-        "best": None if best is None else {k: best[k] for k in keep},
+        "state": str(state or ("finished" if rows else "none")),
+        "configurations": [{k: row[k] for k in RERUN_FIELDS} for row in rows],
+        "best": None if best is None else {k: best[k] for k in RERUN_FIELDS},
         "run": None
         if best is not None
         else {
@@ -199,15 +200,33 @@ def load(store: StudyStore, names: Sequence[str]) -> list[Loaded]:
     return loaded
 
 
-def _curve(study: Loaded, replicates: int, seed: int, also: Sequence[int]) -> dict[str, Any] | None:
-    """The study's curve on `budget_grid`, plus the budgets in `also` it reaches (the verdicts' n)."""
-    if not study.values:
+@dataclass(frozen=True)
+class Plan:
+    """The budgets a pair's verdict compares at: n trials each, and the trials each study's share of
+    the most training steps both spent buys it (None when a study has no steps recorded)."""
+
+    n: int
+    steps: tuple[int, int, int] | None  # (steps, n_a, n_b)
+
+    @staticmethod
+    def of(a: Loaded, b: Loaded) -> Plan | None:
+        """None when a study has fewer than `MIN_COMPLETE` COMPLETE trials (no verdict)."""
+        if min(len(a.values), len(b.values)) < MIN_COMPLETE:
+            return None
+        per_a, per_b = a.per_trial(a.costs.steps), b.per_trial(b.costs.steps)
+        steps = None
+        if per_a and per_b:
+            budget = min(a.costs.steps, b.costs.steps)
+            n_a, n_b = int(budget // per_a), int(budget // per_b)
+            steps = (budget, n_a, n_b) if n_a >= 1 and n_b >= 1 else None
+        return Plan(min(len(a.values), len(b.values)), steps)
+
+
+def _curve(study: Loaded, boot: eb.Bootstrapped | None) -> dict[str, Any] | None:
+    """The study's curve with its band, and what each budget costs in steps and seconds."""
+    if boot is None:
         return None
-    n_values = len(study.values)
-    grid = sorted({*eb.budget_grid(n_values).tolist(), *(n for n in also if 1 <= n <= n_values)})
-    curve = eb.curve_with_band(
-        study.values, study.minimize, budgets=grid, replicates=replicates, seed=[eb.SEED, seed]
-    )
+    curve = boot.curve()
     steps, seconds = study.per_trial(study.costs.steps), study.per_trial(study.costs.seconds)
     return {
         "n": list(curve.budgets),
@@ -219,8 +238,10 @@ def _curve(study: Loaded, replicates: int, seed: int, also: Sequence[int]) -> di
     }
 
 
-def _test(a: Loaded, b: Loaded, n_a: int, n_b: int, replicates: int) -> dict[str, Any]:
-    diff = eb.difference(a.values, b.values, n_a, n_b, a.minimize, replicates=replicates)
+def _test(
+    a: Loaded, b: Loaded, boot_a: eb.Bootstrapped, boot_b: eb.Bootstrapped, n_a: int, n_b: int
+) -> dict[str, Any]:
+    diff = eb.compare_at(boot_a, boot_b, n_a, n_b)
     sign = 1 if a.minimize else -1  # > 0: a is worse
     better, worse = (b, a) if sign * diff.estimate > 0 else (a, b)
     return {
@@ -238,25 +259,25 @@ def _test(a: Loaded, b: Loaded, n_a: int, n_b: int, replicates: int) -> dict[str
     }
 
 
-def verdict(a: Loaded, b: Loaded, replicates: int = eb.REPLICATES) -> dict[str, Any]:
-    """The test at the largest trial count both have, and at the largest step count both spent."""
+def verdict(
+    a: Loaded, b: Loaded, boots: Mapping[str, eb.Bootstrapped | None], plan: Plan | None
+) -> dict[str, Any]:
+    """The test at the largest trial count both have, and at the largest step count both spent
+    (`boots`: each study's bootstrap, holding the plan's budgets)."""
     base: dict[str, Any] = {"a": a.name, "b": b.name, "confidence": eb.TEST_CONFIDENCE}
-    short = [s for s in (a, b) if len(s.values) < MIN_COMPLETE]
-    if short:
-        have = "; ".join(f"{s.name} has {len(s.values)}" for s in short)
+    boot_a, boot_b = boots[a.name], boots[b.name]
+    if plan is None or boot_a is None or boot_b is None:
+        have = "; ".join(f"{s.name} has {len(s.values)}" for s in (a, b) if len(s.values) < MIN_COMPLETE)
         text = (
             f"cannot compare {a.name} and {b.name}: {have} COMPLETE trials (at least {MIN_COMPLETE} needed)"
         )
         return {**base, "state": "insufficient", "n": None, "text": text, "trials": None, "steps": None}
-    n = min(len(a.values), len(b.values))
-    trials = _test(a, b, n, n, replicates)
+    n = plan.n
+    trials = _test(a, b, boot_a, boot_b, n, n)
     steps = None
-    per_a, per_b = a.per_trial(a.costs.steps), b.per_trial(b.costs.steps)
-    if per_a and per_b:
-        budget = min(a.costs.steps, b.costs.steps)
-        n_a, n_b = int(budget // per_a), int(budget // per_b)
-        if n_a >= 1 and n_b >= 1:
-            steps = {**_test(a, b, n_a, n_b, replicates), "steps": budget}
+    if plan.steps is not None:
+        budget, n_a, n_b = plan.steps
+        steps = {**_test(a, b, boot_a, boot_b, n_a, n_b), "steps": budget}
     level = round(100 * eb.TEST_CONFIDENCE)
     evidence = (
         f"E[best of {n}] {a.name} − {b.name} = {trials['difference']:+.4g}, bootstrap se {trials['se']:.2g}, "
@@ -272,6 +293,31 @@ def verdict(a: Loaded, b: Loaded, replicates: int = eb.REPLICATES) -> dict[str, 
         state = "not_separable"
         text = f"{a.name} and {b.name} are not separable at this budget, {n} trials ({evidence}, includes 0)"
     return {**base, "state": state, "n": n, "text": text, "trials": trials, "steps": steps}
+
+
+def bootstraps(
+    studies: Sequence[Loaded], plans: Mapping[tuple[str, str], Plan | None], replicates: int
+) -> dict[str, eb.Bootstrapped | None]:
+    """Each study resampled once, on `budget_grid` plus every budget a verdict needs of it. Its
+    seed comes from its name, so a study gets the same band whatever it is compared with."""
+    needed: dict[str, set[int]] = {s.name: set() for s in studies}
+    for (a, b), plan in plans.items():
+        if plan is not None:
+            needed[a].add(plan.n)
+            needed[b].add(plan.n)
+            if plan.steps is not None:
+                needed[a].add(plan.steps[1])
+                needed[b].add(plan.steps[2])
+    found: dict[str, eb.Bootstrapped | None] = {}
+    for s in studies:
+        grid = sorted({*eb.budget_grid(len(s.values)).tolist(), *needed[s.name]}) if s.values else []
+        seed = [eb.SEED, zlib.crc32(s.name.encode())]
+        found[s.name] = (
+            eb.Bootstrapped.of(s.values, s.minimize, budgets=grid, replicates=replicates, seed=seed)
+            if s.values
+            else None
+        )
+    return found
 
 
 def describe_test() -> str:
@@ -291,9 +337,11 @@ def compare(store: StudyStore, names: Sequence[str], replicates: int = eb.REPLIC
     studies = load(store, names)
     tasks = {s.name: task_of(s.name, s.attrs) for s in studies}
     task = shared_task(tasks)
-    verdict_budgets = {len(s.values) for s in studies}
+    pairs = list(itertools.combinations(studies, 2))
+    plans = {(a.name, b.name): Plan.of(a, b) for a, b in pairs}
+    boots = bootstraps(studies, plans, replicates)
     rows = []
-    for index, study in enumerate(studies):
+    for study in studies:
         best = (min if study.minimize else max)(study.values) if study.values else None
         rows.append(
             {
@@ -308,7 +356,7 @@ def compare(store: StudyStore, names: Sequence[str], replicates: int = eb.REPLIC
                 "trial_seconds": study.costs.seconds,
                 "steps_per_complete": study.per_trial(study.costs.steps),
                 "seconds_per_complete": study.per_trial(study.costs.seconds),
-                "curve": _curve(study, replicates, index, sorted(verdict_budgets)),
+                "curve": _curve(study, boots[study.name]),
                 "finalize": finalize_view(study.name, study.attrs),
             }
         )
@@ -326,5 +374,5 @@ def compare(store: StudyStore, names: Sequence[str], replicates: int = eb.REPLIC
             "seed": eb.SEED,
         },
         "test": describe_test(),
-        "verdicts": [verdict(a, b, replicates) for a, b in itertools.combinations(studies, 2)],
+        "verdicts": [verdict(a, b, boots, plans[(a.name, b.name)]) for a, b in pairs],
     }

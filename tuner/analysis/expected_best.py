@@ -21,11 +21,14 @@ percentile) bootstrap interval, [2c - q_high, 2c - q_low] for the curve c and th
 quantiles q. Near n = N the plug-in curve is biased towards the sample's best value (the sample has
 no tail beyond it) and the replicates are biased further the same way; the basic interval corrects
 for that bias where the plain percentile interval doubles it. Measured (docs/compare.md): coverage
-near the stated 90% for n up to about N/10, falling to 55-75% at n = N.
+0.8-0.9 (stated: 0.9) for n up to about N/10, falling to 0.5-0.75 at n = N
+(bench/compare_calibration.py).
 
 The test between two studies (`difference`) is the percentile interval of the bootstrap
 differences: both curves carry the same kind of bias, which cancels in the difference, and there
-the percentile interval separated draws of one distribution less often than the basic one.
+the percentile interval separated draws of one distribution less often than the basic one. It is
+still too narrow at n = N: pairs drawn from one distribution were called separable 10-14% of the
+time at n = N and 5-9% at n = N/10, for a nominal 5% (bench/compare_calibration.py).
 """
 
 from __future__ import annotations
@@ -104,30 +107,6 @@ class Curve:
     high: tuple[float, ...]
 
 
-def curve_with_band(
-    values: Sequence[float],
-    minimize: bool,
-    *,
-    budgets: Sequence[int] | None = None,
-    replicates: int = REPLICATES,
-    band: float = BAND,
-    seed: int | Sequence[int] = SEED,
-) -> Curve:
-    """The expected-best curve over `budgets` (default `budget_grid`) and its `band` bootstrap band."""
-    data = np.asarray(values, dtype=float)
-    grid = budget_grid(len(data)) if budgets is None else np.asarray(budgets, dtype=int)
-    reps = _replicate_curves(data, grid, minimize, replicates, np.random.default_rng(seed))
-    tail = 100 * (1 - band) / 2
-    q_low, q_high = np.percentile(reps, [tail, 100 - tail], axis=0)
-    expected = expected_best(data, grid, minimize)
-    return Curve(
-        tuple(int(n) for n in grid),
-        tuple(float(v) for v in expected),
-        tuple(float(v) for v in 2 * expected - q_high),
-        tuple(float(v) for v in 2 * expected - q_low),
-    )
-
-
 @dataclass(frozen=True)
 class Difference:
     """E_a[best of n_a] - E_b[best of n_b] with its bootstrap standard error and interval."""
@@ -146,9 +125,72 @@ class Difference:
         return self.low > 0 or self.high < 0
 
 
+@dataclass(frozen=True, eq=False)
+class Bootstrapped:
+    """A study's expected-best curve on `budgets` and the same curve in each bootstrap replicate
+    (shape: replicates × budgets). One set of replicates serves the band and every test the study
+    is in, so a comparison resamples each study once."""
+
+    budgets: tuple[int, ...]
+    expected: np.ndarray
+    replicates: np.ndarray
+
+    @staticmethod
+    def of(
+        values: Sequence[float] | np.ndarray,
+        minimize: bool,
+        *,
+        budgets: Sequence[int] | np.ndarray | None = None,
+        replicates: int = REPLICATES,
+        seed: int | Sequence[int] = SEED,
+    ) -> Bootstrapped:
+        """Resample `values` (default budgets: `budget_grid`); the same seed gives the same replicates."""
+        data = np.asarray(values, dtype=float)
+        grid = budget_grid(len(data)) if budgets is None else np.asarray(budgets, dtype=int)
+        reps = _replicate_curves(data, grid, minimize, replicates, np.random.default_rng(seed))
+        return Bootstrapped(tuple(int(n) for n in grid), expected_best(data, grid, minimize), reps)
+
+    def curve(self, band: float = BAND) -> Curve:
+        """The curve with its basic bootstrap band at `band`."""
+        tail = 100 * (1 - band) / 2
+        q_low, q_high = np.percentile(self.replicates, [tail, 100 - tail], axis=0)
+        return Curve(
+            self.budgets,
+            tuple(float(v) for v in self.expected),
+            tuple(float(v) for v in 2 * self.expected - q_high),
+            tuple(float(v) for v in 2 * self.expected - q_low),
+        )
+
+
+def compare_at(
+    a: Bootstrapped, b: Bootstrapped, n_a: int, n_b: int, confidence: float = TEST_CONFIDENCE
+) -> Difference:
+    """The percentile interval at `confidence` of the replicates' E_a[best of n_a] − E_b[best of
+    n_b] (a and b resampled independently); both budgets must be on their curves' budgets."""
+    i, j = a.budgets.index(n_a), b.budgets.index(n_b)
+    diffs = a.replicates[:, i] - b.replicates[:, j]
+    tail = 100 * (1 - confidence) / 2
+    low, high = np.percentile(diffs, [tail, 100 - tail])
+    estimate = float(a.expected[i] - b.expected[j])
+    return Difference(n_a, n_b, estimate, float(diffs.std(ddof=1)), float(low), float(high), confidence)
+
+
+def curve_with_band(
+    values: Sequence[float] | np.ndarray,
+    minimize: bool,
+    *,
+    budgets: Sequence[int] | None = None,
+    replicates: int = REPLICATES,
+    band: float = BAND,
+    seed: int | Sequence[int] = SEED,
+) -> Curve:
+    """The expected-best curve over `budgets` (default `budget_grid`) and its `band` bootstrap band."""
+    return Bootstrapped.of(values, minimize, budgets=budgets, replicates=replicates, seed=seed).curve(band)
+
+
 def difference(
-    a: Sequence[float],
-    b: Sequence[float],
+    a: Sequence[float] | np.ndarray,
+    b: Sequence[float] | np.ndarray,
     n_a: int,
     n_b: int,
     minimize: bool,
@@ -159,13 +201,6 @@ def difference(
 ) -> Difference:
     """Bootstrap of the difference of expected best values, each study's trials resampled on its
     own (independent streams from `seed`): the percentile interval at `confidence`."""
-    va, vb = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
-    ra = _replicate_curves(va, [n_a], minimize, replicates, np.random.default_rng([seed, 1]))[:, 0]
-    rb = _replicate_curves(vb, [n_b], minimize, replicates, np.random.default_rng([seed, 2]))[:, 0]
-    diffs = ra - rb
-    tail = 100 * (1 - confidence) / 2
-    low, high = np.percentile(diffs, [tail, 100 - tail])
-    estimate = expected_best(va, [n_a], minimize)[0] - expected_best(vb, [n_b], minimize)[0]
-    return Difference(
-        n_a, n_b, float(estimate), float(diffs.std(ddof=1)), float(low), float(high), confidence
-    )
+    boot_a = Bootstrapped.of(a, minimize, budgets=[n_a], replicates=replicates, seed=[seed, 1])
+    boot_b = Bootstrapped.of(b, minimize, budgets=[n_b], replicates=replicates, seed=[seed, 2])
+    return compare_at(boot_a, boot_b, n_a, n_b, confidence)

@@ -22,7 +22,7 @@ import optuna
 import sqlalchemy
 
 from tuner.analysis.records import ParamSpec, StudyRow, TrialRecord, parse_distribution
-from tuner.errors import NotFound
+from tuner.errors import StudyNotFoundError
 from tuner.storage.study import StudyError, redact_url
 
 __all__ = [
@@ -43,11 +43,8 @@ _LOCK_STRIPES = 64
 _SPECIAL = {"FINITE": None, "INF_POS": math.inf, "INF_NEG": -math.inf, "NAN": math.nan}
 
 
-class StudyNotFound(NotFound):
-    """No study of that name in the study database."""
-
-    def __init__(self, name: str) -> None:
-        super().__init__(f"no study named {name!r}")
+# The one "no such study" error (tuner.errors), under the name the read model's callers use.
+StudyNotFound = StudyNotFoundError
 
 
 class SchemaMismatch(StudyError):
@@ -350,7 +347,7 @@ class StudyStore:
         """The study's row (StudyNotFound when there is none), from the list of all rows."""
         found = next((r for r in self.rows() if r.name == name), None)
         if found is None:
-            raise StudyNotFound(name)
+            raise StudyNotFound(f"no study named {name!r}")
         return found
 
     def fresh_rows(self) -> list[StudyRow] | None:

@@ -14,7 +14,7 @@ from fastapi.staticfiles import StaticFiles
 from tuner import version
 from tuner.api import errors
 from tuner.api.auth import enforced_security
-from tuner.api.guards import RequestGuard
+from tuner.api.guards import RequestGuard, document_guard_responses
 from tuner.api.links import add_links
 from tuner.api.routes import analysis, boundaries, compare, export, finalize, studies, trials, web
 from tuner.api.settings import ApiSettings
@@ -62,7 +62,8 @@ def create_app(settings: ApiSettings | None = None) -> FastAPI:
             schema = get_openapi(
                 title=app.title, version=app.version, description=app.description, routes=app.routes
             )
-            app.openapi_schema = add_links(enforced_security(schema, state.settings))
+            secured = enforced_security(document_guard_responses(schema), state.settings)
+            app.openapi_schema = add_links(secured)
         return app.openapi_schema
 
     app.openapi = openapi  # type: ignore[method-assign]

@@ -1,7 +1,9 @@
 """Exception handlers: every error answers JSON `{"detail": ...}` with the right 4xx/5xx code.
 
-Unknown study or trial → 404, invalid request → 422 (naming each field and what it allows),
-conflicting action → 409, study database busy or unreachable → 503. Nothing the client sends is
+Unknown study, trial or file (`NotFound`) → 404, invalid request (`InvalidInput`, or a body or
+parameter outside the schema) → 422 naming each field and what it allows, conflicting action
+(`Conflict`) → 409, a process that cannot start (`Unavailable`) or a study database busy or
+unreachable → 503. Nothing the client sends is
 meant to reach the catch-all 500; the tests drive the OpenAPI schema to check that.
 """
 
@@ -16,9 +18,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from tuner.analysis.reads import StudyNotFound
-from tuner.api.checkpoint import CheckpointUnavailable
-from tuner.errors import Conflict, InvalidStudy, LaunchFailed, NotFound, SweepConflict
+from tuner.errors import Conflict, InvalidInput, NotFound, StudyExistsError, StudyNotFoundError, Unavailable
 
 log = logging.getLogger("rnntune.api")
 
@@ -38,14 +38,15 @@ def _json(status: int, detail: str, **extra) -> JSONResponse:
     return JSONResponse(status_code=status, content={"detail": detail, **extra})
 
 
-# Errors whose message is the whole answer, with their status codes.
+# Errors whose message is the whole answer, with their status codes: rnntune's error families
+# (`tuner.errors`), and the two that belong to two families, by the one that describes them.
+# Starlette picks the handler of the first class in the exception's MRO that has one.
 PLAIN_ERRORS = (
-    (StudyNotFound, 404),
+    (InvalidInput, 422),
     (NotFound, 404),
-    (CheckpointUnavailable, 404),
-    (SweepConflict, 409),
     (Conflict, 409),
-    (InvalidStudy, 422),
+    (StudyExistsError, 409),
+    (StudyNotFoundError, 404),
 )
 
 
@@ -75,8 +76,8 @@ def install(app: FastAPI) -> None:
     for exc_type, status in PLAIN_ERRORS:
         app.add_exception_handler(exc_type, _plain(status))
 
-    @app.exception_handler(LaunchFailed)
-    async def _launch_failed(request: Request, exc: LaunchFailed) -> JSONResponse:
+    @app.exception_handler(Unavailable)
+    async def _unavailable(request: Request, exc: Unavailable) -> JSONResponse:
         log.error("%s", exc)
         return _json(503, str(exc))
 

@@ -82,6 +82,20 @@ def _pattern(template: str) -> re.Pattern[str]:
     return re.compile("[^/]+".join(re.escape(part) for part in parts))
 
 
+def document_guard_responses(schema: dict[str, Any]) -> dict[str, Any]:
+    """`schema` with the guard's 403 (a Host outside the allowed names) documented on every
+    operation that does not document it yet, answering the same `ErrorBody` as the routes."""
+    forbidden = {
+        "description": "Host is not one of this server's names",
+        "content": {"application/json": {"schema": {"$ref": "#/components/schemas/ErrorBody"}}},
+    }
+    for operations in schema.get("paths", {}).values():
+        for method, operation in operations.items():
+            if method in HTTP_METHODS and isinstance(operation, dict):
+                operation.setdefault("responses", {}).setdefault("403", forbidden)
+    return schema
+
+
 async def _answer(send: Send, status: int, body: dict | None, allow: str | None = None) -> None:
     content = b"" if body is None else json.dumps(body).encode()
     headers = [(b"content-length", str(len(content)).encode())]

@@ -2,8 +2,9 @@
 
 A client (or a schema-driven tester, such as the state machine of tests/tuner/api/test_schema_fuzz.py)
 follows them from a listing to the operations on one item: `GET /studies` and `POST /studies` give
-a study's `name` to every `/studies/{name}...` operation; `GET /studies/{name}/trials` and
-`GET /studies/{name}/best` give a trial's `number` to every `/studies/{name}/trials/{number}...` one.
+a study's `name` to every `/studies/{name}...` operation; `GET /studies/{name}/trials`,
+`GET /studies/{name}` (its best trial) and `GET /studies/{name}/best` give a trial's `number` to
+every `/studies/{name}/trials/{number}...` one.
 A link promises that the operation applies to what the answer names, so a study just created is
 not linked to the operations that answer 404 until it has a completed trial.
 """
@@ -22,6 +23,7 @@ SOURCES = (
     ("/studies", "get", "200", {"name": "$response.body#/items/0/name"}, False),
     ("/studies", "post", "201", {"name": "$response.body#/name"}, True),
     ("/studies/{name}/trials", "get", "200", {"name": "$request.path.name", "number": "$response.body#/items/0/number"}, False),
+    ("/studies/{name}", "get", "200", {"name": "$request.path.name", "number": "$response.body#/best_trial/number"}, False),
     ("/studies/{name}/best", "get", "200", {"name": "$request.path.name", "number": "$response.body#/number"}, False),
 )  # fmt: skip
 

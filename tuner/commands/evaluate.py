@@ -1,20 +1,27 @@
-"""`rnntune evaluate`: evaluate a checkpoint on a split, with the temperature chosen on validation."""
+"""`rnntune evaluate`: evaluate a checkpoint on a split, with the temperature chosen on validation,
+or dynamically (`--dyneval`; `--dyneval-from STUDY`: with the best setting a dynamic-evaluation
+study found, thesis §4.5 and Table 2.6)."""
 
 from __future__ import annotations
 
 import argparse
 import json
 import sys
+from pathlib import Path
+from typing import Any
 
 import torch
 
 from trainer import DataError, load_checkpoint, make_config
 from trainer.config import parse_set
 from trainer.data import batchify, load_corpus
-from trainer.dyneval import run_dynamic_evaluation
+from trainer.dyneval import SETTINGS, run_dynamic_evaluation
 from trainer.evaluate import evaluate, headline, mc_evaluate, select_temperature
 from trainer.model import LanguageModel
 from trainer.reverse_copy import evaluate_examples
+from tuner.errors import RnntuneError
+from tuner.storage.study import DB_ENV, load_study, resolve_db_url
+from tuner.sweeps.dyneval_study import best_setting
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -28,6 +35,17 @@ def register(sub: argparse._SubParsersAction) -> None:
         action="store_true",
         help="dynamic evaluation (batch 1, gradient statistics at batch 1024, RMS decay; "
         "the checkpoint's max_time_steps and dyneval_* settings)",
+    )
+    p.add_argument(
+        "--dyneval-from",
+        metavar="STUDY",
+        help="dynamic evaluation with the settings of STUDY's best COMPLETE trial (a study made with "
+        "`rnntune sweep --space dyneval --checkpoint ...`); --set still overrides them",
+    )
+    p.add_argument(
+        "--db",
+        help=f"SQLAlchemy URL of the study database for --dyneval-from (default ${DB_ENV} or "
+        "sqlite:///studies/rnntune.db)",
     )
     p.add_argument(
         "--mc-samples",
@@ -51,16 +69,18 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     try:
         model, cfg = load_checkpoint(args.checkpoint)
-        updates = parse_set(args.overrides)
+        updates = _tuned_settings(args) if args.dyneval_from else {}
+        updates.update(parse_set(args.overrides))
         if args.data_dir:
             updates["data_dir"] = args.data_dir
         if args.mc_samples is not None:
             updates["mc_dropout_samples"] = args.mc_samples
         cfg = make_config({**cfg.to_dict(), **updates})
         corpus = load_corpus(cfg)
-    except (FileNotFoundError, ValueError, DataError) as err:
+    except (FileNotFoundError, ValueError, DataError, RnntuneError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
+    args.dyneval = args.dyneval or bool(args.dyneval_from)
     if cfg.dataset == "reverse_copy":
         return _reverse_copy(args, model, corpus, cfg)
     assert isinstance(model, LanguageModel)  # every dataset but reverse_copy trains a language model
@@ -93,6 +113,27 @@ def run(args: argparse.Namespace) -> int:
         how = f", Monte Carlo dropout over {mc} masks" if mc else ""
         print(f"{args.split}: {loss:.4f} nats/token, {name} {value:.3f} (temperature {temperature}{how})")
     return 0
+
+
+def _tuned_settings(args: argparse.Namespace) -> dict[str, Any]:
+    """The dynamic-evaluation settings of study `args.dyneval_from`'s best COMPLETE trial; a note
+    on stderr when the study tuned another checkpoint than the one evaluated."""
+    study = load_study(args.dyneval_from, resolve_db_url(args.db))
+    best = best_setting(study)
+    if best is None:
+        raise ValueError(
+            f"study {args.dyneval_from!r} has no COMPLETE trial with dynamic-evaluation settings "
+            f"({', '.join(SETTINGS)})"
+        )
+    tuned = best["checkpoint"]
+    if tuned and Path(tuned).resolve() != Path(args.checkpoint).resolve():
+        print(f"note: study {args.dyneval_from!r} tuned dynamic evaluation of {tuned}", file=sys.stderr)
+    shown = ", ".join(f"{k}={v:g}" for k, v in best["params"].items())
+    print(
+        f"dynamic evaluation from study {args.dyneval_from!r} trial #{best['trial']}: {shown}",
+        file=sys.stderr,
+    )
+    return dict(best["params"])
 
 
 def _reverse_copy(args: argparse.Namespace, model, corpus, cfg) -> int:

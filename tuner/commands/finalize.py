@@ -173,7 +173,7 @@ def run(args: argparse.Namespace) -> int:
             on_result=progress,
         )
     except RayStartError as err:
-        finalize.set_status(study, "failed", top=args.top, seeds=args.seeds, error=str(err))
+        finalize.set_finalize_status(study, "failed", top=args.top, seeds=args.seeds, error=str(err))
         print(f"error: {err}", file=sys.stderr)
         return 1
     finally:

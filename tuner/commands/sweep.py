@@ -28,7 +28,7 @@ from pathlib import Path
 
 from trainer.config import ConfigError
 from tuner.commands.spec_options import add_spec_options, given
-from tuner.errors import InvalidInput, StudyError
+from tuner.errors import InvalidInput, LeaseLost, StudyError
 from tuner.space import load_space
 from tuner.spec import DEFAULT_SPACE, default_budget
 from tuner.storage.study import DB_ENV, GENERATION_ENV, redact_url, resolve_db_url
@@ -108,6 +108,9 @@ def run(args: argparse.Namespace) -> int:
             num_cpus=args.num_cpus or os.cpu_count(),
             verbose=args.verbose,
         )
+    except LeaseLost as err:  # fenced off: another driver took the study over (docs/reliability.md)
+        print(f"error: {err}", file=sys.stderr)
+        return 1
     except (ConfigError, InvalidInput) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2

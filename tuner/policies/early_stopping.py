@@ -10,7 +10,10 @@ of the trials that reached r. With `brackets` > 1 it is asynchronous Hyperband (
 grace·η^s, so some trials are first compared later (or never), a hedge for when early values rank
 the final ones poorly. Every bracket's rungs are among bracket 0's, which `rungs` returns.
 The default number of brackets depends on how much the sweep is expected to train (`resolved`):
-the hedge costs steps that only a large budget repays (docs/samplers.md, "Defaults").
+the hedge costs steps that only a large budget repays (docs/samplers.md, "Defaults"). The default
+grace period depends on the number of trials: a small study moves its first rung later, or stops
+comparing at all, until it expects at least MIN_COMPLETE trials to run to the end, so that its best
+trial and `finalize` choose among several finished ones (docs/sweeps.md, "Small studies").
 """
 
 from __future__ import annotations
@@ -34,6 +37,9 @@ DEFAULT_GRACE = f"{DEFAULT_GRACE_FRACTION} of max_steps"  # how help texts and d
 # on real learning curves (docs/samplers.md, "Defaults").
 AUTO_BRACKETS = 3
 AUTO_BRACKETS_FROM = 64
+# A study expects at least this many COMPLETE trials under the default grace period
+# (`expected_complete`); a smaller study compares later or not at all (docs/sweeps.md).
+MIN_COMPLETE = 3
 DEFAULT_BRACKETS = (
     f"1, plain ASHA, for a sweep expected to train fewer than {AUTO_BRACKETS_FROM} full trials' worth "
     f"of steps (its step budget, or its trials at their expected length under {AUTO_BRACKETS} "
@@ -103,7 +109,45 @@ class EarlyStopping(BaseModel):
                 else math.inf,
             )
             out = hedged if full_trials >= AUTO_BRACKETS_FROM else out
+        if self.grace_steps is None and out.brackets == 1 and n_trials is not None:
+            out = out._small_study(max_steps, eval_every, n_trials)
         return out
+
+    def _small_study(self, max_steps: int, eval_every: int, n_trials: int) -> EarlyStopping:
+        """This resolved plain-ASHA policy with its first rungs dropped (grace moved to a later rung,
+        or to max_steps: no comparison) until `n_trials` trials expect MIN_COMPLETE to finish."""
+        for grace in [*self.rungs(max_steps, eval_every), max_steps]:
+            later = self.model_copy(update={"grace_steps": grace})
+            if grace == max_steps or later.expected_complete(n_trials, max_steps, eval_every) >= MIN_COMPLETE:
+                return later
+        return self
+
+    def expected_complete(self, n_trials: int, max_steps: int, eval_every: int) -> float:
+        """The expected number of `n_trials` trials that plain ASHA lets run to the end if the values
+        ranked trials at random, as Ray Tune decides: a trial reaching a rung passes if its value is
+        at least the (1 - 1/η) quantile of the m values recorded there before it (linear
+        interpolation, as numpy's percentile), which a random value is with probability
+        (m - (m - 1)(1 - 1/η)) / (m + 1) (1 for the first); trials that pass arrive at the next rung.
+        Relative ranks of exchangeable values are independent (Rényi), so each rung's count of
+        passes is a sum of independent Bernoulli draws, propagated rung to rung as a distribution."""
+        q = 1 - 1 / self.reduction_factor
+        arrivals = [0.0] * n_trials + [1.0]  # P(k trials reach the rung), k = 0..n_trials
+        for _ in self.rungs(max_steps, eval_every):
+            passed = [0.0] * (n_trials + 1)
+            for n, p_n in enumerate(arrivals):
+                if p_n == 0.0:
+                    continue
+                count = [1.0]  # distribution of passes among the first m arrivals
+                for m in range(n):
+                    p = 1.0 if m == 0 else (m - (m - 1) * q) / (m + 1)
+                    count = [
+                        (count[k] if k < len(count) else 0.0) * (1 - p) + (count[k - 1] * p if k else 0.0)
+                        for k in range(len(count) + 1)
+                    ]
+                for k, p_k in enumerate(count):
+                    passed[k] += p_n * p_k
+            arrivals = passed
+        return sum(k * p for k, p in enumerate(arrivals))
 
     def expected_length(self, max_steps: int, eval_every: int) -> float:
         """A trial's expected length in full trials' worth under this policy if the values ranked

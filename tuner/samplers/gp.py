@@ -92,6 +92,13 @@ class GPSampler(BaseSampler):
         )
         self._multi_lock = threading.Lock()
 
+    # Picklable like Optuna's samplers: a lock is not, and the kernel cache is only a warm start.
+    def __getstate__(self) -> dict[str, Any]:
+        return {k: v for k, v in self.__dict__.items() if k not in ("_multi_lock", "_kernel")}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state, _multi_lock=threading.Lock(), _kernel=None)
+
     def reseed_rng(self) -> None:
         self._rng.rng.seed()
         self._independent.reseed_rng()

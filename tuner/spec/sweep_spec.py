@@ -128,6 +128,13 @@ class SweepSpec(BaseModel):
         "data (it must share a tuned parameter with this space; GP samplers only).",
     )
     seed: int | None = Field(default=None, ge=0, le=2**32 - 1, description="Sampler seed.")
+    checkpoint: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=4096,
+        description="A trained model's checkpoint (RUN/best.pt): each trial evaluates it with "
+        "dynamic evaluation under the trial's settings instead of training (the dyneval space).",
+    )
 
     @field_validator("gpus_per_trial")
     @classmethod

@@ -24,6 +24,7 @@ with epoch 0 and no namespace identity.
 
 from __future__ import annotations
 
+import functools
 import os
 import socket
 import time
@@ -112,7 +113,13 @@ class Identity:
 
     @classmethod
     def here(cls) -> Identity:
-        return cls(socket.gethostname(), _pid_namespace(), _read_text("/proc/sys/kernel/random/boot_id"))
+        """This process's identity (read once: it does not change while the process runs)."""
+        return _here()
+
+
+@functools.cache
+def _here() -> Identity:
+    return Identity(socket.gethostname(), _pid_namespace(), _read_text("/proc/sys/kernel/random/boot_id"))
 
 
 @dataclass(frozen=True)
@@ -226,9 +233,7 @@ def _ensure_row(conn: sa.Connection, name: str) -> None:
 
 
 def _lease(row: sa.Row) -> Lease:
-    values = row._asdict()
-    values["epoch"] = values.get("epoch") or 0
-    return Lease(**values)
+    return Lease(**row._asdict())
 
 
 def _read(conn: sa.Connection, name: str) -> Lease | None:

@@ -2,7 +2,9 @@
 
 The study stores the spec, resolved (early-stopping grace period and brackets made explicit on the
 task's evaluation grid), as its `spec` attribute, beside what the spec resolves to: the space
-(`space`, `space_def`, `task`), the warm start's prior trials and the storage folder.
+(`space`, `space_def`, `task`), the warm start's prior trials and the storage folder. A study of a
+trained model (`checkpoint`) is checked to tune only its dynamic evaluation, its checkpoint made
+absolute (`tuner.sweeps.dyneval_study`).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from tuner.space import SearchSpace, SpaceError, resolve_space
 from tuner.spec import NAME_PATTERN, SPEC_ATTR, SweepSpec
 from tuner.spec.sweep_spec import validate
 from tuner.storage.study import DEFAULT_STORAGE_ROOT, generate_study_name, now, open_storage, redact_url
+from tuner.sweeps import dyneval_study
 from tuner.sweeps import warm_start as warm
 
 
@@ -47,6 +50,7 @@ def create_study(
         spec = validate({k: v for k, v in given.items() if v is not None})
         space = resolve_space(loaded or spec.space, spec.overrides.model_dump() if _given(spec) else None)
         spec = resolve(spec, space)
+        spec, space = dyneval_study.check(spec, space)
     except (StudyError, SpaceError):
         raise
     except InvalidInput as err:

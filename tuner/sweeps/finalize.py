@@ -106,7 +106,7 @@ def record(study: optuna.Study, trial: FrozenTrial, result: Mapping[str, Any]) -
     study.set_user_attr(ATTR, stored)
 
 
-def set_status(study: optuna.Study, state: str, **extra: Any) -> None:
+def set_finalize_status(study: optuna.Study, state: str, **extra: Any) -> None:
     """The finalize run's state (`running`, `finished`, `stopped`, `failed`) with who runs it and when."""
     now = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
     study.set_user_attr(
@@ -234,7 +234,7 @@ def run_finalize(
 
     todo = plan(study, top, seeds, Path(root))
     sources = {t.number: t for t in top_trials(study, top)}
-    set_status(study, "running", top=top, seeds=seeds, todo=len(todo))
+    set_finalize_status(study, "running", top=top, seeds=seeds, todo=len(todo))
     remote = ray.remote(num_cpus=cpus_per_rerun, num_gpus=gpus_per_rerun)(rerun_trial)
     pending: dict[Any, Rerun] = {}
     queue = list(todo)
@@ -261,7 +261,7 @@ def run_finalize(
         for ref in pending:
             ray.cancel(ref, force=True)
         stopped = isinstance(err, KeyboardInterrupt)
-        set_status(
+        set_finalize_status(
             study,
             "stopped" if stopped else "failed",
             top=top,
@@ -269,5 +269,5 @@ def run_finalize(
             **({} if stopped else {"error": f"{type(err).__name__}: {err}"}),
         )
         raise
-    set_status(study, "finished", top=top, seeds=seeds, todo=len(todo))
+    set_finalize_status(study, "finished", top=top, seeds=seeds, todo=len(todo))
     return summarize(study.user_attrs.get(ATTR) or {}, word_level_of(study.user_attrs))

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from tuner.errors import Conflict
 from tuner.storage.study import load_study
-from tuner.sweeps.finalize import STATUS_ATTR, live_run, set_status
+from tuner.sweeps.finalize import STATUS_ATTR, live_run, set_finalize_status
 from tuner.sweeps.launcher import Handle, Launcher
 
 
@@ -63,4 +63,4 @@ class FinalizeLauncher:
         study = load_study(handle.name, self.db_url)
         status = study.user_attrs.get(STATUS_ATTR) or {}
         if status.get("state") in ("queued", "running") and status.get("pid") in (None, handle.process.pid):
-            set_status(study, "failed", error=f"finalize process exited with {code}; see {handle.log}")
+            set_finalize_status(study, "failed", error=f"finalize process exited with {code}; see {handle.log}")

@@ -53,8 +53,12 @@ class RayStartError(Unavailable):
     """Ray could not be started or reached; the message says what to check."""
 
 
-class NotEnoughResources(Conflict):
-    """No node of the cluster offers what one trial asks for; the message names the spec field."""
+class NotEnoughResources(Conflict, RayStartError):
+    """No node of the cluster offers what one trial asks for; the message names the spec field.
+
+    A conflict between the study and the cluster (409 at `/start`: the cluster may grow, or the study
+    ask for less), and a RayStartError to the sweep driver, which reports it like any start-up failure.
+    """
 
 
 def quiet_ray(verbose: bool) -> None:

@@ -91,10 +91,13 @@ class StudySearcher(Searcher):
         budget: int,
         policies: SweepPolicies | None = None,
         fence: Fence | None = None,
+        checkpoint: str | None = None,
     ) -> None:
         """`fence`: the lease every ask and tell is checked against (None: unfenced, for callers
-        that hold no lease, such as benchmarks)."""
+        that hold no lease, such as benchmarks). `checkpoint`: the trained model each trial
+        evaluates instead of training one (a dynamic-evaluation study, `tuner.sweeps.dyneval_trial`)."""
         super().__init__()
+        self._checkpoint = checkpoint
         self._policies = policies
         self._fence = fence
         self._study = study
@@ -161,6 +164,7 @@ class StudySearcher(Searcher):
         return {
             "trial_number": live.trial.number,
             "trainer": self._space.trial_config(live.params, live.run_dir),
+            **({"checkpoint": self._checkpoint} if self._checkpoint else {}),
         }
 
     def _ask(self) -> LiveTrial:

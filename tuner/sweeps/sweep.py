@@ -265,10 +265,14 @@ def _drive(
         # Ray's async Hyperband draws each trial's bracket from numpy's global RNG.
         np.random.seed(spec.seed)
     policies = SweepPolicies(study, root, spec, max_steps=grid(space)[0])
-    searcher = StudySearcher(study, space, root, budget, policies, fence)
+    searcher = StudySearcher(study, space, root, budget, policies, fence, checkpoint=spec.checkpoint)
     progress = ProgressTable(study, searcher, target, parallel, out)
     warning = sqlite_on_cluster_warning(storage_url)
-    early = policy.describe(*grid(space)) if spec.scheduler == "asha" else spec.scheduler
+    # A trial of a trained model's study is one dynamic evaluation, reported once: nothing to stop early.
+    scheduler = "none" if spec.checkpoint else spec.scheduler
+    early = policy.describe(*grid(space)) if scheduler == "asha" else scheduler
+    if spec.checkpoint:
+        early += f" (each trial evaluates {spec.checkpoint} once, trains nothing)"
     progress.header(
         ([warning] if warning else [])
         + [
@@ -297,7 +301,7 @@ def _drive(
             metric=METRIC,
             mode="min",
             search_alg=searcher,
-            scheduler=make_scheduler(spec.scheduler, space.fixed, policy),
+            scheduler=make_scheduler(scheduler, space.fixed, policy),
             num_samples=budget,
             max_concurrent_trials=parallel,
             reuse_actors=True,

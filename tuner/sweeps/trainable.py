@@ -49,7 +49,12 @@ def placement(requested: str) -> dict[str, Any]:
 
 
 def run_trial(config: dict[str, Any]) -> dict[str, Any]:
-    """Train the trial described by `config["trainer"]`; return the final summary result."""
+    """Train the trial described by `config["trainer"]`; return the final summary result. A study
+    of a trained model (`config["checkpoint"]`) evaluates it instead (`tuner.sweeps.dyneval_trial`)."""
+    if config.get("checkpoint"):
+        from tuner.sweeps.dyneval_trial import run_dyneval_trial
+
+        return run_dyneval_trial(config)
     from ray import tune
 
     from trainer import make_config, train

@@ -16,6 +16,7 @@ import optuna
 from tuner.policies.retention import keep_top
 from tuner.policies.study_stop import steps_trained
 from tuner.spec import SweepSpec
+from tuner.sweeps.dyneval_study import record_best
 
 ENDED_ATTR = "ended_early"
 
@@ -33,6 +34,7 @@ class SweepPolicies:
         self._steps_before = steps_trained(study.get_trials(deepcopy=False))
         self._max_steps = max_steps  # a full trial's length: --budget's unit
         self._sizes: dict[str, int] = {}  # finished trials' folder sizes, for keep_top
+        self._dyneval = spec.checkpoint is not None  # a study of a trained model: keep its best setting
 
     def describe(self) -> str:
         """The stop rules this run applies, for the sweep's header ("" when none)."""
@@ -50,7 +52,10 @@ class SweepPolicies:
         return reason
 
     def after_trial(self) -> None:
-        """Free the weights of finished trials outside the best `keep`; record the disk they use."""
+        """Record a dynamic-evaluation study's best setting (`dyneval_best`); free the weights of
+        finished trials outside the best `keep` and record the disk they use."""
+        if self._dyneval:
+            record_best(self._study)
         if not self.keep:
             return
         report, removed = keep_top(self._study.get_trials(deepcopy=False), self.keep, self._root, self._sizes)

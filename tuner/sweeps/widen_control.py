@@ -26,9 +26,12 @@ class WidenRequest(Protocol):
     """What to widen (the API's `WidenRange` body): a param, an edge (None: the alerted one), and
     trials to add."""
 
-    param: str
-    edge: str | None
-    add_trials: int
+    @property
+    def param(self) -> str: ...
+    @property
+    def edge(self) -> str | None: ...
+    @property
+    def add_trials(self) -> int: ...
 
 
 def widen(state: Any, name: str, body: WidenRequest) -> dict[str, Any]:

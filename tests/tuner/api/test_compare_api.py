@@ -3,10 +3,12 @@ names the setting two tasks differ in, 404, the read token, and the schema."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 
 import httpx
 import numpy as np
+import optuna
 import pytest
 
 from tests.tuner.api.fixtures import live_server
@@ -107,3 +109,27 @@ def test_compare_is_in_the_openapi_schema(url):
     assert {"200", "404", "422"} <= set(operation["responses"])
     assert operation["parameters"][0]["name"] == "studies"
     assert "/web/compare" not in schema["paths"]
+
+
+def test_reruns_stored_later_show_in_the_next_answer(env, url):
+    """A comparison is kept per study version; new reruns (a study attr) make a new version."""
+    first = httpx.get(f"{url}/compare", params={"studies": "mog,lstm"}, timeout=60).json()
+    assert first["studies"][1]["finalize"]["best"] is None
+    study = optuna.load_study(study_name="lstm", storage=env["db_url"])
+    study.set_user_attr(
+        "finalize", {"2": {"value": 4.3, "params": {}, "reruns": [{"seed": 1, "val_loss": 4.4}]}}
+    )
+    deadline = time.monotonic() + 10
+    while True:
+        answer = httpx.get(f"{url}/compare", params={"studies": "mog,lstm"}, timeout=60).json()
+        if answer["studies"][1]["finalize"]["best"] is not None or time.monotonic() > deadline:
+            break
+        time.sleep(0.3)
+    best = answer["studies"][1]["finalize"]["best"]
+    assert (
+        best is not None
+        and best["trial"] == 2
+        and best["val_loss_mean"] == 4.4
+        and best["val_loss_sd"] is None
+    )
+    assert answer["verdicts"] == first["verdicts"]  # the trials did not change, nor their bootstrap

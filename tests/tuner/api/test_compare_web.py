@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 
+import httpx
 import numpy as np
 import pytest
 from playwright import sync_api as playwright
@@ -23,13 +24,15 @@ pytestmark = [
 
 @pytest.fixture(scope="module")
 def url(tmp_path_factory):
-    """`mog` (finalised: two reruns of trial 0), `lstm` (worse, never finalised), `long` (400 steps)."""
+    """`mog` (finalised: two reruns of trial 0), `lstm` (worse, never finalised), `long` (400 steps),
+    `lstm2` (for the finalize button)."""
     root = tmp_path_factory.mktemp("compare-web")
     db_url = f"sqlite:///{root / 'cmp.db'}"
     rng = np.random.default_rng(4)
     mog = make_compared(db_url, "mog", root, 4.0 + 0.3 * rng.random(24), pruned=8)
     make_compared(db_url, "lstm", root, 4.3 + 0.3 * rng.random(16), cell="lstm", seconds=6.0)
     make_compared(db_url, "long", root, 4.0 + 0.3 * rng.random(5), overrides={"max_steps": 400})
+    make_compared(db_url, "lstm2", root, 4.3 + 0.3 * rng.random(6), cell="lstm")
     mog.set_user_attr(
         "finalize",
         {
@@ -130,5 +133,23 @@ def test_studies_list_links_to_the_picker_which_compares_the_ticked_studies(brow
     page.wait_for_function("window.rnntuneCompareReady === true", timeout=60_000)
     assert page.url.endswith("/web/compare?studies=mog,lstm")
     assert page.locator("#verdicts li").count() == 1
+    assert not errors
+    page.close()
+
+
+def test_the_run_finalize_button_launches_finalize(browser, url, monkeypatch):
+    """The button makes the real `POST /studies/{name}/finalize` call: the server launches
+    `rnntune finalize` (whose Python cannot start here: PYTHONHOME points nowhere, an allow-listed
+    variable its child inherits, so no training runs) and the study's finalize state moves on."""
+    monkeypatch.setenv("PYTHONHOME", "/nonexistent")
+    page, _, errors = _open(browser, f"{url}/web/compare?studies=mog,lstm2")
+    row = page.locator('#compared tr[data-study="lstm2"]')
+    row.locator("button.finalize").click()
+    page.wait_for_function(
+        "document.querySelector('#compared tr[data-study=\"lstm2\"]').textContent.includes('finalize started')"
+    )
+    assert "top 3, 3 seeds" in row.inner_text() and page.locator("#error").inner_text() == ""
+    state = httpx.get(f"{url}/studies/lstm2/finalize", timeout=30).json()["state"]
+    assert state in ("queued", "failed")  # launched; its child then died at once, as arranged
     assert not errors
     page.close()

@@ -62,6 +62,13 @@ def test_a_foreign_host_reads_nothing(server, path):
     assert httpx.get(server + path).status_code == 200
 
 
+def test_the_schema_documents_the_host_refusal(server):
+    schema = httpx.get(f"{server}/openapi.json").json()
+    for operations in schema["paths"].values():
+        for operation in operations.values():
+            assert "403" in operation["responses"]
+
+
 def test_allowed_hosts_follow_the_listening_address(monkeypatch, env):
     assert default_hosts("127.0.0.1") == LOOPBACK_HOSTS
     assert set(default_hosts("10.1.2.3")) == {*LOOPBACK_HOSTS, "10.1.2.3"}

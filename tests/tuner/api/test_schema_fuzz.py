@@ -21,6 +21,7 @@ import collections
 import pytest
 import schemathesis
 from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis.errors import FlakyStrategyDefinition
 from schemathesis import GenerationMode
 from schemathesis.checks import CHECKS, load_all_checks
 
@@ -29,7 +30,15 @@ from tuner.api import ApiSettings
 
 WRITE, READ = "fuzz-write-token", "fuzz-read-token"
 EXAMPLES = 12  # per operation and strategy: about 1,100 stateless cases in all
-STATEFUL_EXAMPLES = 25
+STATEFUL_EXAMPLES = 25  # scenarios per state-machine run, of up to 8 steps each
+STATEFUL_RUNS = 12
+STATEFUL_CASES = 200  # per server
+# Reached through the links, on a real study: the operations the links exist for.
+NEEDED = (
+    "POST /studies/{name}/stop",
+    "GET /studies/{name}/best/checkpoint 200",
+    "GET /studies/{name}/trials/{number} 200",
+)
 SETTINGS = settings(
     deadline=None,
     suppress_health_check=list(HealthCheck),
@@ -136,9 +145,18 @@ def test_state_machine_follows_links_to_every_study_operation(servers, server):
                 recorder=getattr(self, "recorder", None),
             )
 
-    Fuzz.run(settings=settings(SETTINGS, max_examples=STATEFUL_EXAMPLES, stateful_step_count=6))
+    # Hypothesis checks that one prefix of choices always draws the same way; here the server's
+    # answers (and so the state machine's bundles) change as studies accumulate, which it reports
+    # as FlakyStrategyDefinition. Like schemathesis' own runner, end that run and start another;
+    # a real failure (FailureGroup, or FlakyFailure wrapping one) still fails the test.
+    for _ in range(STATEFUL_RUNS):
+        if cases[f"{server}-stateful"] >= STATEFUL_CASES and all(n in " ".join(reached) for n in NEEDED):
+            break
+        try:
+            Fuzz.run(settings=settings(SETTINGS, max_examples=STATEFUL_EXAMPLES, stateful_step_count=8))
+        except FlakyStrategyDefinition:
+            continue
     seen = " ".join(reached)
-    for needle in ("POST /studies/{name}/stop 409", "GET /studies/{name}/best/checkpoint 200",
-                   "GET /studies/{name}/trials/{number} 200"):  # fmt: skip
+    for needle in NEEDED:
         assert needle in seen, sorted(reached)
-    assert cases[f"{server}-stateful"] >= 100
+    assert cases[f"{server}-stateful"] >= STATEFUL_CASES

@@ -4,6 +4,7 @@ sampler shared by Optuna's `n_jobs` threads."""
 from __future__ import annotations
 
 import math
+import pickle
 
 import numpy as np
 import optuna
@@ -106,6 +107,17 @@ def test_a_suggestion_leaves_nothing_on_the_sampler_but_the_kernel_warm_start() 
     changed = {k for k, v in vars(sampler).items() if before.get(k) is not v}
     assert changed <= {"_kernel"}
     assert set(vars(sampler)) == set(before)
+
+
+def test_the_sampler_pickles_and_suggests_the_same_afterwards() -> None:
+    def suggestions(sampler: optuna.samplers.BaseSampler) -> list[dict]:
+        study = optuna.create_study(sampler=sampler)
+        study.optimize(objective, n_trials=5)
+        return [t.params for t in study.trials]
+
+    sampler = make_sampler(DEFAULT_SAMPLER, seed=2, n_startup_trials=3)
+    restored = pickle.loads(pickle.dumps(sampler))
+    assert suggestions(restored) == suggestions(sampler)
 
 
 def fill(study: optuna.Study, n: int) -> None:

@@ -53,7 +53,12 @@ def test_mogrifier_paper_recipe(name):
     )
     cfg = make_config({**fixed, "data_dir": "data"})
     assert (cfg.optimizer, cfg.adam_beta1, cfg.grad_clip) == ("adam", 0.0, 10.0)
-    assert (cfg.averaging, cfg.dropout_samples, cfg.chrono_init, cfg.architecture) == ("switch", 1, False, "skip")
+    assert (cfg.averaging, cfg.dropout_samples, cfg.chrono_init, cfg.architecture) == (
+        "switch",
+        1,
+        False,
+        "skip",
+    )
     assert cfg.max_steps % cfg.eval_every == 0  # the last step is evaluated
     assert "t_max" not in space.params and "cell_output_dropout" not in space.params
     assert ("mogrifier_rounds" in space.params) == name.endswith("mogrifier_lstm")
@@ -70,14 +75,18 @@ def test_circling_back_recipe(name):
     assert (cfg.dropout_samples, cfg.batch_size, cfg.bptt, cfg.chrono_init) == (8, 128, 70, True)
     assert cfg.max_steps == 400 * 104  # about 400 epochs of 104 steps
     t_max = space.param("t_max")
-    assert (t_max.low, t_max.high, t_max.scale) == (pytest.approx(math.exp(2)), pytest.approx(math.exp(5)), "log")
+    assert (t_max.low, t_max.high, t_max.scale) == (
+        pytest.approx(math.exp(2)),
+        pytest.approx(math.exp(5)),
+        "log",
+    )
     assert "cell_output_dropout" in space.params and "inter_layer_dropout" not in space.params
     assert ("mogrifier_rounds" in space.params) == mogrified
     if cell == "rlstm" and not mogrified:
         assert cfg.mogrifier_rounds == 0  # the plain RLSTM
 
 
-@pytest.mark.parametrize("name", RECIPES + ["tiny", "dyneval", "reverse_copy"])
+@pytest.mark.parametrize("name", [*RECIPES, "tiny", "dyneval", "reverse_copy"])
 def test_every_space_names_its_source_and_recipe(name):
     space = load_space(name)
     assert space.source and space.recipe and space.description

@@ -2,7 +2,9 @@
 `rnntune remote create`, `rnntune up` and Compose's settings; it is stored with the study and
 survives `--resume` (and so REST `/start`, which runs `rnntune sweep --resume NAME`).
 
-One parametrised test over the spec's fields: a new field without a path fails it.
+One parametrised test over the spec's fields: a new field without a path fails it. `checkpoint`
+is only valid with a space that tunes dynamic evaluation: its case uses a real small checkpoint
+(the `model` fixture) and the `dyneval` space.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import pytest
 from optuna.trial import TrialState, create_trial
 
 from tests.tuner.api.fixtures import live_server
+from tests.tuner.dyneval_checkpoint import quick_checkpoint
 from tuner.api import ApiSettings
 from tuner.cli import build_parser
 from tuner.commands.remote import Remote, create_body
@@ -26,6 +29,8 @@ from tuner.sweeps.create import create_study
 from tuner.sweeps.sweep import run_sweep
 
 ROOT = Path(__file__).resolve().parents[3]
+# Stands for the `model` fixture's path: a checkpoint must exist and load.
+CHECKPOINT = "CHECKPOINT"
 # A value other than the default for each field, as typed on a command line, and as stored.
 VALUES: dict[str, tuple[list[str], object]] = {
     "space": (["reverse_copy"], "reverse_copy"),
@@ -47,17 +52,31 @@ VALUES: dict[str, tuple[list[str], object]] = {
     "keep_top": (["4"], 4),
     "warm_start": (["donor"], "donor"),
     "seed": (["7"], 7),
+    "checkpoint": ([CHECKPOINT], CHECKPOINT),
 }
 OVERRIDES = {"ranges": {"learning_rate": "0.001:0.003"}, "set": {"max_steps": 150}}
+# Fields valid only with another space than the default: the space their case uses.
+SPACES = {"checkpoint": "dyneval"}
 
 
-def _argv(field: str) -> list[str]:
-    words = VALUES[field][0]
+@pytest.fixture(scope="module")
+def model(tmp_path_factory) -> str:
+    """A small trained checkpoint (absolute, as creation stores it): the value of `checkpoint`."""
+    return str(quick_checkpoint(tmp_path_factory.mktemp("model")))
+
+
+def _argv(field: str, model: str) -> list[str]:
+    words = [model if w == CHECKPOINT else w for w in VALUES[field][0]]
     return words if field == "overrides" else [flag_name(field), *words]
 
 
-def _expected(field: str) -> object:
-    return OVERRIDES if field == "overrides" else VALUES[field][1]
+def _space_argv(field: str) -> list[str]:
+    return ["--space", SPACES[field]] if field in SPACES else []
+
+
+def _expected(field: str, model: str) -> object:
+    value = VALUES[field][1]
+    return OVERRIDES if field == "overrides" else model if value == CHECKPOINT else value
 
 
 def _stored(spec: SweepSpec, field: str) -> object:
@@ -81,22 +100,22 @@ def db(tmp_path):
 
 
 @pytest.mark.parametrize("field", sorted(SweepSpec.model_fields))
-def test_the_sweep_command_sets_and_stores_it(field, db, tmp_path):
-    args = build_parser().parse_args(["sweep", *_argv(field)])
+def test_the_sweep_command_sets_and_stores_it(field, db, model, tmp_path):
+    args = build_parser().parse_args(["sweep", *_argv(field, model), *_space_argv(field)])
     fields = given(args)
-    assert fields[field] == _expected(field)
+    assert fields[field] == _expected(field, model)
     study = create_study("s", fields, storage_url=db, storage_path=tmp_path / "s")
-    assert _stored(SweepSpec.of(study.user_attrs), field) == _expected(field)
+    assert _stored(SweepSpec.of(study.user_attrs), field) == _expected(field, model)
 
 
 @pytest.mark.parametrize("field", sorted(SweepSpec.model_fields))
-def test_up_takes_it(field):
-    args = build_parser().parse_args(["up", *_argv(field)])
-    assert given(args)[field] == _expected(field)
+def test_up_takes_it(field, model):
+    args = build_parser().parse_args(["up", *_argv(field, model)])
+    assert given(args)[field] == _expected(field, model)
 
 
 @pytest.mark.parametrize("field", sorted(SweepSpec.model_fields))
-def test_compose_passes_it_to_remote_create(field):
+def test_compose_passes_it_to_remote_create(field, model):
     compose = (ROOT / "docker-compose.yml").read_text()
     example = (ROOT / ".env.example").read_text()
     names = ["RNNTUNE_SET", "RNNTUNE_RANGES"] if field == "overrides" else [env_name(field)]
@@ -106,9 +125,9 @@ def test_compose_passes_it_to_remote_create(field):
     if field == "overrides":
         environ = {"RNNTUNE_SET": "max_steps=150", "RNNTUNE_RANGES": "learning_rate=0.001:0.003"}
     else:
-        environ = {env_name(field): VALUES[field][0][0]}
+        environ = {env_name(field): _argv(field, model)[1]}
     args = build_parser().parse_args(["remote", "create", "x"])
-    assert given(args, environ)[field] == _expected(field)
+    assert given(args, environ)[field] == _expected(field, model)
 
 
 @pytest.fixture(scope="module")
@@ -125,19 +144,24 @@ def api(tmp_path_factory):
 
 
 @pytest.mark.parametrize("field", sorted(SweepSpec.model_fields))
-def test_rest_and_remote_create_set_and_store_it(field, api):
+def test_rest_and_remote_create_set_and_store_it(field, api, model):
     base, url = api
     name = f"rest-{field.replace('_', '-')}"
-    body = {"name": name, field: _expected(field)}
-    assert httpx.post(f"{base}/studies", json=body, timeout=60).status_code == 201
+    body = {
+        "name": name,
+        field: _expected(field, model),
+        **({"space": SPACES[field]} if field in SPACES else {}),
+    }
+    response = httpx.post(f"{base}/studies", json=body, timeout=60)
+    assert response.status_code == 201, response.text
     stored = SweepSpec.of(optuna.load_study(study_name=name, storage=url).user_attrs)
-    assert _stored(stored, field) == _expected(field)
-    args = build_parser().parse_args(["remote", "--api", base, "create", f"remote-{name}", *_argv(field)])
-    sent = create_body(args)
-    assert sent[field] == _expected(field)
+    assert _stored(stored, field) == _expected(field, model)
+    argv = ["remote", "--api", base, "create", f"remote-{name}", *_argv(field, model), *_space_argv(field)]
+    sent = create_body(build_parser().parse_args(argv))
+    assert sent[field] == _expected(field, model)
     Remote(base).send("POST", "/studies", sent)
     remote = SweepSpec.of(optuna.load_study(study_name=f"remote-{name}", storage=url).user_attrs)
-    assert _stored(remote, field) == _expected(field)
+    assert _stored(remote, field) == _expected(field, model)
 
 
 def _finished_study(db: str, tmp_path: Path) -> optuna.Study:
@@ -158,17 +182,17 @@ def _finished_study(db: str, tmp_path: Path) -> optuna.Study:
 
 
 @pytest.mark.parametrize("field", sorted(SweepSpec.model_fields))
-def test_resume_keeps_it_and_changes_only_safe_fields(field, db, tmp_path):
+def test_resume_keeps_it_and_changes_only_safe_fields(field, db, model, tmp_path):
     study = _finished_study(db, tmp_path)
     before = SweepSpec.of(study.user_attrs)
     assert run_sweep("r", db, changes={}).status == "finished"  # what REST /start runs
     assert SweepSpec.of(optuna.load_study(study_name="r", storage=db).user_attrs) == before
-    args = build_parser().parse_args(["sweep", "--resume", "r", *_argv(field)])
+    args = build_parser().parse_args(["sweep", "--resume", "r", *_argv(field, model)])
     changes = given(args)
     if field in RESUME_SAFE:
         run_sweep("r", db, changes=changes)
         after = SweepSpec.of(optuna.load_study(study_name="r", storage=db).user_attrs)
-        assert _stored(after, field) == _expected(field)
+        assert _stored(after, field) == _expected(field, model)
     else:
         with pytest.raises(InvalidInput, match=re.escape(flag_name(field))):
             run_sweep("r", db, changes=changes)

@@ -172,6 +172,7 @@ def _check_migrates(url: str) -> None:
     engine = lease_engine(url)
     lease_engine(url).dispose()  # a second migration finds nothing to do
     old = read(engine, "old")
+    assert old is not None
     assert (old.generation, old.epoch, old.pid_ns, old.boot_id) == (3, 0, None, None)
     assert old.state() == "expired" and not old.same_machine()
     taken = acquire(engine, "old", new_owner())

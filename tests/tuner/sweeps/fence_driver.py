@@ -5,10 +5,12 @@ for a live lease of another driver to expire and takes the study over."""
 
 from __future__ import annotations
 
+import atexit
 import faulthandler
 import signal
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
 # Trials that run until stopped: the ones in flight when the partition starts.
@@ -18,7 +20,8 @@ LEASE_LOST_EXIT = 3
 
 def quick_or_long(config: dict[str, Any]) -> dict[str, Any]:
     """A stand-in trial: one evaluation every 0.2 s, done after 0.4 s, or after 60 s for `LONG`
-    trial numbers (retries get new numbers and are quick)."""
+    trial numbers (retries get new numbers and are quick). Each evaluation touches
+    `alive-NUMBER` in the run folder: its mtime is the trial's last sign of life."""
     from ray import tune
 
     from tuner.sweeps.trainable import FINAL
@@ -26,8 +29,11 @@ def quick_or_long(config: dict[str, Any]) -> dict[str, Any]:
     number = config["trial_number"]
     loss = 5.0 + 0.01 * number
     evaluations = 300 if number in LONG else 2
+    beat = Path(config["trainer"]["run_dir"]) / f"alive-{number}"
+    beat.parent.mkdir(parents=True, exist_ok=True)
     for step in range(1, evaluations + 1):
         time.sleep(0.2)
+        beat.touch()
         tune.report({"step": step, "val_loss": loss + 1.0 / step})
     return {
         "step": evaluations,
@@ -54,7 +60,7 @@ def main(name: str, url: str, take_over: bool) -> int:
                 raise
             time.sleep(0.3)
         except LeaseLost as err:
-            print(f"LeaseLost: {err}", flush=True)
+            print(f"LeaseLost at {time.time():.3f}: {err}", flush=True)
             return LEASE_LOST_EXIT
     print(f"ended {outcome.status} {outcome.finished}/{outcome.n_trials}; began {started:.3f}", flush=True)
     return 0 if outcome.status == "finished" else 1
@@ -62,4 +68,5 @@ def main(name: str, url: str, take_over: bool) -> int:
 
 if __name__ == "__main__":
     faulthandler.register(signal.SIGUSR1)  # the test dumps a stuck driver's stacks into its log
+    atexit.register(lambda: print(f"exiting at {time.time():.3f}", flush=True))
     sys.exit(main(sys.argv[1], sys.argv[2], sys.argv[3:] == ["--take-over"]))

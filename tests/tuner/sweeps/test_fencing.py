@@ -6,6 +6,7 @@ RUNNING and no completed trial lost (docs/reliability.md)."""
 from __future__ import annotations
 
 import os
+import re
 import secrets
 import signal
 import subprocess
@@ -31,7 +32,7 @@ from tuner.sweeps.driver import LeaseKeeper, StopRequest
 from tuner.sweeps.searcher import StudySearcher
 from tuner.sweeps.sweep import ZOMBIE_REASON
 
-TTL_S = 6.0
+TTL_S = 8.0
 
 
 @pytest.fixture
@@ -106,6 +107,42 @@ def test_cut_off_driver_fences_itself_before_its_lease_expires(tmp_path, postgre
     direct.dispose()
 
 
+def test_take_over_by_a_host_with_a_fast_clock_is_caught_at_the_next_tell(tmp_path):
+    """Another host whose clock runs ahead sees the lease expired early and takes it (its acquire's
+    compare-and-set, run here with its clock): the old driver's next tell is refused by epoch."""
+    import sqlalchemy as sa
+
+    db = f"sqlite:///{tmp_path / 's.db'}"
+    name = _study(db, tmp_path / "storage", n_trials=2)
+    request = StopRequest()
+    keeper = LeaseKeeper(db, name, request)
+    keeper.acquire()
+    study = load_study(name, db)
+    searcher = StudySearcher(
+        study, SearchSpace.from_dict(study.user_attrs["space_def"]), tmp_path, 2, fence=keeper
+    )
+    config = searcher.suggest("ray-0")
+    engine = lease_engine(db)
+    skewed_now = time.time() + 2 * lease.LEASE_TTL_S
+    with engine.begin() as conn:
+        taken = conn.execute(
+            sa.update(lease.leases)
+            .where(lease.leases.c.study_name == name, lease.leases.c.expires_at < skewed_now)
+            .values(
+                owner=new_owner(), expires_at=skewed_now + lease.LEASE_TTL_S, epoch=lease.leases.c.epoch + 1
+            )
+        ).rowcount
+    assert taken == 1
+    searcher.on_trial_complete("ray-0", {"final": True, "best_val_loss": 4.2, "step": 30})
+    assert load_study(name, db).trials[config["trial_number"]].state == TrialState.RUNNING  # not told
+    assert keeper.lost is not None and "another driver took over" in keeper.lost
+    assert request.reason == keeper.lost and not searcher.writable
+    assert searcher.suggest("ray-1") == "FINISHED" and len(load_study(name, db).trials) == 1
+    keeper.close()
+    assert read(engine, name).owner != keeper.owner  # the old driver released nothing
+    engine.dispose()
+
+
 def _finished(url: str, name: str) -> dict[int, tuple]:
     return {
         t.number: (t.state, t.value, t.params)
@@ -154,9 +191,9 @@ def test_drill_driver_partitioned_for_twice_the_ttl_while_another_takes_over(
         before = _finished(postgres_url, name)
         proxy.block()
         blocked_at = time.monotonic()
+        expires_at = read(lease_engine(postgres_url), name).expires_at  # its last renewal's
         second = _driver(name, postgres_url, logs[1], "--take-over")
-        assert _exit_code(first, 2 * TTL_S, logs[0]) == LEASE_LOST_EXIT, logs[0].read_text()
-        fenced_s = time.monotonic() - blocked_at
+        assert _exit_code(first, 2 * TTL_S + 30, logs[0]) == LEASE_LOST_EXIT, logs[0].read_text()
         time.sleep(max(0.0, blocked_at + 2 * TTL_S - time.monotonic()))
         partition_s = time.monotonic() - blocked_at
         proxy.unblock()
@@ -167,8 +204,13 @@ def test_drill_driver_partitioned_for_twice_the_ttl_while_another_takes_over(
             if p is not None and p.poll() is None:
                 p.kill()
     text = logs[0].read_text()
-    assert "LeaseLost" in text and "not renewed" in text, text
-    assert fenced_s < TTL_S and partition_s >= 2 * TTL_S  # gone before its lease could expire
+    lost_at = float(re.search(r"LeaseLost at ([0-9.]+): .*not renewed", text)[1])
+    exited_at = float(re.search(r"exiting at ([0-9.]+)", text)[1])
+    assert lost_at < expires_at and partition_s >= 2 * TTL_S  # fenced before its lease could expire
+    storage = tmp_path / "storage"
+    last_beat = max((storage / f"trial-{n}" / f"alive-{n}").stat().st_mtime for n in LONG)
+    # Its trials stopped before anybody could take the study over, and it exited after them.
+    assert last_beat < expires_at and last_beat < exited_at, (lost_at, last_beat, exited_at, expires_at)
     assert "ended finished 4/4" in logs[1].read_text()
     trials = load_study(name, postgres_url).get_trials()
     assert not [t.number for t in trials if t.state == TrialState.RUNNING]  # 0 left RUNNING

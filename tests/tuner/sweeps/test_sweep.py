@@ -43,7 +43,7 @@ def test_created_study_runs_then_extends(tmp_path, ray_cluster):
     assert len([line for line in text.splitlines() if "] done " in line]) >= 2  # live status lines
     before = {t.number: (t.state, t.value, t.params, t.intermediate_values) for t in study.trials}
 
-    outcome = run_sweep("short", db, n_trials=4, num_cpus=2, out=io.StringIO())
+    outcome = run_sweep("short", db, changes={"n_trials": 4}, num_cpus=2, out=io.StringIO())
     assert (outcome.status, outcome.finished) == ("finished", 4)
     study = load_study("short", db)
     assert len(study.trials) == 4

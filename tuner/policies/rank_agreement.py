@@ -1,0 +1,150 @@
+"""Early stopping that checks its own premise: rank agreement between rungs, and a back-off.
+
+ASHA (Li et al. 2020) stops a trial at a rung because its value there ranks it among the worse
+ones, which is sound only if the values at that rung rank trials like the values further on. On a
+task whose curves cross after the first rungs (a fast start that plateaus high), it prunes the
+trials that would have won. The study's own trials say whether this happens: for the trials that
+reached both rung r and the next comparison point (the next rung, or `max_steps` for the last
+rung), Spearman's rank correlation between their values at the two (`rung_agreement`).
+
+What adapts, and when: `AdaptiveASHA` is Ray Tune's ASHAScheduler that records every value it is
+fed at the rungs and the end and, each time a trial ends (stopped or complete), re-measures the
+agreement. While a rung's agreement is below AGREEMENT_FLOOR on at least MIN_PAIRS trials, that
+rung and the rungs before it stop pruning (`backed_off_grace`: the grace period moves to the next
+rung, and past the last one early stopping is off); its STOP decisions there become CONTINUE. The
+back-off is one-way within a run (values at a backed-off rung keep arriving, from every trial, so
+the measurement goes on unbiased by pruning). A run starts from the agreement of the `history` it
+is given: the study's earlier trials, so a resumed sweep keeps what it learnt. The stored policy
+is unchanged, so the sampler keeps reading the same rungs (every trial still reports there).
+
+Measured in bench/multifidelity.py (docs/samplers.md, "Early stopping that pays for itself"); not a
+sweep option while it does not meet its goal there.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+from ray.tune.schedulers import ASHAScheduler, TrialScheduler
+
+from tuner.policies.early_stopping import EarlyStopping
+from tuner.policies.schedulers import TIME_ATTR
+
+# Back off from a rung whose values rank the trials that went on with Spearman below this, once
+# MIN_PAIRS trials have values at both points (fewer: too noisy to act on).
+AGREEMENT_FLOOR = 0.3
+MIN_PAIRS = 6
+
+Curves = Mapping[Any, Mapping[int, float]]
+
+
+def spearman(a: np.ndarray, b: np.ndarray) -> float:
+    """Spearman's rank correlation (average ranks for ties); nan for fewer than 2 points or a
+    constant side."""
+    if len(a) < 2:
+        return math.nan
+    ra, rb = _ranks(a), _ranks(b)
+    if ra.std() == 0 or rb.std() == 0:
+        return math.nan
+    return float(np.corrcoef(ra, rb)[0, 1])
+
+
+def _ranks(x: np.ndarray) -> np.ndarray:
+    order = np.argsort(x, kind="stable")
+    ranks = np.empty(len(x))
+    ranks[order] = np.arange(len(x), dtype=float)
+    for value in np.unique(x):  # ties share their mean rank
+        tied = x == value
+        ranks[tied] = ranks[tied].mean()
+    return ranks
+
+
+def rung_agreement(curves: Curves, rungs: list[int], max_steps: int) -> dict[int, tuple[float, int]]:
+    """For each rung: (Spearman between the values there and at the next comparison point, number
+    of trials with both), over the `curves` ({trial: {step: value}}) that reached both."""
+    out = {}
+    for i, rung in enumerate(rungs):
+        nxt = rungs[i + 1] if i + 1 < len(rungs) else max_steps
+        both = [c for c in curves.values() if rung in c and nxt in c]
+        a = np.array([c[rung] for c in both], dtype=float)
+        b = np.array([c[nxt] for c in both], dtype=float)
+        out[rung] = (spearman(a, b), len(both))
+    return out
+
+
+def backed_off_grace(
+    rungs: list[int],
+    agreement: Mapping[int, tuple[float, int]],
+    max_steps: int,
+    floor: float = AGREEMENT_FLOOR,
+    min_pairs: int = MIN_PAIRS,
+) -> int:
+    """The first rung that still prunes: the one after the last rung whose agreement is measured
+    (at least `min_pairs` trials) and below `floor`; `max_steps` when the last rung is such."""
+    grace = rungs[0] if rungs else max_steps
+    for i, rung in enumerate(rungs):
+        rho, n = agreement.get(rung, (math.nan, 0))
+        if n >= min_pairs and rho < floor:  # nan (a constant side) tells nothing: compares False
+            grace = rungs[i + 1] if i + 1 < len(rungs) else max_steps
+    return grace
+
+
+class AdaptiveASHA(ASHAScheduler):
+    """Ray's ASHAScheduler that stops pruning at rungs whose values disagree with the next ones
+    (module docstring): built like `tuner.policies.schedulers.make_scheduler`'s ASHA."""
+
+    def __init__(
+        self,
+        policy: EarlyStopping,
+        max_steps: int,
+        eval_every: int,
+        history: Curves | None = None,
+        floor: float = AGREEMENT_FLOOR,
+        min_pairs: int = MIN_PAIRS,
+    ) -> None:
+        resolved = policy.resolved(max_steps, eval_every)
+        super().__init__(
+            time_attr=TIME_ATTR,
+            max_t=max_steps,
+            grace_period=int(resolved.grace_steps or eval_every),
+            reduction_factor=resolved.reduction_factor,
+            brackets=resolved.brackets or 1,
+            stop_last_trials=False,
+        )
+        self.rungs, self.max_steps = resolved.rungs(max_steps, eval_every), max_steps
+        self.floor, self.min_pairs = floor, min_pairs
+        self.curves: dict[Any, dict[int, float]] = {k: dict(v) for k, v in (history or {}).items()}
+        self.grace = self.rungs[0] if self.rungs else max_steps
+        self._update()
+
+    def on_trial_result(self, tune_controller: Any, trial: Any, result: dict) -> str:
+        self._record(trial, result)
+        action = super().on_trial_result(tune_controller, trial, result)
+        if action == TrialScheduler.STOP:
+            if int(result[TIME_ATTR]) < self.grace:  # a backed-off rung: it no longer prunes
+                self._num_stopped -= 1
+                return TrialScheduler.CONTINUE
+            self._update()
+        return action
+
+    def on_trial_complete(self, tune_controller: Any, trial: Any, result: dict) -> None:
+        self._record(trial, result)
+        super().on_trial_complete(tune_controller, trial, result)
+        self._update()
+
+    def _record(self, trial: Any, result: Mapping[str, Any]) -> None:
+        step, value = result.get(TIME_ATTR), result.get(self._metric)
+        if (
+            step is not None
+            and value is not None
+            and (int(step) in self.rungs or int(step) >= self.max_steps)
+        ):
+            self.curves.setdefault(trial.trial_id, {})[min(int(step), self.max_steps)] = float(value)
+
+    def _update(self) -> None:
+        agreement = rung_agreement(self.curves, self.rungs, self.max_steps)
+        found = backed_off_grace(self.rungs, agreement, self.max_steps, self.floor, self.min_pairs)
+        self.grace = max(self.grace, found)  # one-way within a run
