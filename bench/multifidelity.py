@@ -31,6 +31,14 @@ resolves it (its brackets depend on the budget, `tuner.policies.early_stopping`)
     .venv/bin/python bench/multifidelity.py --embedded --seeds 20 --results runs/bench/mf_embedded.jsonl
     .venv/bin/python bench/multifidelity.py --embedded --embedded-budget 0 --methods "gp_warped + ASHA" \
         --seeds 20 --results runs/bench/mf_embedded.jsonl     # `make run` before the step budget
+    .venv/bin/python bench/multifidelity.py --embedded --trials 8,12,16 --seeds 40 \
+        --results runs/bench/mf_small.jsonl     # small studies: COMPLETE trials per study
+    .venv/bin/python bench/multifidelity.py --task crossover --seeds 5 --methods "gp_fidelity + ASHA (default)" \
+        "gp_fidelity, no early stopping" "gp_fidelity + adaptive ASHA" --results runs/bench/mf_crossover.jsonl
+
+`--task crossover` replays a synthetic task whose early values mislead (`Crossover`: the curves
+cross at step ~91); "gp_fidelity + adaptive ASHA" runs `tuner.policies.rank_agreement.AdaptiveASHA`,
+which stops pruning at rungs whose values disagree with the next ones.
 """
 
 from __future__ import annotations

@@ -16,6 +16,8 @@ Usage: .venv/bin/python bench/orchestration_overhead.py [--trials 40] [--paralle
        [--samplers SAMPLERS] [--history 100,500] [--suggestions 5] [--pending 0] [--pruned]
 e.g.   .venv/bin/python bench/orchestration_overhead.py --trials 0 --samplers gp_fidelity \
            --history 1000,2000,5000 --pending 64 --pruned --suggestions 3
+       .venv/bin/python bench/orchestration_overhead.py --trials 0 --history 5000 --pending 64 --pruned \
+           --samplers gp_fidelity@200,gp_fidelity@250,gp_fidelity@300,gp_fidelity@400   # the cap
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ from typing import Any
 import numpy as np
 import optuna
 
-from tuner.samplers import DEFAULT_SAMPLER, SAMPLERS, make_sampler
+from tuner.samplers import DEFAULT_SAMPLER, SAMPLERS, Subset, make_sampler
 from tuner.space import SearchSpace, load_space
 from tuner.storage.study import open_storage
 
@@ -165,6 +167,15 @@ def fill_history(space: SearchSpace, n: int, workdir: Path, pruned: bool) -> str
     return url
 
 
+def build(sampler: str) -> optuna.samplers.BaseSampler:
+    """`make_sampler(name)`, or for `name@CAP` the sampler with its subset capped at CAP points
+    (a quarter of them the best, a quarter the most recent): how the default's cap was chosen."""
+    name, _, cap = sampler.partition("@")
+    if not cap:
+        return make_sampler(name, seed=0)
+    return make_sampler(name, seed=0, subset=Subset(cap=int(cap), best=int(cap) // 4, recent=int(cap) // 4))
+
+
 def bench_sampler(
     space: SearchSpace, url: str, sampler: str, suggestions: int, pending: int
 ) -> tuple[float, float]:
@@ -177,7 +188,7 @@ def bench_sampler(
     for _ in range(pending):
         trial = study.ask()
         running.append((trial, space.suggest(trial)))
-    study.sampler = make_sampler(sampler, seed=0)
+    study.sampler = build(sampler)
     times, cpu = [], []
     for _ in range(suggestions):
         t0, c0 = time.perf_counter(), time.process_time()
@@ -200,7 +211,9 @@ def main() -> None:
     parser.add_argument("--parallel", type=int, default=2)
     parser.add_argument("--sampler", default=DEFAULT_SAMPLER, help="sampler of the stack comparison")
     parser.add_argument(
-        "--samplers", default=",".join(SAMPLERS), help="samplers timed per suggestion ('' to skip)"
+        "--samplers",
+        default=",".join(SAMPLERS),
+        help="samplers timed per suggestion ('' to skip); NAME@CAP caps the GP's subset at CAP points",
     )
     parser.add_argument("--history", default="100,500", help="finished trials before timing suggestions")
     parser.add_argument("--suggestions", type=int, default=5)
@@ -221,13 +234,13 @@ def main() -> None:
         )
         histories = [int(h) for h in args.history.split(",")]
         urls = {n: fill_history(space, n, workdir, args.pruned) for n in histories}
-        print("  sampler     " + "".join(f"{f'at {n} trials':>22}" for n in histories), flush=True)
+        print("  sampler          " + "".join(f"{f'at {n} trials':>22}" for n in histories), flush=True)
         for name in args.samplers.split(","):
             cells = ""
             for n in histories:
                 wall, cpu = bench_sampler(space, urls[n], name, args.suggestions, args.pending)
                 cells += f"{f'{wall:.2f} s / {cpu:.2f} s':>22}"
-            print(f"  {name:<11} {cells}", flush=True)
+            print(f"  {name:<16} {cells}", flush=True)
 
 
 def bench_whole_stack(space: SearchSpace, args: argparse.Namespace, workdir: Path) -> None:

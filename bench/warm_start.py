@@ -9,8 +9,8 @@ its study is 50 trials of Optuna's multivariate TPE (a cheap stand-in for the ol
 * unrelated (negative-transfer check): the same function of another instance (s + 101), whose
   optimum lies elsewhere and whose rotation differs.
 
-Each target is optimised by the GP with BOHB's rule (the retired `gp_bohb`) with 4 trials in flight (ask until 4 are pending, tell the
-oldest), with the source's trials as `prior_trials` or without. Figure: median over seeds of the
+Each target is optimised by the GP with BOHB's rule (the retired `gp_bohb`) with 4 trials in
+flight (ask until 4 are pending, tell the oldest), with the source's trials as `prior_trials` or without. Figure: median over seeds of the
 normalized regret of the best trial after n trials told, (best f − f_opt)/(f_ref − f_opt), f_ref the
 median of 1000 uniform points. `--horizons` compares how long the priors stay in the fit
 (tuner.samplers.prior_trials).

@@ -127,3 +127,5 @@ def test_trainer_reports_mc_and_evaluate_command_takes_mc_samples(tmp_path, caps
     mc = command("--mc-samples", "3")
     assert mc["mc_samples"] == 3 and math.isfinite(mc["loss"]) and mc["loss"] != result.test_loss
     assert command("--mc-samples", "3")["loss"] == mc["loss"]  # seeded masks: a repeatable figure
+    scaled = command("--mc-samples", "3", "--set", "mc_dropout_scale=0.5")["loss"]  # rates halved
+    assert math.isfinite(scaled) and scaled != mc["loss"]

@@ -21,7 +21,7 @@ SMALL = {
 }
 
 
-def small_checkpoint(folder: Path, steps: int = 120, **settings: Any) -> Path:
+def small_checkpoint(folder: Path, steps: int = 60, **settings: Any) -> Path:
     """Train `steps` steps (default: on the built-in corpus) into `folder/run`; its best.pt, absolute."""
     config = {**SMALL, "max_steps": steps, "eval_every": steps, "run_dir": str(folder / "run"), **settings}
     result = train(make_config(config))

@@ -6,6 +6,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from tuner.space import list_spaces
 from tuner.spec import NAME_PATTERN, SweepSpec
 
 STUDY_NAME_PATTERN = NAME_PATTERN
@@ -20,9 +21,19 @@ class ErrorBody(BaseModel):
     errors: list[dict[str, Any]] | None = None
 
 
+def _known_spaces(schema: dict[str, Any]) -> None:
+    """The schema's `space` names are the spaces this server knows (`rnntune spaces`), listed when
+    the schema is made."""
+    for branch in schema.get("properties", {}).get("space", {}).get("anyOf", []):
+        if branch.get("type") == "string":
+            branch["enum"] = sorted(list_spaces())
+
+
 class CreateStudy(SweepSpec):
     """Body of POST /studies: the study's name and its sweep spec (`tuner.spec.SweepSpec`, where every
     option's range and meaning is declared once)."""
+
+    model_config = ConfigDict(extra="forbid", json_schema_extra=_known_spaces)
 
     name: str = Field(pattern=NAME_PATTERN, description="Unique study name.")
 

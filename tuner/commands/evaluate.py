@@ -52,7 +52,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         type=int,
         metavar="N",
         help="Monte Carlo dropout: average predictions over N sampled dropout masks "
-        "(Mogrifier paper §3.3 uses 200; default: the checkpoint's mc_dropout_samples, 0 = off)",
+        "(Mogrifier paper §3.3 uses 200; default: the checkpoint's mc_dropout_samples, 0 = off); "
+        "--set mc_dropout_scale=0.8 scales the dropout rates for it",
     )
     p.add_argument(
         "--set",
@@ -96,9 +97,11 @@ def run(args: argparse.Namespace) -> int:
         torch.manual_seed(cfg.seed)  # Monte Carlo masks: the same figure on every call
         temperature = args.temperature
         if temperature is None:
-            temperature, _ = select_temperature(model, valid, cfg.bptt, samples)
-        if samples > 0:
-            loss = mc_evaluate(model, data, cfg.bptt, samples, (temperature,))[0]
+            temperature, _ = select_temperature(model, valid, cfg.bptt, samples, cfg.mc_dropout_scale)
+        if samples > 0:  # dropout rates × mc_dropout_scale (Mogrifier paper §3.3)
+            loss = mc_evaluate(
+                model, data, cfg.bptt, samples, (temperature,), dropout_scale=cfg.mc_dropout_scale
+            )[0]
         else:
             loss = evaluate(model, data, cfg.bptt, (temperature,))[0]
     name, value = headline(loss, cfg.word_level)

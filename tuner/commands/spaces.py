@@ -52,6 +52,8 @@ def render_space(space: SearchSpace) -> str:
     out = [f"{space.name}: {space.description}".rstrip(": ")]
     if space.source:
         out.append(f"source: {space.source}")
+    if space.recipe:
+        out.append(f"recipe: {space.recipe}")
     if space.path:
         out.append(f"file: {space.path}")
     out += ["", table(rows, ["parameter", "scale", "range", "only when"]), ""]
@@ -85,12 +87,17 @@ def run(args: argparse.Namespace) -> int:
             return 0
         rows = []
         for name, path in list_spaces().items():
+            alias = f" (= {path.resolve().stem})" if path.is_symlink() else ""  # an old name kept
             try:
                 space = load_space(path)
-                rows.append([name, str(len(space.params)), space.description])
+                rows.append([name + alias, str(len(space.params)), space.description])
+                rows += [
+                    ["", "", f"source: {space.source or '-'}"],
+                    ["", "", f"recipe: {space.recipe or '-'}"],
+                ]
             except SpaceError as err:
-                rows.append([name, "-", f"INVALID: {err}"])
-        print(table(rows, ["space", "params", "description"]))
+                rows.append([name + alias, "-", f"INVALID: {err}"])
+        print(table(rows, ["space", "params", "description, source and recipe"]))
         print(f"\nlooked in: {', '.join(str(d) for d in space_dirs())}")
         return 0
     except (ConfigError, SpaceError) as err:

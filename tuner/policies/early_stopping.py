@@ -174,12 +174,13 @@ class EarlyStopping(BaseModel):
         return sorted(set(out))
 
     def describe(self, max_steps: int, eval_every: int) -> str:
-        rungs = ", ".join(str(r) for r in self.rungs(max_steps, eval_every)) or "none"
+        rungs = ", ".join(str(r) for r in self.rungs(max_steps, eval_every))
+        rungs = f"rungs at steps {rungs}" if rungs else "no rung (every trial runs to the end)"
         resolved = self.resolved(max_steps, eval_every)
         brackets = resolved.brackets or 1
         return (
             f"ASHA grace {resolved.grace_steps} steps, reduction factor "
-            f"{self.reduction_factor}, rungs at steps {rungs} of {max_steps} (eval every {eval_every})"
+            f"{self.reduction_factor}, {rungs} of {max_steps} (eval every {eval_every})"
             + (f", {brackets} brackets (asynchronous Hyperband)" if brackets > 1 else "")
         )
 
@@ -197,6 +198,12 @@ def _describe(error: Mapping[str, Any]) -> str:
     }
     allowed = ranges.get(field, "no such field; allowed: grace_steps, reduction_factor, brackets")
     return f"{field}: {error.get('msg')} (allowed: {allowed}), got {error.get('input')!r}"
+
+
+def stores_policy(user_attrs: Mapping[str, Any]) -> bool:
+    """Whether a study stores a policy that `study_policy` reads: a sweep spec (every study
+    `tuner.sweeps.create` makes) or the `early_stopping` attribute of an older one."""
+    return isinstance(user_attrs.get("spec"), Mapping) or ATTR in user_attrs
 
 
 def study_policy(user_attrs: Mapping[str, Any]) -> EarlyStopping:

@@ -18,7 +18,7 @@ is given: the study's earlier trials, so a resumed sweep keeps what it learnt. T
 is unchanged, so the sampler keeps reading the same rungs (every trial still reports there).
 
 Measured in bench/multifidelity.py (docs/samplers.md, "Early stopping that pays for itself"); not a
-sweep option while it does not meet its goal there.
+sweep option until more seeds there show it no worse than no early stopping at every budget.
 """
 
 from __future__ import annotations
@@ -136,7 +136,7 @@ class AdaptiveASHA(ASHAScheduler):
         self._update()
 
     def _record(self, trial: Any, result: Mapping[str, Any]) -> None:
-        step, value = result.get(TIME_ATTR), result.get(self._metric)
+        step, value = result.get(TIME_ATTR), result.get(self._metric or "")
         if (
             step is not None
             and value is not None

@@ -15,7 +15,7 @@ import numpy as np
 from optuna.study import Study
 from optuna.trial import FrozenTrial, TrialState
 
-from tuner.policies.early_stopping import ATTR, study_policy
+from tuner.policies.early_stopping import stores_policy, study_policy
 from tuner.samplers.observations import FidelityModel, Observations
 from tuner.samplers.warping import Warping
 
@@ -55,7 +55,7 @@ def budgets(study: Study, trials: list[FrozenTrial]) -> set[int]:
     """The rung steps of the study's policy, else the steps where its trials were pruned."""
     attrs = study_attrs(study)
     task = attrs.get("task") or {}
-    if ATTR in attrs and "max_steps" in task and "eval_every" in task:
+    if stores_policy(attrs) and "max_steps" in task and "eval_every" in task:
         return set(study_policy(attrs).rungs(int(task["max_steps"]), int(task["eval_every"])))
     return {
         max(t.intermediate_values) for t in trials if t.state == TrialState.PRUNED and t.intermediate_values

@@ -6,7 +6,7 @@ asked at once do not collapse onto one point:
 * ``gp_fidelity`` (the default): rnntune's `GPSampler` (`tuner.samplers.gp`) composed of the
   half-rank output warping, the fidelity GP (BOHB's rule until ``n_startup_trials`` trials are
   COMPLETE, then every trial at the last step it reported, candidates scored at the full length;
-  MOBSTER-like) and a subset of at most 250 observations in a large study; q-logEI over the
+  MOBSTER-like) and a subset of at most 200 observations in a large study; q-logEI over the
   RUNNING trials.
 * ``gp``: Optuna's GPSampler. With RUNNING trials Optuna 5 switches from logEI to q-logEI over the
   pending points (a Monte Carlo expectation over their joint posterior, chosen greedily), so the new

@@ -23,9 +23,9 @@ class Subset:
     """Fit at most `cap` observations: the `best` by target, the `recent` by trial number, and a
     random sample of the others."""
 
-    cap: int = 250
-    best: int = 60
-    recent: int = 60
+    cap: int = 200
+    best: int = 50
+    recent: int = 50
 
     def __post_init__(self) -> None:
         if self.cap < 1 or self.best < 0 or self.recent < 0 or self.best + self.recent > self.cap:

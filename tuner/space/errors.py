@@ -11,7 +11,7 @@ from tuner.errors import InvalidInput
 from tuner.space.params import SCALE_NAMES, SPEC_CLASSES
 from tuner.space.tunable import TUNABLES
 
-TOP_KEYS = ("description", "source", "fixed", "params")
+TOP_KEYS = ("description", "source", "recipe", "fixed", "params")
 
 
 class SpaceError(InvalidInput):

@@ -61,6 +61,9 @@ class SpaceFile(BaseModel):
 
     description: str = ""
     source: str = Field("", description="where the ranges come from, e.g. thesis Table 2.4")
+    recipe: str = Field(
+        "", description="the training recipe in a line (optimizer, averaging, D, schedule), for listings"
+    )
     fixed: FixedSettings = Field(default_factory=dict)
     params: dict[TunableName, ParamSpec] = Field(  # type: ignore[valid-type]
         min_length=1, description="the tuned hyperparameters, sampled in this order"
@@ -194,6 +197,7 @@ class SearchSpace(SpaceFile):
             "name": self.name,
             "description": self.description,
             "source": self.source,
+            "recipe": self.recipe,
             "fixed": dict(self.fixed),
             "params": {name: spec.to_dict() for name, spec in self.params.items()},
         }

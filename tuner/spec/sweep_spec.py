@@ -102,6 +102,7 @@ class SweepSpec(BaseModel):
         le=64.0,
         description="GPUs Ray reserves per trial; a fraction below 1 packs trials on one GPU "
         "(0.25: four trials per GPU), above 1 it must be a whole number.",
+        json_schema_extra={"anyOf": [{"maximum": 1}, {"multipleOf": 1}]},
     )
     max_retries: int = Field(
         default=2, ge=0, le=100, description="Retries of a trial whose worker or sweep process died."

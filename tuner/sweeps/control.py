@@ -19,13 +19,14 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from tuner.errors import InvalidInput, InvalidStudy, LaunchFailed, SweepConflict
+from tuner.errors import InvalidInput, InvalidStudy, LaunchFailed, NotFound, SweepConflict
 from tuner.space import list_spaces
 from tuner.spec import SweepSpec
 from tuner.storage.lease import Lease, begin, read, request_stop
 from tuner.storage.study import StudyExistsError
 from tuner.sweeps.create import create_study
 from tuner.sweeps.launcher import Handle, log_path
+from tuner.sweeps.ray_runtime import check_cluster
 
 log = logging.getLogger("rnntune.api")
 
@@ -84,6 +85,8 @@ def create(state: Any, name: str, spec: SweepSpec) -> None:
         )
     except StudyExistsError as err:
         raise SweepConflict(str(err)) from err
+    except NotFound as err:  # a study the body refers to; its message would name the database
+        raise NotFound(f"body.warm_start: no study named {spec.warm_start!r} in this database") from err
     except InvalidInput as err:
         raise InvalidStudy(f"body: {err}") from err
     finally:
@@ -92,7 +95,8 @@ def create(state: Any, name: str, spec: SweepSpec) -> None:
 
 def start(state: Any, name: str) -> Handle:
     """Launch the study's sweep; SweepConflict when a driver holds its lease, this API's sweep of
-    it still runs, or it is finished."""
+    it still runs, or it is finished; NotEnoughResources (a Conflict naming the field) when no node of
+    the Ray cluster the sweep would join offers one trial's `gpus_per_trial`/`cpus_per_trial`."""
     row = state.store.row(name)
     with state.launcher.lock:
         if (current := state.launcher.running(name)) is not None:
@@ -102,6 +106,8 @@ def start(state: Any, name: str) -> Handle:
             raise SweepConflict(f"study {name!r} is driven by {lease.describe()}; stop that sweep first")
         if row.status == "finished":
             raise SweepConflict(f"study {name!r} is finished: all its trials have run")
+        if (spec := SweepSpec.stored_in(row.user_attrs)) is not None:
+            check_cluster({"cpu": spec.cpus_per_trial, "gpu": spec.gpus_per_trial})
         handle = state.launcher.start(
             name,
             ["sweep", "--resume", name],

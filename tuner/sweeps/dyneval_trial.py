@@ -27,12 +27,15 @@ def run_dyneval_trial(config: dict[str, Any]) -> dict[str, Any]:
     from trainer import load_checkpoint, make_config
     from trainer.data import load_corpus
     from trainer.dyneval import run_dynamic_evaluation
+    from trainer.model import LanguageModel
 
     settings = {k: v for k, v in config["trainer"].items() if k != "run_dir"}
     where = placement(str(settings.pop("device", "auto")))
     result: dict[str, Any] = {"step": 0, **where}
     try:
         model, cfg = load_checkpoint(config["checkpoint"], device=where["device"])
+        if not isinstance(model, LanguageModel):  # creation refuses reverse_copy models
+            raise TypeError(f"{config['checkpoint']} is not a language model")
         cfg = make_config({**cfg.to_dict(), **settings, "device": where["device"]})
         corpus = load_corpus(cfg)
         valid = corpus.valid if cfg.max_eval_tokens is None else corpus.valid[: cfg.max_eval_tokens + 1]

@@ -53,7 +53,15 @@ def top_trials(study: optuna.Study, k: int) -> list[FrozenTrial]:
 
 
 def source_config(study: optuna.Study, trial: FrozenTrial) -> dict[str, Any]:
-    """The trainer config the trial ran: its run folder's config.yaml, else rebuilt from the stored space."""
+    """The trainer config the trial ran: its run folder's config.yaml, else rebuilt from the stored space.
+    A study of a trained model (`checkpoint`) trained nothing: StudyError, there is nothing to rerun."""
+    checkpoint = (study.user_attrs.get("spec") or {}).get("checkpoint")
+    if checkpoint:
+        raise StudyError(
+            f"study {study.study_name!r} tunes dynamic evaluation of {checkpoint}: its trials train "
+            f"nothing and are deterministic, so there is nothing to rerun; apply its best setting with "
+            f"`rnntune evaluate {checkpoint} --dyneval-from {study.study_name}`"
+        )
     run_dir = trial.user_attrs.get("run_dir")
     saved = Path(run_dir) / "config.yaml" if run_dir else None
     if saved is not None and saved.is_file():

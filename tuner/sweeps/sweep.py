@@ -276,7 +276,7 @@ def _drive(
     progress.header(
         ([warning] if warning else [])
         + [
-            f"study {name}  space {space.name}  sampler {spec.sampler}  scheduler {spec.scheduler}  "
+            f"study {name}  space {space.name}  sampler {spec.sampler}  scheduler {scheduler}  "
             f"parallel {parallel}  per trial {spec.cpus_per_trial:g} CPU, {spec.gpus_per_trial:g} GPU",
             f"early stopping: {early}",
             *([f"ends early on: {stops}"] if (stops := policies.describe()) else []),

@@ -20,12 +20,15 @@ from tuner.policies.early_stopping import (
     ATTR,
     AUTO_BRACKETS,
     AUTO_BRACKETS_FROM,
+    MIN_COMPLETE,
     EarlyStopping,
     EarlyStoppingError,
     study_policy,
 )
 from tuner.policies.schedulers import make_scheduler
-from tuner.samplers import make_sampler
+from tuner.samplers import BOHBRule
+from tuner.samplers.bohb_rule import budgets
+from tuner.samplers.warping import HalfRank
 from tuner.spec import SweepSpec
 from tuner.storage.study import StudyError
 from tuner.sweeps.create import create_study
@@ -112,7 +115,8 @@ def test_default_brackets_follow_what_the_sweep_may_train(
     )
     assert SweepSpec.of(study.user_attrs).brackets == brackets
     assert study_policy(study.user_attrs).brackets == brackets
-    hedged = set(first_stops(study_policy(study.user_attrs))) != {50}
+    stored = study_policy(study.user_attrs)
+    hedged = set(first_stops(stored)) != {stored.rungs(200, 25)[0]}  # a small study's rung is later
     assert hedged == (brackets > 1)
 
 
@@ -164,18 +168,19 @@ def test_rungs_on_the_eval_grid() -> None:
     ],
 )
 def test_scheduler_and_sampler_read_the_same_rungs(policy: EarlyStopping, tmp_path) -> None:
+    """The scheduler stops at the stored policy's first rung, and the sampler's BOHB-rule fidelity
+    part (`tuner.samplers.bohb_rule`, which the default's fidelity GP starts with) fits the values at
+    the stored rungs of a study `create_study` made: a trial with values only off them is unused."""
     study = create_study(
         "p",
         storage_url=f"sqlite:///{tmp_path / 'db.sqlite'}",
         space="tiny",
-        n_trials=3,
+        n_trials=30,
         **policy.model_dump(),
     )
     stored = study_policy(study.user_attrs)
     rungs = stored.rungs(TASK["max_steps"], TASK["eval_every"])
     assert first_stop(stored) == rungs[0]
-    # gp_bohb models the values at these rungs: a trial with values only off the rungs is unused.
-    study.sampler = make_sampler("gp_bohb", seed=0, n_startup_trials=3)
     space = {"x": FloatDistribution(0, 1)}
     rng = np.random.default_rng(0)
     for _ in range(4):
@@ -185,13 +190,69 @@ def test_scheduler_and_sampler_read_the_same_rungs(policy: EarlyStopping, tmp_pa
                 params={"x": x},
                 distributions=space,
                 state=TrialState.PRUNED,
-                intermediate_values={rungs[0]: x, rungs[0] + 5: x},
+                intermediate_values={rungs[0]: x, rungs[0] + 5: x + 1},
             )
         )
-    trials, _ = study.sampler.observations(study, space)
-    assert len(trials) == 4
-    study.set_user_attr(ATTR, EarlyStopping(grace_steps=rungs[0] + 25, reduction_factor=2).model_dump())
-    assert study.sampler.observations(study, space)[0] == []
+    trials = study.get_trials(deepcopy=False)
+    assert budgets(study, trials) == set(rungs)
+    seen = BOHBRule().observations(study, trials, 1.0, HalfRank(), enough=3)
+    assert len(seen.trials) == 4
+    assert sorted(seen.minimised) == sorted(HalfRank()(np.array([t.params["x"] for t in trials])))
+    spec = {**study.user_attrs["spec"], "grace_steps": rungs[0] + 25, "reduction_factor": 2}
+    study.set_user_attr("spec", spec)  # rungs elsewhere: these trials reported at none of them
+    assert rungs[0] not in budgets(study, trials)
+    assert len(BOHBRule().observations(study, trials, 1.0, HalfRank(), enough=3).trials) == 0
+
+
+@pytest.mark.parametrize("n_trials, grace", [(4, 200), (8, 150), (12, 150), (16, 50), (24, 50), (500, 50)])
+def test_small_studies_expect_enough_complete_trials(n_trials: int, grace: int) -> None:
+    """A small study moves its first rung later (or compares never: grace = max_steps) until it
+    expects MIN_COMPLETE trials to finish; larger ones keep the default grace period."""
+    resolved = EarlyStopping().resolved(200, 25, n_trials)
+    assert resolved.grace_steps == grace
+    assert resolved.reduction_factor == 3
+    assert resolved.expected_complete(n_trials, 200, 25) >= MIN_COMPLETE
+    if grace > 50:  # the default would not have expected enough
+        assert EarlyStopping().resolved(200, 25).expected_complete(n_trials, 200, 25) < MIN_COMPLETE
+    assert EarlyStopping().resolved(200, 25, None, 10.0).grace_steps == 50  # unknown trials: as before
+
+
+def test_small_study_rule_keeps_what_the_user_set(tmp_path) -> None:
+    """A given grace period is kept; a given reduction factor is kept and the rule works with it; a
+    given number of brackets turns the rule off; the stored spec carries what was resolved."""
+    assert EarlyStopping(grace_steps=50).resolved(200, 25, 8).grace_steps == 50
+    gentle = EarlyStopping(reduction_factor=2).resolved(200, 25, 8)
+    assert (gentle.reduction_factor, gentle.grace_steps) == (2, 100)  # rungs 50, 100 expect 2.75
+    assert EarlyStopping(brackets=2).resolved(200, 25, 8).grace_steps == 50
+    url = f"sqlite:///{tmp_path / 'db.sqlite'}"
+    small = create_study("s", storage_url=url, space="tiny", n_trials=8)
+    given = create_study("g", storage_url=url, space="tiny", n_trials=8, grace_steps=50)
+    assert SweepSpec.of(small.user_attrs).grace_steps == 150
+    assert SweepSpec.of(given.user_attrs).grace_steps == 50
+    assert first_stop(study_policy(small.user_attrs)) == 150
+
+
+@pytest.mark.parametrize("n_trials, policy", [(8, EarlyStopping()), (12, EarlyStopping(reduction_factor=2))])
+def test_expected_complete_is_what_rays_scheduler_finishes(n_trials: int, policy: EarlyStopping) -> None:
+    """Studies of trials with random values finish, under Ray's own ASHA, as many trials as
+    `expected_complete` computes on average (its quantile rule, the first at a rung passing)."""
+    rng = np.random.default_rng(2)
+    finished = []
+    for _ in range(300):
+        scheduler = make_scheduler("asha", TASK, policy)
+        scheduler.set_search_properties("val_loss", "min")
+        done = 0
+        for i in range(n_trials):
+            trial = _Trial(str(i))
+            scheduler.on_trial_add(None, trial)
+            for step in range(25, 201, 25):
+                result = {"step": step, "val_loss": float(rng.random())}
+                if step == 200:
+                    done += 1
+                elif scheduler.on_trial_result(None, trial, result) == TrialScheduler.STOP:
+                    break
+        finished.append(done)
+    assert abs(np.mean(finished) - policy.expected_complete(n_trials, 200, 25)) < 0.2
 
 
 @pytest.mark.parametrize(

@@ -198,7 +198,7 @@ FIXED_CASES = {
     ),
     "unknown top-level key": (
         "fixed: {hidden_size: 16}\nranges: {}",
-        "unknown key(s) ranges; allowed: description, source, fixed, params",
+        "unknown key(s) ranges; allowed: description, source, recipe, fixed, params",
     ),
 }
 

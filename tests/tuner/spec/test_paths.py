@@ -131,7 +131,7 @@ def test_compose_passes_it_to_remote_create(field, model):
 
 
 @pytest.fixture(scope="module")
-def api(tmp_path_factory):
+def api(tmp_path_factory, model):
     root = tmp_path_factory.mktemp("api")
     url = f"sqlite:///{root / 'studies.db'}"
     donor = create_study("donor", storage_url=url, space="tiny", n_trials=2, storage_path=root / "donor")
@@ -139,7 +139,8 @@ def api(tmp_path_factory):
     donor.add_trial(
         create_trial(params={"learning_rate": 0.002}, distributions={"learning_rate": dist}, value=5.0)
     )
-    with live_server(ApiSettings(db_url=url, storage_root=root / "storage")) as base:
+    settings = ApiSettings(db_url=url, storage_root=root / "storage", data_roots=(Path(model).parent,))
+    with live_server(settings) as base:
         yield base, url
 
 

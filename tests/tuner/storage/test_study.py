@@ -49,7 +49,9 @@ def test_created_study_holds_the_contract_attrs(db, tmp_path):
     spec = SweepSpec.of(attrs)
     assert attrs["space"] == "tiny" and spec.sampler == "tpe" and spec.scheduler == "asha"
     assert spec.n_trials == 4 and spec.parallel == 2 and spec.seed == 3
-    assert attrs["spec"]["version"] == 1 and attrs["spec"]["grace_steps"] == 25  # stored resolved: 1/4 of max_steps 50, on the grid
+    # stored resolved: 4 trials expect < 3 COMPLETE under a rung at 25 (the small-study rule), so
+    # the grace period is max_steps 50
+    assert attrs["spec"]["version"] == 1 and attrs["spec"]["grace_steps"] == 50
     assert attrs["status"] == "created"
     assert attrs["storage_path"] == str((tmp_path / "ckpt").resolve())
     assert attrs["task"]["max_steps"] == 50 and attrs["task"]["dataset"] == "builtin"

@@ -9,6 +9,7 @@ import pytest
 from optuna.trial import TrialState
 
 from tests.conftest import TINY_SETTINGS
+from tuner.policies.study_stop import StudyStop
 from tuner.spec import SweepSpec
 from tuner.storage.study import StudyError, load_study
 from tuner.sweeps.create import create_study
@@ -110,13 +111,18 @@ def test_patience_ends_the_sweep_and_only_the_best_weights_are_kept(tmp_path, ra
     assert study.user_attrs["checkpoint_bytes"] <= used + 1  # recorded after the last trial finished
 
 
-def test_stop_rules_are_study_settings_a_resume_cannot_change(tmp_path, capsys):
+def test_stop_rules_may_change_on_resume_within_their_ranges(tmp_path, capsys):
     from tuner.cli import main
 
     db = f"sqlite:///{tmp_path / 'db.sqlite'}"
-    create_study("r", storage_url=db, space="tiny", n_trials=3)
-    for flag, value in (("--budget", "3"), ("--patience", "2"), ("--max-hours", "1")):
+    create_study("r", storage_url=db, space="tiny", n_trials=3, storage_path=tmp_path / "r")
+    for flag, value, problem in (
+        ("--budget", "0", "budget: Input should be greater than 0"),
+        ("--patience", "0", "patience: Input should be greater than or equal to 1"),
+        ("--max-hours", "-1", "max_hours: Input should be greater than 0"),
+    ):
         assert main(["sweep", "--resume", "r", "--db", db, flag, value]) == 2
-        assert f"{flag}: not allowed with --resume" in capsys.readouterr().err
+        assert problem in capsys.readouterr().err
+    assert SweepSpec.of(load_study("r", db).user_attrs).study_stop() == StudyStop()  # nothing stored
     assert main(["sweep", "--db", db, "--name", "s", "--budget", "0"]) == 2
     assert "budget: Input should be greater than 0" in capsys.readouterr().err

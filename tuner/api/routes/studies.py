@@ -12,6 +12,7 @@ from tuner.api import serializers
 from tuner.api.auth import require_read, require_write
 from tuner.api.checkpoint import storage_root
 from tuner.api.models import Action, CreateStudy, StudyDetail, StudyPage, WidenRange, WidenResult
+from tuner.api.paths import study_folder
 from tuner.api.routes.common import StudyName, errors, json_body, read_json
 from tuner.api.settings import ApiSettings, resolve_within
 from tuner.api.state import ApiState
@@ -96,6 +97,19 @@ def check_data_dirs(body: CreateStudy, settings: ApiSettings) -> None:
             )
 
 
+def check_checkpoint(body: CreateStudy, settings: ApiSettings) -> None:
+    """422 unless the `checkpoint` a request names (a dynamic-evaluation study's model, which
+    creation loads with torch.load) lies inside the server's storage root or data roots; the answer
+    is the same whether or not the file exists."""
+    roots = (settings.storage_root, *settings.data_roots)
+    if body.checkpoint is not None and resolve_within(body.checkpoint, roots, Path.cwd()) is None:
+        raise HTTPException(
+            status.HTTP_422_UNPROCESSABLE_CONTENT,
+            f"body.checkpoint: must be a file inside the server's storage root or data roots "
+            f"({', '.join(str(r) for r in roots)})",
+        )
+
+
 @router.post(
     "",
     response_model=StudyDetail,
@@ -109,6 +123,7 @@ async def create_study(request: Request) -> dict:
     body: CreateStudy = await read_json(request, CreateStudy)
     state = _state(request)
     check_data_dirs(body, state.settings)
+    check_checkpoint(body, state.settings)
     await run_in_threadpool(control.create, state, body.name, body.spec())
     return await run_in_threadpool(detail, state, body.name)
 
@@ -127,8 +142,10 @@ def get_study(request: Request, name: StudyName) -> dict:
     responses=ERRORS,
 )
 def start_study(request: Request, name: StudyName) -> dict:
-    """Launch the study's sweep in the background (409 while a driver holds its lease, or finished)."""
+    """Launch the study's sweep in the background (409 while a driver holds its lease, finished, or
+    its stored storage_path lies outside this server's storage root)."""
     state = _state(request)
+    study_folder(state.store.row(name).user_attrs, state.settings.storage_root, name)
     handle = control.start(state, name)
     return {
         "name": name,
