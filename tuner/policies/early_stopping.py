@@ -1,8 +1,8 @@
 """The sweep's early-stopping policy, in one place: ASHA's rungs on the task's evaluation grid.
 
 The scheduler (`tuner.policies.schedulers`) stops trials at these rungs and the multi-fidelity
-sampler (`tuner.samplers.bohb_gp`, which the default `fidelity_gp` starts with) reads the same
-rungs back from the study (user attr `early_stopping`), so what the search learns from pruned
+sampler (`tuner.samplers.bohb_rule`, which the default `gp_fidelity` starts with) reads the same
+rungs back from the study (its sweep spec), so what the search learns from pruned
 trials matches where they were pruned.
 ASHA (Li et al. 2020): at rung r = grace·η^k steps a trial continues only if it is in the best 1/η
 of the trials that reached r. With `brackets` > 1 it is asynchronous Hyperband (Li et al. 2020,

@@ -63,4 +63,6 @@ class FinalizeLauncher:
         study = load_study(handle.name, self.db_url)
         status = study.user_attrs.get(STATUS_ATTR) or {}
         if status.get("state") in ("queued", "running") and status.get("pid") in (None, handle.process.pid):
-            set_finalize_status(study, "failed", error=f"finalize process exited with {code}; see {handle.log}")
+            set_finalize_status(
+                study, "failed", error=f"finalize process exited with {code}; see {handle.log}"
+            )

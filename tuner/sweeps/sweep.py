@@ -243,7 +243,7 @@ def _drive(
 
     os.environ["TUNE_DISABLE_SIGINT_HANDLER"] = "1"  # our handler stops the sweep cleanly instead
     # The driver only samples: one torch thread keeps the GP off the cores the trials train on
-    # (bench/orchestration_overhead.py: 0.29 s vs 1.0 s per gp_warped suggestion at 100 trials).
+    # (bench/orchestration_overhead.py: 0.29 s vs 1.0 s per GP suggestion at 100 trials).
     torch.set_num_threads(1)
     os.environ["TUNE_DISABLE_STRICT_METRIC_CHECKING"] = "1"  # final summaries carry no new metric
     parallel = spec.parallel

@@ -30,7 +30,7 @@ def source(tmp_path_factory):
 def test_a_warm_started_sweep_reports_and_uses_its_prior_trials(source):
     cwd, db = source
     usable = [t for t in load_study("src", db).trials if t.state == TrialState.COMPLETE]
-    args = ["--name", "warm", "--trials", "2", "--sampler", "gp_bohb", "--seed", "1", "--db", db]
+    args = ["--name", "warm", "--trials", "2", "--sampler", "gp_fidelity", "--seed", "1", "--db", db]
     proc, log = launch(cwd, [*args, "--warm-start", "src", *COMMON])
     assert finish(proc, log, 600) == 0, log.read_text()
     out = log.read_text()
@@ -42,7 +42,7 @@ def test_a_warm_started_sweep_reports_and_uses_its_prior_trials(source):
     # Without priors the first trial would be the seeded random startup point; with at least
     # n_startup_trials of them the GP proposes it (tuner.samplers.prior_trials).
     space = SearchSpace.from_dict(study.user_attrs["space_def"])
-    cold = optuna.create_study(sampler=make_sampler("gp_bohb", seed=1)).ask()
+    cold = optuna.create_study(sampler=make_sampler("gp_fidelity", seed=1)).ask()
     assert study.trials[0].params != space.suggest(cold)
 
 
