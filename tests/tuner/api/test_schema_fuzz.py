@@ -31,7 +31,7 @@ from tuner.api import ApiSettings
 WRITE, READ = "fuzz-write-token", "fuzz-read-token"
 EXAMPLES = 12  # per operation and strategy: about 1,100 stateless cases in all
 STATEFUL_EXAMPLES = 25  # scenarios per state-machine run, of up to 8 steps each
-STATEFUL_RUNS = 12
+STATEFUL_RUNS = 40  # at most: the loop ends once the links reached every needed operation
 STATEFUL_CASES = 200  # per server
 # Reached through the links, on a real study: the operations the links exist for.
 NEEDED = (

@@ -244,7 +244,7 @@ def test_study_page_shows_boundary_alerts_reruns_and_exports(browser, tmp_path):
         },
     )
     study.set_user_attr("finalize_status", {"state": "finished"})
-    study.set_user_attr("keep_top", 3)
+    study.set_user_attr("spec", {"version": 1, "keep_top": 3})  # read through the sweep spec
     study.set_user_attr("checkpoint_bytes", 5 * 2**20)
     study.set_user_attr(
         "ended_early", "the best (4.0000) has not improved by more than 0 in 5 trials (--patience 5)"

@@ -2,7 +2,8 @@
 
 One fixture, parametrised over `SAMPLERS`, shapes each sampler as Optuna's own tests shape theirs:
 no random startup (`n_startup_trials=0` where the sampler takes it), so the model-based path runs
-from the first completed trial. Cases that do not apply to a sampler are skipped with the reason.
+from the first completed trial. Cases that do not apply to a sampler (`NOT_APPLICABLE`, with the
+reason) are deselected at collection (conftest.py).
 These replace the copies of Optuna's cases this folder used to carry.
 """
 
@@ -23,7 +24,7 @@ from tuner.samplers import SAMPLERS, make_sampler, sampler_options
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)
 
-# Suites that do not apply to a sampler, and why.
+# Suites that do not apply to a sampler, and why (deselected by conftest.py).
 NOT_APPLICABLE = {
     ("random", "RelativeSamplerTestCase"): "RandomSampler has no relative model (sample_relative is {})",
     ("tpe", "RelativeSamplerTestCase"): (
@@ -43,8 +44,4 @@ class TestSamplerContracts(BasicSamplerTestCase, RelativeSamplerTestCase, MultiO
     # Optuna's own GPSampler: its CI runs these cases; slow here (a GP fit per suggestion).
     @pytest.fixture(params=[pytest.param(n, marks=pytest.mark.slow) if n == "gp" else n for n in SAMPLERS])
     def sampler(self, request: pytest.FixtureRequest) -> Callable[[], BaseSampler]:
-        suite = request.function.__qualname__.split(".")[0]
-        reason = NOT_APPLICABLE.get((request.param, suite))
-        if reason:
-            pytest.skip(reason)
         return shaped(request.param)

@@ -30,9 +30,11 @@ function renderFacts(study) {
     ["space", study.space || "–"], ["sampler", study.sampler || "–"],
   ];
   const attrs = study.user_attrs || {};
-  if (attrs.keep_top) {
+  // The sweep spec holds keep_top; a study written before the spec kept it as its own attribute.
+  const keepTop = (attrs.spec || {}).keep_top ?? attrs.keep_top;
+  if (keepTop) {
     const used = attrs.checkpoint_bytes === undefined ? "–" : `${(attrs.checkpoint_bytes / 2 ** 20).toFixed(1)} MiB`;
-    facts.push(["checkpoints", `${used} on disk, weights of the best ${attrs.keep_top} kept`]);
+    facts.push(["checkpoints", `${used} on disk, weights of the best ${keepTop} kept`]);
   }
   if (attrs.ended_early) facts.push(["ended early", attrs.ended_early]);
   document.getElementById("facts").replaceChildren(
