@@ -66,9 +66,11 @@ CHECK_FUNCTIONS = list(CHECKS.get_all())
 cases: collections.Counter[str] = collections.Counter()
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def servers(tmp_path_factory):
-    """Base URLs and auth headers: `open` (no tokens) and `guarded` (both tokens)."""
+    """Base URLs and auth headers: `open` (no tokens) and `guarded` (both tokens), on a database of
+    their own for each test: studies the stateless runs create would otherwise crowd the ones the
+    state machine's links should lead to."""
     root = tmp_path_factory.mktemp("fuzz")
     storage = root / "storage"
     run = storage / "fixed" / "trial0"
