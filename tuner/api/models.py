@@ -9,7 +9,6 @@ from pydantic import BaseModel, ConfigDict, Field
 from tuner.space import list_spaces
 from tuner.spec import NAME_PATTERN, SweepSpec
 
-STUDY_NAME_PATTERN = NAME_PATTERN
 STATES = ("COMPLETE", "PRUNED", "FAIL", "RUNNING", "WAITING")
 TrialState = Literal[STATES]  # type: ignore[valid-type]
 

@@ -59,15 +59,14 @@ def driver_info(lease: Lease | None) -> dict | None:
     }
 
 
-def _space(raw: str | dict) -> str | dict:
-    """The space as given, once a name is known to be one of the listed spaces (`create_study`
-    validates it, with the overrides, once)."""
+def _check_space(raw: str | dict) -> None:
+    """InvalidStudy unless a named space is one of the listed spaces (`create_study` validates an
+    inline one, with the overrides, once)."""
     if isinstance(raw, dict):
-        return raw
+        return
     known = list_spaces()
     if raw not in known:
         raise InvalidStudy(f"body.space: unknown search space {raw!r}; known: {', '.join(known) or 'none'}")
-    return raw
 
 
 def create(state: Any, name: str, spec: SweepSpec) -> None:
@@ -78,7 +77,7 @@ def create(state: Any, name: str, spec: SweepSpec) -> None:
     """
     if state.store.db.study_row(name) is not None:
         raise SweepConflict(f"a study named {name!r} already exists")
-    _space(spec.space)
+    _check_space(spec.space)
     try:
         create_study(
             name, spec, storage_url=state.settings.db_url, storage_path=state.settings.storage_root / name
