@@ -7,8 +7,10 @@ Two servers on one database: one with no tokens (the default of `rnntune up`) an
 and a read token (schemathesis sends the write token as the schema's bearer credential, so requests
 reach validation; `ignored_auth` re-sends them without it). Stateless: positive and negative cases of every operation, as generated and on
 the existing studies. Stateful: schemathesis' state machine follows the schema's links from
-`GET /studies`, `POST /studies`, the trial list and the best trial, so `/stop`, `/best/checkpoint`
-and `/trials/{number}` are reached on real studies. Sweeps started here cannot run: the server's
+`GET /studies`, `POST /studies`, the trial list and the best trial, with every check on what it
+reaches. Which operations a random walk reaches varies from run to run, so that the links lead
+`/stop`, `/best/checkpoint` and `/trials/{number}` to a real study is checked by a deterministic
+walk of the same links (`test_links_lead_from_the_listing_to_every_study_operation`). Sweeps started here cannot run: the server's
 children inherit `PYTHONHOME=/nonexistent` (an allow-listed variable) and die at once, so a `start`
 is a real launch that fails, never a Ray sweep. (Schemathesis' own pytest plugin does not run under
 pytest 9 yet, hence plain Hypothesis over its strategies and state machine.)
@@ -17,7 +19,10 @@ pytest 9 yet, hence plain Hypothesis over its strategies and state machine.)
 from __future__ import annotations
 
 import collections
+import json
+from typing import Any
 
+import httpx
 import pytest
 import schemathesis
 from hypothesis import HealthCheck, Phase, given, settings
@@ -31,9 +36,9 @@ from tuner.api import ApiSettings
 WRITE, READ = "fuzz-write-token", "fuzz-read-token"
 EXAMPLES = 12  # per operation and strategy: about 1,100 stateless cases in all
 STATEFUL_EXAMPLES = 25  # scenarios per state-machine run, of up to 8 steps each
-STATEFUL_RUNS = 40  # at most: the loop ends once the links reached every needed operation
+STATEFUL_RUNS = 40  # at most: the loop ends once it made STATEFUL_CASES requests
 STATEFUL_CASES = 200  # per server
-# Reached through the links, on a real study: the operations the links exist for.
+# Reached through the links from the listing, on a real study: the operations the links exist for.
 NEEDED = (
     "POST /studies/{name}/stop",
     "GET /studies/{name}/best/checkpoint 200",
@@ -170,13 +175,77 @@ def test_state_machine_follows_links_to_every_study_operation(servers, server):
     # as FlakyStrategyDefinition. Like schemathesis' own runner, end that run and start another;
     # a real failure (FailureGroup, or FlakyFailure wrapping one) still fails the test.
     for _ in range(STATEFUL_RUNS):
-        if cases[f"{server}-stateful"] >= STATEFUL_CASES and all(n in " ".join(reached) for n in NEEDED):
+        if cases[f"{server}-stateful"] >= STATEFUL_CASES:
             break
         try:
             Fuzz.run(settings=settings(SETTINGS, max_examples=STATEFUL_EXAMPLES, stateful_step_count=8))
         except FlakyStrategyDefinition:
             continue
-    seen = " ".join(reached)
-    for needle in NEEDED:
-        assert needle in seen, sorted(reached)
     assert cases[f"{server}-stateful"] >= STATEFUL_CASES
+    # The walk went past the listing: some operation on one study answered.
+    assert any(key.startswith("GET /studies/{name}") and key.endswith(" 200") for key in reached), sorted(
+        reached
+    )
+
+
+def _pointer(document: Any, pointer: str) -> Any:
+    """The value at a JSON pointer (`/items/0/name`); KeyError when the document lacks it."""
+    for part in pointer.strip("/").split("/"):
+        document = document[int(part)] if isinstance(document, list) else document[part]
+    return document
+
+
+@pytest.mark.parametrize("server", ["open", "guarded"])
+def test_links_lead_from_the_listing_to_every_study_operation(servers, server):
+    """Follow the schema's links as a client would, from `GET /studies`: every GET reached that
+    needs nothing beyond its path answers below 500, and the operations the links exist for are
+    reached on the real study (`fixed`, listed first) with 200, `/stop` through a link."""
+    url = servers[server]
+    headers = {"Authorization": f"Bearer {WRITE}"} if server == "guarded" else {}
+    schema = httpx.get(f"{url}/openapi.json", headers=headers, timeout=30).json()
+    by_id = {
+        op["operationId"]: (method.upper(), path, op)
+        for path, ops in schema["paths"].items()
+        for method, op in ops.items()
+        if isinstance(op, dict) and "operationId" in op
+    }
+    reached: dict[str, int] = {}
+    linked: set[str] = set()
+    queue = [("GET", "/studies", "/studies", {})]
+    while queue:
+        method, template, path, path_params = queue.pop(0)
+        response = httpx.request(method, f"{url}{path}", headers=headers, timeout=30)
+        reached[f"{method} {template} {response.status_code}"] = response.status_code
+        assert response.status_code < 500, (method, path, response.text)
+        spec = schema["paths"][template][method.lower()]
+        links = spec["responses"].get(str(response.status_code), {}).get("links", {})
+        body = (
+            response.json()
+            if response.headers.get("content-type", "").startswith("application/json")
+            else None
+        )
+        for link in links.values():
+            target_method, target, operation = by_id[link["operationId"]]
+            linked.add(f"{target_method} {target}")
+            values = {}
+            for key, expression in link["parameters"].items():
+                name = key.removeprefix("path.")
+                if expression.startswith("$request.path."):
+                    values[name] = path_params[expression.removeprefix("$request.path.")]
+                else:
+                    try:
+                        values[name] = _pointer(body, expression.removeprefix("$response.body#"))
+                    except (KeyError, IndexError, TypeError):
+                        values = None
+                        break
+            required = any(p.get("required") and p["in"] == "query" for p in operation.get("parameters", []))
+            if values is None or target_method != "GET" or required or "requestBody" in operation:
+                continue
+            concrete = target.format(**values)
+            if not any(concrete == q[2] for q in queue) and not any(
+                k.startswith(f"GET {target} ") for k in reached
+            ):
+                queue.append(("GET", target, concrete, {k: str(v) for k, v in values.items()}))
+    gets = [needle for needle in NEEDED if needle.startswith("GET")]
+    assert all(needle in reached for needle in gets), json.dumps(sorted(reached), indent=1)
+    assert "POST /studies/{name}/stop" in linked, sorted(linked)
