@@ -55,6 +55,15 @@ def add_spec_options(parser: argparse.ArgumentParser, *, skip: tuple[str, ...] =
         kind, choices = _scalar(field.annotation)
         if isinstance(field.annotation, types.UnionType) and dict in typing.get_args(field.annotation):
             kind = str  # an inline space is for REST bodies; the command line names one
+        if kind is bool:  # --cost-aware / --no-cost-aware; not given: None
+            parser.add_argument(
+                flag_name(name),
+                dest=name,
+                action=argparse.BooleanOptionalAction,
+                default=None,
+                help=_help(name, field),
+            )
+            continue
         parser.add_argument(
             flag_name(name), dest=name, type=kind, choices=choices, default=None, help=_help(name, field)
         )
@@ -95,7 +104,23 @@ def _range(item: str) -> tuple[str, str]:
     return name.strip(), bounds.strip()
 
 
+BOOLEANS = {
+    "true": True,
+    "1": True,
+    "yes": True,
+    "on": True,
+    "false": False,
+    "0": False,
+    "no": False,
+    "off": False,
+}
+
+
 def _typed(kind: type, text: str, variable: str) -> Any:
+    if kind is bool:
+        if text.strip().lower() not in BOOLEANS:
+            raise InvalidInput(f"{variable}: expected true or false, got {text!r}")
+        return BOOLEANS[text.strip().lower()]
     try:
         return kind(text)
     except ValueError:

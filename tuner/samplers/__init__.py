@@ -2,7 +2,8 @@
 
 `make_sampler(name, seed=...)` (`tuner.samplers.registry`) builds any of `SAMPLERS`;
 `DEFAULT_SAMPLER` is the one sweeps use when none is given; `WARM_START_SAMPLERS` take
-`prior_trials=[FrozenTrial, ...]` (a warm start from another study); `RETIRED_SAMPLERS` maps
+`prior_trials=[FrozenTrial, ...]` (a warm start from another study); `COST_AWARE_SAMPLERS` take
+`cost_aware=True` (improvement per unit of expected cost, `tuner.samplers.cost`); `RETIRED_SAMPLERS` maps
 retired names to their replacement. rnntune's GP is one class built from parts
 (`GPSampler(warping=HalfRank(), fidelity=FidelityGP() | BOHBRule() | None, subset=Subset(...))`).
 """
@@ -12,6 +13,7 @@ from tuner.samplers.fidelity_gp import FidelityGP
 from tuner.samplers.gp import GPSampler
 from tuner.samplers.observations import FidelityModel, Observations
 from tuner.samplers.registry import (
+    COST_AWARE_SAMPLERS,
     DEFAULT_SAMPLER,
     RETIRED_SAMPLERS,
     SAMPLERS,
@@ -23,6 +25,7 @@ from tuner.samplers.subset import Subset
 from tuner.samplers.warping import HalfRank, Warping
 
 __all__ = [
+    "COST_AWARE_SAMPLERS",
     "DEFAULT_SAMPLER",
     "RETIRED_SAMPLERS",
     "SAMPLERS",

@@ -35,7 +35,7 @@ class FitInputs:
     """Normalised inputs `x` and standardized targets (larger is better, as Optuna's GP fits them)
     of the fitted trials, the normalised `pending` (RUNNING) points or None, the GP's `gp_space`,
     the study's `search_space`, the activity `rules`, and whether the last input is the step
-    (`pinned` to the full length when candidates are scored)."""
+    (`pinned` to the `full` length when candidates are scored)."""
 
     search_space: dict[str, BaseDistribution]
     gp_space: Any  # optuna._gp.search_space.SearchSpace
@@ -44,6 +44,15 @@ class FitInputs:
     pending: np.ndarray | None
     rules: list[activity.Rule]
     pinned: bool
+    full: int | None = None
+
+    def normalised(self, trials: list[FrozenTrial]) -> np.ndarray:
+        """Other `trials` on the same inputs as the fitted ones, at the full length when the step
+        is an input (the cost model's points, scored as candidates are)."""
+        proxies = [inactive.with_params(t, self.search_space) for t in trials]
+        if self.pinned and self.full is not None:
+            proxies = [_at(p, self.full) for p in proxies]
+        return self.gp_space.get_normalized_params(proxies)
 
 
 def fit_inputs(
@@ -91,6 +100,7 @@ def fit_inputs(
         pending=space.get_normalized_params(pending) if pending else None,
         rules=rules,
         pinned=pinned,
+        full=own.full if pinned else None,
     )
 
 

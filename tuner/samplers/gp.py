@@ -32,6 +32,7 @@ from optuna.study import Study, StudyDirection
 from optuna.trial import FrozenTrial, TrialState
 
 from tuner.samplers import prior_trials as priors
+from tuner.samplers.cost import CostAware, LogCost, costed_trials, fit_log_cost
 from tuner.samplers.fit_inputs import FitInputs, fit_inputs
 from tuner.samplers.observations import FidelityModel, Observations, complete_only
 from tuner.samplers.subset import Subset
@@ -48,8 +49,9 @@ MAX_QMC_SEED = 1 << 30
 
 
 class GPSampler(BaseSampler):
-    """A GP sampler made of a `warping`, a `fidelity` model (None: COMPLETE trials only) and a
-    `subset` policy (None: fit every observation).
+    """A GP sampler made of a `warping`, a `fidelity` model (None: COMPLETE trials only), a
+    `subset` policy (None: fit every observation) and a `cost` rule (None: improvement only;
+    `tuner.samplers.cost.CostAware`: improvement per unit of expected cost).
 
     `n_startup_trials` counts observations (the trials the fidelity model fits) plus usable
     `prior_trials` (another study's trials, a warm start, fitted until this study has
@@ -63,6 +65,7 @@ class GPSampler(BaseSampler):
         warping: Warping | None = None,
         fidelity: FidelityModel | None = None,
         subset: Subset | None = None,
+        cost: CostAware | None = None,
         seed: int | None = None,
         independent_sampler: BaseSampler | None = None,
         n_startup_trials: int = 10,
@@ -74,6 +77,7 @@ class GPSampler(BaseSampler):
         self._warping = warping or HalfRank()
         self._fidelity = fidelity
         self._subset = subset
+        self._cost = cost
         self._rng = LazyRandomState(seed)
         self._subset_seed = int(np.random.SeedSequence(seed).generate_state(1)[0])
         self._independent = independent_sampler or RandomSampler(seed=seed)
@@ -142,7 +146,42 @@ class GPSampler(BaseSampler):
         import torch  # Optuna's GP needs it; imported here as Optuna does, lazily
 
         with torch.device("cpu"):  # as Optuna: a global default device (cuda) must not leak in
-            return self._suggest(inputs)
+            cost = self.cost_model(candidates, inputs) if self._cost is not None else None
+            return self._suggest(inputs, cost)
+
+    @staticmethod
+    def cost_model(trials: list[FrozenTrial], inputs: FitInputs) -> LogCost | None:
+        """The log-cost GP over `trials`' measured costs (RUNNING ones included) on the objective's
+        inputs; None with too few costs (then candidates rank by improvement alone)."""
+        costed = costed_trials(trials)
+        if not costed:
+            return None
+        x = inputs.normalised([t for t, _ in costed])
+        return fit_log_cost(x, [c for _, c in costed], inputs.gp_space.is_categorical)
+
+    def expected_cost(self, study: Study, configs: list[dict[str, Any]]) -> np.ndarray | None:
+        """Expected seconds per step of each of `configs` (params of the study's space) from the
+        cost model of the study's trials as they are now; None before it has enough costs."""
+        trials = study.get_trials(deepcopy=False, states=STATES)
+        space = study_search_space(trials)
+        sign = 1.0 if study.direction == StudyDirection.MINIMIZE else -1.0
+        candidates = [t for t in trials if t.params.keys() & space.keys()]
+        own = self.observations(study, candidates, sign)
+        if not space or not own.trials:
+            return None
+        inputs = fit_inputs(space, own, [], [], sign, self._warping, self._prior_horizon)
+        model = self.cost_model(candidates, inputs)
+        if model is None:
+            return None
+        proxies = [
+            optuna.trial.create_trial(
+                params={k: v for k, v in config.items() if k in space},
+                distributions={k: space[k] for k in config if k in space},
+                value=0.0,
+            )
+            for config in configs
+        ]
+        return model.seconds_per_step(inputs.normalised(proxies))
 
     def observations(self, study: Study, trials: list[FrozenTrial], sign: float) -> Observations:
         """What the GP fits among `trials` (before the subset): the fidelity model's choice."""
@@ -154,7 +193,7 @@ class GPSampler(BaseSampler):
         """The subset's seed: the sampler's, changed with the study's size (reproducible)."""
         return int(np.random.SeedSequence([self._subset_seed, len(own.trials)]).generate_state(1)[0])
 
-    def _suggest(self, inputs: FitInputs) -> dict[str, Any]:
+    def _suggest(self, inputs: FitInputs, cost: LogCost | None = None) -> dict[str, Any]:
         import optuna._gp.acqf as acqf_module  # Optuna 5.0's GP internals (check_optuna_internals)
         import optuna._gp.gp as gp
         import optuna._gp.optim_mixed as optim_mixed
@@ -189,6 +228,8 @@ class GPSampler(BaseSampler):
             )
         best = inputs.x[np.argmax(y), np.newaxis]
         evaluate = acqf.eval_acqf
+        if cost is not None and self._cost is not None:
+            evaluate = self._cost.per_unit_cost(evaluate, cost)
         if inputs.pinned:
             # The step input is pinned to the full length: candidates rank by their final value.
             evaluate = pinned_last(evaluate)

@@ -28,6 +28,10 @@ trial lacks them) and ranges widened mid-study (`tuner.samplers.union_space`,
 `tuner.samplers.inactive`); Optuna's ``gp`` and ``qmc`` model only the parameters every trial has
 with the same range, and draw the others with their independent (random) sampler.
 
+Cost-aware search: the samplers of `COST_AWARE_SAMPLERS` take ``cost_aware=True`` and then pick
+by expected improvement per unit of expected cost, from a GP over each trial's measured seconds per
+step (`tuner.samplers.cost`); any other sampler given it is a ValueError.
+
 Warm starts: the samplers of `WARM_START_SAMPLERS` take ``prior_trials`` (another study's
 FrozenTrials, e.g. the same space on another corpus), fitted beside the study's own trials while it
 has few (`tuner.samplers.prior_trials`); any other sampler given them is a ValueError.
@@ -45,6 +49,7 @@ import optuna
 from optuna.samplers import BaseSampler
 from optuna.trial import FrozenTrial
 
+from tuner.samplers.cost import CostAware
 from tuner.samplers.fidelity_gp import FidelityGP
 from tuner.samplers.gp import GPSampler
 from tuner.samplers.subset import Subset
@@ -104,8 +109,10 @@ SAMPLERS: tuple[str, ...] = tuple(_FACTORIES)
 RETIRED_SAMPLERS: dict[str, str] = {name: DEFAULT_SAMPLER for name in ("gp_warped", "gp_rungs", "gp_bohb")}
 # The samplers that take `prior_trials` (another study's trials as prior data: a warm start).
 WARM_START_SAMPLERS: tuple[str, ...] = ("gp_fidelity",)
+# The samplers that take `cost_aware=True` (improvement per unit of expected cost).
+COST_AWARE_SAMPLERS: tuple[str, ...] = ("gp_fidelity",)
 # Parts a name fixes: not options of `make_sampler`.
-_PARTS = ("seed", "prior_trials", "warping", "fidelity")
+_PARTS = ("seed", "prior_trials", "warping", "fidelity", "cost")
 
 
 def sampler_options(name: str) -> tuple[str, ...]:
@@ -119,13 +126,15 @@ def make_sampler(
     name: str,
     seed: int | None = None,
     prior_trials: Sequence[FrozenTrial] | None = None,
+    cost_aware: bool = False,
     **options: Any,
 ) -> BaseSampler:
     """Build the sampler called `name` (one of `SAMPLERS`), seeded with `seed`.
 
     `prior_trials` (another study's trials, e.g. the same space on another corpus) warm-start the
     samplers of `WARM_START_SAMPLERS` (`tuner.samplers.prior_trials` says how); any other sampler
-    given them is a ValueError. `options` are passed to the underlying Optuna sampler (e.g.
+    given them is a ValueError. `cost_aware` makes a sampler of `COST_AWARE_SAMPLERS` pick by
+    improvement per unit of expected cost (`tuner.samplers.cost`). `options` are passed to the underlying Optuna sampler (e.g.
     ``n_startup_trials``, or ``subset`` for ``gp_fidelity``); they override rnntune's defaults.
     Raises ValueError for an unknown name or option, naming the allowed ones, and for a retired
     name (`RETIRED_SAMPLERS`), naming its replacement.
@@ -138,7 +147,17 @@ def make_sampler(
                 f"choose one of: {', '.join(WARM_START_SAMPLERS)}"
             )
         options = {**options, "prior_trials": list(prior_trials)}
-    allowed = sampler_options(name) + (("prior_trials",) if prior_trials is not None else ())
+    if cost_aware:
+        if name not in COST_AWARE_SAMPLERS:
+            raise ValueError(
+                f"sampler {name!r} cannot be cost-aware; choose one of: {', '.join(COST_AWARE_SAMPLERS)}"
+            )
+        options = {**options, "cost": CostAware()}
+    allowed = (
+        sampler_options(name)
+        + (("prior_trials",) if prior_trials is not None else ())
+        + (("cost",) if cost_aware else ())
+    )
     unknown = sorted(set(options) - set(allowed))
     if unknown:
         raise ValueError(

@@ -14,12 +14,12 @@ import math
 from collections.abc import Mapping
 from typing import Annotated, Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
 
 from tuner.errors import InvalidInput
 from tuner.policies.early_stopping import EarlyStopping
 from tuner.policies.study_stop import StudyStop
-from tuner.samplers import DEFAULT_SAMPLER, RETIRED_SAMPLERS, SAMPLERS
+from tuner.samplers import COST_AWARE_SAMPLERS, DEFAULT_SAMPLER, RETIRED_SAMPLERS, SAMPLERS
 from tuner.space import NAME_PATTERN
 from tuner.space.params import Scalar
 from tuner.spec.defaults import DEFAULT_PARALLEL, DEFAULT_SPACE, DEFAULT_TRIALS
@@ -45,6 +45,7 @@ RESUME_SAFE = frozenset(
         "min_improvement",
         "max_hours",
         "budget",
+        "budget_hours",
     }
 )
 # Command-line names that differ from the field's (`--trials`, not `--n-trials`).
@@ -119,6 +120,12 @@ class SweepSpec(BaseModel):
     min_improvement: float = _reuse(StudyStop, "min_improvement")
     max_hours: float | None = _reuse(StudyStop, "max_hours")
     budget: float | None = _reuse(StudyStop, "budget")
+    budget_hours: float | None = _reuse(StudyStop, "budget_hours")
+    cost_aware: bool = Field(
+        default=False,
+        description="Pick trials by expected improvement per unit of expected cost, from a GP over "
+        "each trial's measured seconds per step (gp_fidelity only; docs/samplers.md).",
+    )
     keep_top: int | None = Field(
         default=None, ge=1, le=100_000, description="Keep only the N best trials' checkpoints (weights)."
     )
@@ -144,6 +151,14 @@ class SweepSpec(BaseModel):
             raise ValueError(
                 f"above 1 must be a whole number of GPUs (Ray packs only fractions of one), not {value}"
             )
+        return value
+
+    @field_validator("cost_aware")
+    @classmethod
+    def _cost_aware_sampler(cls, value: bool, info: ValidationInfo) -> bool:
+        sampler = info.data.get("sampler")
+        if value and sampler is not None and sampler not in COST_AWARE_SAMPLERS:
+            raise ValueError(f"only with sampler {' or '.join(COST_AWARE_SAMPLERS)}, not {sampler!r}")
         return value
 
     def early_stopping(self) -> EarlyStopping:

@@ -32,6 +32,7 @@ from ray.tune import Callback
 from ray.tune.search import Searcher
 
 from tuner.errors import LeaseLost
+from tuner.samplers.cost import COST_ATTR, step_cost
 from tuner.space import SearchSpace
 from tuner.storage.study import pending_retries
 from tuner.sweeps.trainable import FINAL
@@ -299,14 +300,16 @@ class StudySearcher(Searcher):
             except DB_ERRORS:
                 return  # the database is out of reach: the evaluation misses the curve, the trial goes on
             live.curve[int(step)] = float(value)
+        measured = {**result, COST_ATTR: step_cost(result, live.attrs.get(COST_ATTR))}
         for attr, key in (
+            (COST_ATTR, COST_ATTR),  # seconds per training step, for cost-aware search
             ("node", "node_ip"),
             ("pid", "pid"),
             ("checkpoint", "best_checkpoint"),
             ("gpu_ids", "gpu_ids"),  # the GPUs Ray assigned the trial (`trainable.placement`)
             ("device", "device"),
         ):
-            new = result.get(key)
+            new = measured.get(key)
             if new and live.attrs.get(attr) != new:
                 try:
                     live.trial.set_user_attr(attr, new)

@@ -223,7 +223,12 @@ def _drive(
     space = resolve_data_dir(SearchSpace.from_dict(attrs["space_def"]))
     claim_storage(root, name)
     priors = prior_trials(storage_url, attrs.get("warm_start"))
-    sampler = make_sampler(spec.sampler, seed=spec.seed, **({"prior_trials": priors} if priors else {}))
+    sampler = make_sampler(
+        spec.sampler,
+        seed=spec.seed,
+        cost_aware=spec.cost_aware,
+        **({"prior_trials": priors} if priors else {}),
+    )
     study = load_study(name, storage_url, sampler=sampler)
     zombies = fail_zombies(study, ZOMBIE_REASON, storage_url)
     budget = target - finished_count(study)

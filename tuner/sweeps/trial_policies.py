@@ -1,5 +1,5 @@
 """Study-wide policies the sweep driver applies between trials: the study-level stop
-(`--patience`, `--min-improvement`, `--max-hours`, `--budget`) and checkpoint retention (`--keep-top N`).
+(`--patience`, `--min-improvement`, `--max-hours`, `--budget`, `--budget-hours`) and checkpoint retention (`--keep-top N`).
 
 Both are fields of the study's sweep spec (`tuner.spec`), so a resumed sweep and the REST API see
 the same settings; what they did is written back to the study
@@ -14,7 +14,7 @@ from pathlib import Path
 import optuna
 
 from tuner.policies.retention import keep_top
-from tuner.policies.study_stop import steps_trained
+from tuner.policies.study_stop import compute_hours, steps_trained
 from tuner.spec import SweepSpec
 from tuner.sweeps.dyneval_study import record_best
 
@@ -33,6 +33,8 @@ class SweepPolicies:
         # --budget counts this run's steps too, so a resumed or extended study trains on.
         self._steps_before = steps_trained(study.get_trials(deepcopy=False))
         self._max_steps = max_steps  # a full trial's length: --budget's unit
+        self._gpus = spec.gpus_per_trial  # --budget-hours counts GPU-hours of GPU trials
+        self._hours_before = compute_hours(study.get_trials(deepcopy=False), self.started, self._gpus)
         self._sizes: dict[str, int] = {}  # finished trials' folder sizes, for keep_top
         self._dyneval = spec.checkpoint is not None  # a study of a trained model: keep its best setting
 
@@ -46,7 +48,11 @@ class SweepPolicies:
             return None
         trials = self._study.get_trials(deepcopy=False)
         steps = steps_trained(trials) - self._steps_before
-        reason = self.stop.reason(trials, self.started, steps=steps, max_steps=self._max_steps)
+        now = dt.datetime.now(dt.UTC)
+        hours = compute_hours(trials, now, self._gpus) - self._hours_before
+        reason = self.stop.reason(
+            trials, self.started, now, steps=steps, max_steps=self._max_steps, hours=hours
+        )
         if reason is not None:
             self._study.set_user_attr(ENDED_ATTR, reason)
         return reason

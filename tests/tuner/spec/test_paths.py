@@ -49,6 +49,8 @@ VALUES: dict[str, tuple[list[str], object]] = {
     "min_improvement": (["0.01"], 0.01),
     "max_hours": (["2.5"], 2.5),
     "budget": (["3.0"], 3.0),
+    "budget_hours": (["0.5"], 0.5),
+    "cost_aware": ([], True),
     "keep_top": (["4"], 4),
     "warm_start": (["donor"], "donor"),
     "seed": (["7"], 7),
@@ -125,7 +127,7 @@ def test_compose_passes_it_to_remote_create(field, model):
     if field == "overrides":
         environ = {"RNNTUNE_SET": "max_steps=150", "RNNTUNE_RANGES": "learning_rate=0.001:0.003"}
     else:
-        environ = {env_name(field): _argv(field, model)[1]}
+        environ = {env_name(field): [*_argv(field, model), "true"][1]}  # a flag's variable: true
     args = build_parser().parse_args(["remote", "create", "x"])
     assert given(args, environ)[field] == _expected(field, model)
 

@@ -30,6 +30,7 @@ def test_bad_policy_settings_name_the_field(tmp_path):
         "min_improvement": 0.0,
         "max_hours": 2.0,
         "budget": None,
+        "budget_hours": None,
     }
     assert spec.keep_top == 2
 
@@ -66,6 +67,58 @@ def test_budget_counts_the_steps_of_this_run_of_the_sweep(tmp_path):
     reason = policies.stop_reason()
     assert reason == "trained 200 steps, 2.0 full trials' worth (--budget 2 × 100 steps)"
     assert study.user_attrs["ended_early"] == reason
+
+
+def test_budget_hours_counts_this_runs_compute_in_gpu_hours(tmp_path):
+    db = f"sqlite:///{tmp_path / 'db.sqlite'}"
+    study = create_study("h", storage_url=db, space="tiny", n_trials=30, budget_hours=1.0, gpus_per_trial=0.5)
+
+    def trial(seconds: float | None, state: TrialState) -> None:
+        t = study.ask()
+        if seconds is not None:
+            t.set_user_attr("wall_time_s", seconds)
+        if state != TrialState.RUNNING:
+            study.tell(t, 3.0 if state == TrialState.COMPLETE else None, state=state)
+
+    trial(7200.0, TrialState.COMPLETE)  # before this run: not counted
+    policies = SweepPolicies(study, tmp_path / "store", SweepSpec.of(study.user_attrs), max_steps=200)
+    trial(3600.0, TrialState.COMPLETE)  # half a GPU for an hour: 0.5 GPU-hours
+    trial(3000.0, TrialState.PRUNED)  # 0.42 more
+    assert policies.stop_reason() is None
+    trial(None, TrialState.RUNNING)  # running for a moment: not yet the last 0.08
+    assert policies.stop_reason() is None
+    trial(600.0, TrialState.FAIL)  # a failed attempt's compute counts too
+    reason = policies.stop_reason()
+    assert reason is not None and reason.startswith("used 1 compute hours (--budget-hours 1)")
+    assert study.user_attrs["ended_early"] == reason
+
+
+@pytest.mark.slow
+def test_budget_hours_ends_the_sweep_within_one_trials_length(tmp_path, ray_cluster):
+    db = f"sqlite:///{tmp_path / 'db.sqlite'}"
+    budget_s = 12.0  # a few trials' worth of compute on two CPU cores
+    create_study(
+        "hours",
+        storage_url=db,
+        space="tiny",
+        n_trials=40,
+        parallel=2,
+        scheduler="none",
+        storage_path=tmp_path / "store",
+        overrides={"set": {**TINY_SETTINGS, "max_steps": 20}},
+        seed=0,
+        budget_hours=budget_s / 3600,
+    )
+    outcome = run_sweep("hours", db, num_cpus=2, out=io.StringIO())
+    study = load_study("hours", db)
+    walls = [t.user_attrs["wall_time_s"] for t in study.trials]
+    assert outcome.status == "finished" and outcome.ended_early
+    assert "--budget-hours" in outcome.ended_early and len(study.trials) < 40
+    assert sum(walls) >= budget_s  # it ran until the budget was spent...
+    # ...and then only the trials already in flight finished: at most one trial's length per slot.
+    assert sum(walls) - budget_s <= 2 * max(walls), walls
+    complete = [t for t in study.trials if t.state == TrialState.COMPLETE]
+    assert complete and all(t.user_attrs["seconds_per_step"] > 0 for t in complete)
 
 
 @pytest.mark.slow
