@@ -134,6 +134,9 @@ class TrialSummary(BaseModel):
     datetime_complete: str | None
     node: Any = None
     wall_time_s: float | None = None
+    seconds_per_step: float | None = Field(
+        None, description="Measured training seconds per step (cost-aware search fits it)."
+    )
     error: str | None = None
 
 

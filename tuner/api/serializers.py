@@ -73,6 +73,7 @@ def trial_summary(trial: TrialRecord) -> dict[str, Any]:
         "datetime_complete": trial.datetime_complete,
         "node": clean(attrs.get("node")),
         "wall_time_s": finite(attrs.get("wall_time_s")),
+        "seconds_per_step": finite(attrs.get("seconds_per_step")),
         "error": None if error is None else str(error),
     }
 

@@ -111,6 +111,7 @@ def make_study(
         attrs = {
             "node": "127.0.0.1",
             "wall_time_s": 1.5 + number,
+            "seconds_per_step": 0.01 * (number + 1),
             "run_dir": str(storage_path / f"trial{number}"),
         }
         if number in checkpoints:

@@ -186,11 +186,13 @@ async function renderTrials() {
   const page = await rnntune.get(`${base}/trials?${query}`);
   const names = [...new Set(page.items.flatMap((t) => Object.keys(t.params)))];
   document.querySelector("#trials thead").replaceChildren(el("tr", {},
-    ...["#", "state", "objective", ...names, "wall time (s)", "node", "error"].map((h) => el("th", {}, h))));
+    ...["#", "state", "objective", ...names, "wall time (s)", "ms/step", "node", "error"].map((h) => el("th", {}, h))));
   document.querySelector("#trials tbody").replaceChildren(...page.items.map((t) => el("tr", {},
     el("td", { class: "num" }, String(t.number)), el("td", {}, t.state), el("td", { class: "num" }, fmt(t.value)),
     ...names.map((n) => el("td", { class: "num" }, fmt(t.params[n]))),
-    el("td", { class: "num" }, fmt(t.wall_time_s, 3)), el("td", {}, t.node ? String(t.node) : "–"),
+    el("td", { class: "num" }, fmt(t.wall_time_s, 3)),
+    el("td", { class: "num" }, t.seconds_per_step == null ? "–" : fmt(1000 * t.seconds_per_step, 3)),
+    el("td", {}, t.node ? String(t.node) : "–"),
     el("td", {}, t.error || ""))));
   const last = Math.min(page.total, view.offset + PAGE);
   document.getElementById("page-info").textContent = page.total ? `${view.offset + 1}–${last} of ${page.total}` : "no trials";
