@@ -50,8 +50,8 @@ def costed_trials(trials: Sequence[FrozenTrial]) -> list[tuple[FrozenTrial, floa
 
 @dataclass(frozen=True)
 class LogCost:
-    """A fitted log-cost GP: `mean(x)` and `log_expected(x)` in seconds per step, on normalised
-    inputs (torch tensors, the acquisition optimiser's); `n` trials fitted."""
+    """A fitted log-cost GP over normalised inputs: `log_expected(x)` (torch, for the acquisition
+    optimiser) and `seconds_per_step(x)` (numpy); `n` trials fitted."""
 
     gpr: Any  # optuna._gp.gp.GPRegressor
     center: float  # mean of the fitted log costs
@@ -71,9 +71,7 @@ class LogCost:
             return np.exp(self.log_expected(torch.from_numpy(np.atleast_2d(x))).numpy())
 
 
-def fit_log_cost(
-    x: np.ndarray, costs: Sequence[float], is_categorical: np.ndarray, deterministic: bool = False
-) -> LogCost | None:
+def fit_log_cost(x: np.ndarray, costs: Sequence[float], is_categorical: np.ndarray) -> LogCost | None:
     """Optuna's GP fitted to the standardized log `costs` at normalised inputs `x`; None with fewer
     than `MIN_TRIALS` costs or when they are all equal (nothing to tell candidates apart)."""
     if len(costs) < MIN_TRIALS:
@@ -92,7 +90,7 @@ def fit_log_cost(
         log_prior=prior.default_log_prior,
         minimum_noise=prior.DEFAULT_MINIMUM_NOISE_VAR,
         gpr_cache=None,
-        deterministic_objective=deterministic,
+        deterministic_objective=False,  # a measured time: noisy
     )
     return LogCost(gpr=gpr, center=center, scale=scale, n=len(costs))
 
