@@ -96,20 +96,14 @@ def fit_log_cost(x: np.ndarray, costs: Sequence[float], is_categorical: np.ndarr
 
 
 class CostAware:
-    """Expected improvement per unit of expected cost: the acquisition's log EI minus `exponent` ×
-    log E[cost]. `exponent` 1 is EI per second; below 1 it trades cost against improvement more
-    gently (0: plain EI)."""
+    """Expected improvement per unit of expected cost: the acquisition's log EI minus log E[cost]
+    (the cost model's mean log cost taken out, a constant that does not change the choice)."""
 
-    def __init__(self, exponent: float = 1.0) -> None:
-        if not 0.0 <= exponent <= 1.0:
-            raise ValueError(f"cost exponent: must be between 0 and 1, not {exponent}")
-        self.exponent = exponent
-
-    def per_unit_cost(self, log_acqf: Callable[[Any], Any], model: LogCost) -> Callable[[Any], Any]:
+    @staticmethod
+    def per_unit_cost(log_acqf: Callable[[Any], Any], model: LogCost) -> Callable[[Any], Any]:
         """`log_acqf` (log EI or q-log EI) divided by the expected cost, in log space."""
-        exponent = self.exponent
 
         def evaluate(x: Any) -> Any:
-            return log_acqf(x) - exponent * (model.log_expected(x) - model.center)
+            return log_acqf(x) - (model.log_expected(x) - model.center)
 
         return evaluate
