@@ -62,6 +62,7 @@ import warnings
 from collections import defaultdict
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -353,64 +354,19 @@ def run_one(job: dict[str, Any]) -> dict[str, Any]:
         study.bind(sur.space, {*policy.rungs(max_steps, every), max_steps})
     budgets = job["budgets"]
     limit = max(budgets) * max_steps
-    workers = int(job.get("workers", WORKERS))
     max_trials = job.get("max_trials")  # the embedded default's replay: a number of trials, not steps
     stop_at = job["stop_budget"] * max_steps if job.get("stop_budget") else math.inf  # and its --budget
-    used = 0  # training steps spent by all trials so far
-    events: list[tuple[int, int]] = []  # (time of next evaluation, worker)
-    live: dict[int, dict[str, Any]] = {}
-    finished: list[tuple[int, float, float]] = []  # (steps used when it finished, observed, true)
-    started: list[int] = []
-    ask_s: list[float] = []
-    ask_cpu: list[float] = []
 
-    def start(worker: int, now: int) -> None:
-        t0, c0 = time.perf_counter(), time.process_time()
-        trial = study.ask()
-        params = sur.space.suggest(trial)
-        ask_s.append(time.perf_counter() - t0)
-        ask_cpu.append(time.process_time() - c0)
-        curve = sur.curve(params) + rng.standard_normal() * sur.sigma
-        ray_trial = _RayTrial(str(trial.number))
-        scheduler.on_trial_add(None, ray_trial)
-        live[worker] = {
-            "trial": trial,
-            "ray": ray_trial,
-            "curve": curve,
-            "step": 0,
-            "true": float(sur.curve(params).min()),
-            "seen": [],
-        }
-        started.append(used)
-        heapq.heappush(events, (now + every, worker))
+    def keep_starting(used: float, n_started: int) -> bool:
+        if max_trials is None:
+            return used < limit
+        return n_started < max_trials and used < stop_at
 
-    for w in range(workers):
-        start(w, 0)
-    last_time = 0
-    while events:
-        now, worker = heapq.heappop(events)
-        used += (now - last_time) * len(live)
-        last_time = now
-        lt = live[worker]
-        lt["step"] += every
-        value = float(lt["curve"][sur.steps.index(lt["step"])])
-        lt["seen"].append(value)
-        lt["trial"].report(value, lt["step"])
-        result = {"step": lt["step"], "val_loss": value}
-        if lt["step"] >= max_steps:
-            scheduler.on_trial_complete(None, lt["ray"], result)
-            study.tell(lt["trial"], min(lt["seen"]))
-            finished.append((used, min(lt["seen"]), lt["true"]))
-        elif scheduler.on_trial_result(None, lt["ray"], result) == "STOP":
-            study.tell(lt["trial"], state=optuna.trial.TrialState.PRUNED)
-        else:
-            heapq.heappush(events, (now + every, worker))
-            continue
-        del live[worker]
-        if (max_trials is None and used < limit) or (
-            max_trials is not None and len(started) < max_trials and used < stop_at
-        ):
-            start(worker, now)
+    done = replay(study, sur, scheduler, rng, int(job.get("workers", WORKERS)), keep_starting)
+    used = done.used
+    finished = [(u, observed, true) for u, _, observed, true in done.finished]
+    started = [u for u, _ in done.started]
+    ask_s, ask_cpu = done.ask_s, done.ask_cpu
     out = {
         "method": job["method"],
         "seed": job["seed"],
@@ -428,6 +384,109 @@ def run_one(job: dict[str, Any]) -> dict[str, Any]:
         done = [f for f in finished if f[0] <= b * max_steps]
         out["best_true"][str(b)] = min(done, key=lambda f: f[1])[2] if done else None
         out["started"][str(b)] = sum(1 for s in started if s < b * max_steps)
+    return out
+
+
+@dataclass
+class Replayed:
+    """What `replay` returns. Times are in worker time (`used`: summed over the trials in flight)
+    and in wall time (`now`: the sweep's clock); each training step takes one unit of both unless
+    `replay` is given the seconds per step of each trial."""
+
+    used: float  # worker time spent by all trials
+    finished: list[tuple[float, float, float, float]]  # COMPLETE trials: (used, now, best seen, true)
+    started: list[tuple[float, float]]  # (used, now) at each trial's start
+    seconds_per_step: list[float]  # time per step of each started trial (all 1 without costs)
+    params: list[dict[str, Any]]  # of each started trial
+    steps: list[int]  # steps each started trial trained before it was pruned or finished
+    ask_s: list[float]
+    ask_cpu: list[float]
+
+
+def replay(
+    study: Any,
+    sur: Surrogate,
+    scheduler: Any,
+    rng: np.random.Generator,
+    workers: int,
+    keep_starting: Callable[[float, int], bool],
+    step_cost: Callable[[dict[str, Any]], tuple[float, float]] | None = None,
+    cost_attr: str | None = None,
+    count_ask: bool = False,
+) -> Replayed:
+    """Replay one asynchronous sweep: `workers` trials in flight, each asked from `study` with the
+    space's own `suggest`, its observed curve the surrogate's plus seed noise from `rng`, reported at
+    every eval step, fed to Ray's `scheduler`, told PRUNED or COMPLETE (its best value) as
+    `tuner.sweeps.searcher` does. A freed worker starts a new trial while
+    `keep_starting(worker time used, trials started)`. `step_cost(params)` gives a trial's
+    (time per step, measured seconds per step): its steps take the first (default: one unit), and
+    with `cost_attr` the second is set as its user attribute after its first report, as a sweep
+    records the trainer's measured cost. With `count_ask` a trial starts only after the CPU time
+    its suggestion took, as a sweep's freed worker waits for the next suggestion."""
+    every, max_steps = int(sur.fixed["eval_every"]), int(sur.fixed["max_steps"])
+    used: float = 0  # worker time spent by all trials so far
+    events: list[tuple[float, int]] = []  # (time of next evaluation, worker)
+    live: dict[int, dict[str, Any]] = {}
+    out = Replayed(0, [], [], [], [], [], [], [])
+
+    def start(worker: int, now: float) -> None:
+        t0, c0 = time.perf_counter(), time.process_time()
+        trial = study.ask()
+        params = sur.space.suggest(trial)
+        out.ask_s.append(time.perf_counter() - t0)
+        out.ask_cpu.append(time.process_time() - c0)
+        if count_ask:
+            now += out.ask_cpu[-1]
+        curve = sur.curve(params) + rng.standard_normal() * sur.sigma
+        ray_trial = _RayTrial(str(trial.number))
+        scheduler.on_trial_add(None, ray_trial)
+        spt, measured = step_cost(params) if step_cost is not None else (1, None)
+        live[worker] = {
+            "trial": trial,
+            "ray": ray_trial,
+            "curve": curve,
+            "step": 0,
+            "true": float(sur.curve(params).min()),
+            "seen": [],
+            "spt": spt,
+            "measured": measured,
+            "index": len(out.started),
+        }
+        out.started.append((used, now))
+        out.seconds_per_step.append(spt)
+        out.params.append(params)
+        out.steps.append(0)
+        heapq.heappush(events, (now + every * spt, worker))
+
+    for w in range(workers):
+        start(w, 0)
+    last_time: float = 0
+    while events:
+        now, worker = heapq.heappop(events)
+        used += (now - last_time) * len(live)
+        last_time = now
+        lt = live[worker]
+        lt["step"] += every
+        value = float(lt["curve"][sur.steps.index(lt["step"])])
+        lt["seen"].append(value)
+        lt["trial"].report(value, lt["step"])
+        out.steps[lt["index"]] = lt["step"]
+        if cost_attr is not None and lt["step"] == every:
+            lt["trial"].set_user_attr(cost_attr, lt["measured"])
+        result = {"step": lt["step"], "val_loss": value}
+        if lt["step"] >= max_steps:
+            scheduler.on_trial_complete(None, lt["ray"], result)
+            study.tell(lt["trial"], min(lt["seen"]))
+            out.finished.append((used, now, min(lt["seen"]), lt["true"]))
+        elif scheduler.on_trial_result(None, lt["ray"], result) == "STOP":
+            study.tell(lt["trial"], state=optuna.trial.TrialState.PRUNED)
+        else:
+            heapq.heappush(events, (now + every * lt["spt"], worker))
+            continue
+        del live[worker]
+        if keep_starting(used, len(out.started)):
+            start(worker, now)
+    out.used = used
     return out
 
 
