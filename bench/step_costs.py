@@ -41,7 +41,6 @@ import json
 import platform
 import shlex
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -51,6 +50,8 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+from bench.learning_curves import git_commit  # noqa: E402 (after the sys.path insert)
+
 CURVES = ROOT / "bench" / "data" / "tiny_curves.json.gz"
 OUT = ROOT / "bench" / "data" / "tiny_step_costs.json"
 
@@ -130,15 +131,6 @@ def least(passes: list[dict[str, Any]]) -> dict[str, Any]:
     ]
     del best["pass"]
     return best
-
-
-def git_commit() -> str:
-    try:
-        return subprocess.run(
-            ["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True, text=True, check=True
-        ).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
 
 
 def machine() -> dict[str, Any]:
