@@ -30,11 +30,13 @@ class SweepPolicies:
         self.stop = spec.study_stop()
         self.keep: int | None = spec.keep_top
         self.started = dt.datetime.now(dt.UTC)  # --max-hours counts this run of the sweep
-        # --budget counts this run's steps too, so a resumed or extended study trains on.
-        self._steps_before = steps_trained(study.get_trials(deepcopy=False))
+        # --budget and --budget-hours count this run's steps and hours, so a resumed or extended
+        # study trains on: what the trials before it used is read once, here.
+        before = study.get_trials(deepcopy=False)
+        self._steps_before = steps_trained(before)
         self._max_steps = max_steps  # a full trial's length: --budget's unit
         self._gpus = spec.gpus_per_trial  # --budget-hours counts GPU-hours of GPU trials
-        self._hours_before = compute_hours(study.get_trials(deepcopy=False), self.started, self._gpus)
+        self._hours_before = compute_hours(before, self.started, self._gpus)
         self._sizes: dict[str, int] = {}  # finished trials' folder sizes, for keep_top
         self._dyneval = spec.checkpoint is not None  # a study of a trained model: keep its best setting
 
