@@ -14,11 +14,14 @@ class PortUnavailable(OSError):
 
 
 def bind(host: str, port: int) -> socket.socket:
+    """A socket bound and already listening, so a client that connects as soon as the URL is printed
+    waits in the backlog until uvicorn accepts, instead of being refused."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
         sock.bind((host, port))
+        sock.listen(2048)  # uvicorn's own default backlog
     except OSError as err:
         sock.close()
         raise PortUnavailable(f"cannot listen on {host}:{port}: {err.strerror or err}") from None
