@@ -7,8 +7,9 @@ improvement per unit of expected cost. It earns its place only if it reaches the
 
 The task is `bench/multifidelity.py`'s surrogate of the recorded `tiny` curves (Nadaraya-Watson
 over the recorded configurations plus the measured seed noise), replayed by its `replay`: the real
-Optuna path with rnntune's sampler, Ray Tune's ASHAScheduler under the default early-stopping policy
-as `multifidelity.py` resolves it for each budget, 4 trials in flight asynchronously. What this
+Optuna path with rnntune's sampler, the sweeps' scheduler (`--scheduler`: the default, adaptive ASHA,
+or Ray's ASHA as it is) under the default early-stopping policy as `multifidelity.py` resolves it for
+each budget, 4 trials in flight asynchronously. What this
 benchmark adds is time. A trial's step takes
 
     cost(x) · exp(0.05 z),   z ~ N(0, 1) once per trial,
@@ -80,7 +81,7 @@ from bench.multifidelity import (  # noqa: E402 (after the sys.path insert)
     replay,
     surrogate,
 )
-from tuner.policies.early_stopping import ATTR, EarlyStopping  # noqa: E402
+from tuner.policies.early_stopping import ASHA_SCHEDULERS, ATTR, DEFAULT_SCHEDULER, EarlyStopping  # noqa: E402
 from tuner.samplers import make_sampler  # noqa: E402
 from tuner.samplers.cost import COST_ATTR  # noqa: E402 (the attribute a sweep sets)
 
@@ -163,7 +164,7 @@ def run_one(job: dict[str, Any]) -> dict[str, Any]:
     study = optuna.create_study(sampler=sampler)
     study.set_user_attr("task", dict(sur.fixed))  # what tuner.storage.study.create_study stores
     study.set_user_attr(ATTR, policy.model_dump())
-    scheduler = make_scheduler("asha", sur.fixed, policy)
+    scheduler = make_scheduler(job["scheduler"], sur.fixed, policy)
     scheduler.set_search_properties("val_loss", "min")
     noise = np.random.default_rng(2000 + job["seed"])  # the trials' costs: the same draws for both methods
     limit = job["limit"] * t_med  # worker seconds: B full trials' worth
@@ -190,6 +191,7 @@ def run_one(job: dict[str, Any]) -> dict[str, Any]:
         "method": job["method"],
         "seed": job["seed"],
         "policy": job["policy"],
+        "scheduler": job["scheduler"],
         "limit": job["limit"],
         "noise": job["noise"],
         "count_ask": job.get("count_ask", False),
@@ -441,6 +443,12 @@ def main() -> None:
         help="a trial starts only after its suggestion's CPU time (a sweep's worker waits for it)",
     )
     ap.add_argument("--methods", nargs="*", choices=list(METHODS), help="default: both")
+    ap.add_argument(
+        "--scheduler",
+        choices=ASHA_SCHEDULERS,
+        default=DEFAULT_SCHEDULER,
+        help=f"early stopping (default {DEFAULT_SCHEDULER}, the sweeps' default)",
+    )
     ap.add_argument("--results", type=Path, help="JSON-lines file of finished runs (resumable)")
     ap.add_argument("--report-only", action="store_true")
     args = ap.parse_args()
@@ -461,7 +469,12 @@ def main() -> None:
     if stale:
         print(f"{len(stale)} stored runs were replayed with other step costs; left out")
     rows = [
-        r for r in rows if r not in stale and r["noise"] == args.noise and r["count_ask"] == args.count_ask
+        r
+        for r in rows
+        if r not in stale
+        and r["noise"] == args.noise
+        and r["count_ask"] == args.count_ask
+        and r.get("scheduler", "asha") == args.scheduler  # runs stored before the option: Ray's ASHA
     ]
     longest: dict[tuple[Any, ...], dict[str, Any]] = {}
     for r in rows:  # one run per key: the longest
@@ -483,6 +496,7 @@ def main() -> None:
                     "policy": p,
                     "noise": args.noise,
                     "count_ask": args.count_ask,
+                    "scheduler": args.scheduler,
                     "limit": limit,
                     "data": args.data,
                     "costs": args.costs,

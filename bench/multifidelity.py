@@ -33,12 +33,14 @@ resolves it (its brackets depend on the budget, `tuner.policies.early_stopping`)
         --seeds 20 --results runs/bench/mf_embedded.jsonl     # `make run` before the step budget
     .venv/bin/python bench/multifidelity.py --embedded --trials 8,12,16 --seeds 40 \
         --results runs/bench/mf_small.jsonl     # small studies: COMPLETE trials per study
-    .venv/bin/python bench/multifidelity.py --task crossover --seeds 5 --methods "gp_fidelity + ASHA (default)" \
-        "gp_fidelity, no early stopping" "gp_fidelity + adaptive ASHA" --results runs/bench/mf_crossover.jsonl
+    .venv/bin/python bench/multifidelity.py --task crossover --seeds 20 --budgets 24,48 --methods \
+        "gp_fidelity + adaptive ASHA (default)" "gp_fidelity, no early stopping" "gp_fidelity + ASHA" \
+        --results runs/bench/mf_crossover.jsonl
 
 `--task crossover` replays a synthetic task whose early values mislead (`Crossover`: the curves
-cross at step ~91); "gp_fidelity + adaptive ASHA" runs `tuner.policies.rank_agreement.AdaptiveASHA`,
-which stops pruning at rungs whose values disagree with the next ones.
+cross at step ~91). "gp_fidelity + adaptive ASHA (default)" runs the sweeps' default scheduler,
+`tuner.policies.rank_agreement.AdaptiveASHA`, whose rungs prune only once the trials show that
+their values rank like the next ones; "gp_fidelity + ASHA" runs Ray's ASHA as it is.
 """
 
 from __future__ import annotations
@@ -88,14 +90,12 @@ def methods() -> dict[str, tuple[Callable[[int], Any], str]]:
         return lambda s: make_sampler(name, seed=s)
 
     out = {
-        f"{DEFAULT_SAMPLER} + ASHA (default)": (ours(DEFAULT_SAMPLER), "asha"),
+        f"{DEFAULT_SAMPLER} + adaptive ASHA (default)": (ours(DEFAULT_SAMPLER), "adaptive"),
+        f"{DEFAULT_SAMPLER} + ASHA": (ours(DEFAULT_SAMPLER), "asha"),
         "random + ASHA": (lambda s: optuna.samplers.RandomSampler(seed=s), "asha"),
         "Optuna TPE + ASHA": (lambda s: optuna.samplers.TPESampler(seed=s), "asha"),
         "Optuna GPSampler + ASHA": (lambda s: optuna.samplers.GPSampler(seed=s), "asha"),
         f"{DEFAULT_SAMPLER}, no early stopping": (ours(DEFAULT_SAMPLER), "none"),
-        # ASHA that backs off from rungs whose values disagree with the next ones
-        # (tuner.policies.rank_agreement.AdaptiveASHA; off by default in sweeps).
-        f"{DEFAULT_SAMPLER} + adaptive ASHA": (ours(DEFAULT_SAMPLER), "asha-adaptive"),
     }
     # The default's subset at a cap small enough to act within these budgets (the default's cap,
     # 250, is reached only past them): does fitting a subset cost regret?
@@ -329,7 +329,6 @@ def run_one(job: dict[str, Any]) -> dict[str, Any]:
     import torch
 
     torch.set_num_threads(1)
-    from tuner.policies.rank_agreement import AdaptiveASHA
     from tuner.policies.schedulers import make_scheduler
 
     optuna.logging.set_verbosity(optuna.logging.ERROR)
@@ -343,11 +342,7 @@ def run_one(job: dict[str, Any]) -> dict[str, Any]:
     study.set_user_attr("task", dict(sur.fixed))  # what tuner.storage.study.create_study stores
     study.set_user_attr(ATTR, policy.model_dump())
     every, max_steps = int(sur.fixed["eval_every"]), int(sur.fixed["max_steps"])
-    scheduler = (
-        AdaptiveASHA(policy, max_steps, every)
-        if scheduler_name == "asha-adaptive"
-        else make_scheduler(scheduler_name, sur.fixed, policy)
-    )
+    scheduler = make_scheduler(scheduler_name, sur.fixed, policy)
     scheduler.set_search_properties("val_loss", "min")
     rng = np.random.default_rng(1000 + job["seed"])
     if isinstance(study, BOHBStudy):
@@ -730,7 +725,9 @@ def main() -> None:
         policies = []
     else:  # the default resolved at each budget: its brackets depend on the budget
         policies = list({json.dumps(p, sort_keys=True): p for p in _defaults(sur, budgets).values()}.values())
-    names = args.methods or ([f"{DEFAULT_SAMPLER} + ASHA (default)"] if args.embedded else list(methods()))
+    names = args.methods or (
+        [f"{DEFAULT_SAMPLER} + adaptive ASHA (default)"] if args.embedded else list(methods())
+    )
     # (trials, in flight, step budget) of each replayed study: the embedded default's, or --trials'
     sizes: list[dict[str, Any]] = [{}]
     if args.embedded and args.trials:

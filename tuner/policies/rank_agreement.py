@@ -9,16 +9,17 @@ rung), Spearman's rank correlation between their values at the two (`rung_agreem
 
 What adapts, and when: `AdaptiveASHA` is Ray Tune's ASHAScheduler that records every value it is
 fed at the rungs and the end and, each time a trial ends (stopped or complete), re-measures the
-agreement. While a rung's agreement is below AGREEMENT_FLOOR on at least MIN_PAIRS trials, that
-rung and the rungs before it stop pruning (`backed_off_grace`: the grace period moves to the next
-rung, and past the last one early stopping is off); its STOP decisions there become CONTINUE. The
-back-off is one-way within a run (values at a backed-off rung keep arriving, from every trial, so
-the measurement goes on unbiased by pruning). A run starts from the agreement of the `history` it
-is given: the study's earlier trials, so a resumed sweep keeps what it learnt. The stored policy
-is unchanged, so the sampler keeps reading the same rungs (every trial still reports there).
+agreement. A rung prunes only once it has shown that it ranks well: at least MIN_PAIRS trials have
+values at it and at the next point, and their agreement is at least AGREEMENT_FLOOR. Until then it
+is calibrating (the first trials run on unpruned, so the pairs are not filtered by pruning); once
+measured below the floor it is refuted for the run. A rung that prunes needs every rung after it to
+prune too (`pruning_grace`: the grace period is the first rung from which on all do; past the last
+rung early stopping is off), and its STOP decisions below the grace become CONTINUE. A run starts
+from the agreement of the `history` it is given: the study's earlier trials, so a resumed sweep
+keeps what it learnt and skips the calibration. The stored policy is unchanged, so the sampler
+keeps reading the same rungs (every trial still reports there).
 
-Measured in bench/multifidelity.py (docs/samplers.md, "Early stopping that pays for itself"); not a
-sweep option until more seeds there show it no worse than no early stopping at every budget.
+Measured in bench/multifidelity.py (docs/samplers.md, "Early stopping that pays for itself").
 """
 
 from __future__ import annotations
@@ -30,13 +31,12 @@ from typing import Any
 import numpy as np
 from ray.tune.schedulers import ASHAScheduler, TrialScheduler
 
-from tuner.policies.early_stopping import EarlyStopping
-from tuner.policies.schedulers import TIME_ATTR
+from tuner.policies.early_stopping import TIME_ATTR, EarlyStopping
 
 # Back off from a rung whose values rank the trials that went on with Spearman below this, once
 # MIN_PAIRS trials have values at both points (fewer: too noisy to act on).
 AGREEMENT_FLOOR = 0.3
-MIN_PAIRS = 6
+MIN_PAIRS = 4
 
 Curves = Mapping[Any, Mapping[int, float]]
 
@@ -75,26 +75,39 @@ def rung_agreement(curves: Curves, rungs: list[int], max_steps: int) -> dict[int
     return out
 
 
-def backed_off_grace(
+def pruning_grace(
     rungs: list[int],
     agreement: Mapping[int, tuple[float, int]],
     max_steps: int,
+    refuted: set[int],
     floor: float = AGREEMENT_FLOOR,
     min_pairs: int = MIN_PAIRS,
 ) -> int:
-    """The first rung that still prunes: the one after the last rung whose agreement is measured
-    (at least `min_pairs` trials) and below `floor`; `max_steps` when the last rung is such."""
+    """The first rung from which on every rung prunes: the one after the last rung still calibrating
+    (fewer than `min_pairs` trials with both values) or refuted (measured below `floor`, now or
+    before: such rungs are added to `refuted`, which only grows); `max_steps` when the last rung is
+    such."""
     grace = rungs[0] if rungs else max_steps
     for i, rung in enumerate(rungs):
         rho, n = agreement.get(rung, (math.nan, 0))
         if n >= min_pairs and rho < floor:  # nan (a constant side) tells nothing: compares False
+            refuted.add(rung)
+        if n < min_pairs or rung in refuted:
             grace = rungs[i + 1] if i + 1 < len(rungs) else max_steps
     return grace
 
 
+def describe_adaptive(floor: float = AGREEMENT_FLOOR, min_pairs: int = MIN_PAIRS) -> str:
+    """One line for a sweep's header: when a rung of the adaptive scheduler starts pruning."""
+    return (
+        f"adaptive: a rung prunes once {min_pairs} trials show its values rank like the next "
+        f"rung's (Spearman >= {floor:g}), never after they do not"
+    )
+
+
 class AdaptiveASHA(ASHAScheduler):
-    """Ray's ASHAScheduler that stops pruning at rungs whose values disagree with the next ones
-    (module docstring): built like `tuner.policies.schedulers.make_scheduler`'s ASHA."""
+    """Ray's ASHAScheduler whose rungs prune only once their values are shown to rank the trials
+    like the next ones (module docstring); built like `make_scheduler`'s ASHA."""
 
     def __init__(
         self,
@@ -117,14 +130,15 @@ class AdaptiveASHA(ASHAScheduler):
         self.rungs, self.max_steps = resolved.rungs(max_steps, eval_every), max_steps
         self.floor, self.min_pairs = floor, min_pairs
         self.curves: dict[Any, dict[int, float]] = {k: dict(v) for k, v in (history or {}).items()}
-        self.grace = self.rungs[0] if self.rungs else max_steps
+        self.refuted: set[int] = set()
+        self.grace = max_steps
         self._update()
 
     def on_trial_result(self, tune_controller: Any, trial: Any, result: dict) -> str:
         self._record(trial, result)
         action = super().on_trial_result(tune_controller, trial, result)
         if action == TrialScheduler.STOP:
-            if int(result[TIME_ATTR]) < self.grace:  # a backed-off rung: it no longer prunes
+            if int(result[TIME_ATTR]) < self.grace:  # a rung calibrating or refuted: it does not prune
                 self._num_stopped -= 1
                 return TrialScheduler.CONTINUE
             self._update()
@@ -146,5 +160,6 @@ class AdaptiveASHA(ASHAScheduler):
 
     def _update(self) -> None:
         agreement = rung_agreement(self.curves, self.rungs, self.max_steps)
-        found = backed_off_grace(self.rungs, agreement, self.max_steps, self.floor, self.min_pairs)
-        self.grace = max(self.grace, found)  # one-way within a run
+        self.grace = pruning_grace(
+            self.rungs, agreement, self.max_steps, self.refuted, self.floor, self.min_pairs
+        )

@@ -18,9 +18,10 @@ from ray.tune.schedulers import (
 )
 
 from trainer import TrainConfig
-from tuner.policies.early_stopping import EarlyStopping
+from tuner.policies.early_stopping import SCHEDULERS, TIME_ATTR, EarlyStopping
+from tuner.policies.rank_agreement import AdaptiveASHA, Curves
 
-TIME_ATTR = "step"
+__all__ = ["SCHEDULERS", "TIME_ATTR", "make_scheduler"]
 
 
 def _setting(fixed: Mapping[str, Any], name: str) -> int:
@@ -28,18 +29,24 @@ def _setting(fixed: Mapping[str, Any], name: str) -> int:
 
 
 def make_scheduler(
-    name: str, fixed: Mapping[str, Any], policy: EarlyStopping | None = None
+    name: str,
+    fixed: Mapping[str, Any],
+    policy: EarlyStopping | None = None,
+    history: Curves | None = None,
 ) -> TrialScheduler:
-    """`asha`, `median` or `none`, with milestones on the evaluation grid of the task's settings.
+    """One of SCHEDULERS, with milestones on the evaluation grid of the task's settings.
 
     ASHA's grace period, reduction factor and brackets come from the study's early-stopping `policy`
-    (`tuner.policies.early_stopping`, the same settings the multi-fidelity sampler reads). Median stopping
+    (`tuner.policies.early_stopping`, the same settings the multi-fidelity sampler reads); `adaptive`
+    starts from the rank agreement of `history`, the study's finished trials' curves. Median stopping
     compares from the policy's grace period on and never pauses trials (pausing would restart a
     trainer that keeps its own checkpoints).
     """
     max_steps, every = _setting(fixed, "max_steps"), _setting(fixed, "eval_every")
     policy = (policy or EarlyStopping()).resolved(max_steps, every)
     grace = int(policy.grace_steps or every)
+    if name == "adaptive":
+        return AdaptiveASHA(policy, max_steps, every, history)
     if name == "asha":
         return ASHAScheduler(
             time_attr=TIME_ATTR,
@@ -59,4 +66,4 @@ def make_scheduler(
         )
     if name == "none":
         return FIFOScheduler()
-    raise ValueError(f"scheduler must be one of asha, median, none, not {name!r}")
+    raise ValueError(f"scheduler must be one of {', '.join(SCHEDULERS)}, not {name!r}")

@@ -17,7 +17,7 @@ from typing import Annotated, Any, ClassVar, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
 
 from tuner.errors import InvalidInput
-from tuner.policies.early_stopping import EarlyStopping
+from tuner.policies.early_stopping import DEFAULT_SCHEDULER, SCHEDULERS, EarlyStopping
 from tuner.policies.study_stop import StudyStop
 from tuner.samplers import COST_AWARE_SAMPLERS, DEFAULT_SAMPLER, RETIRED_SAMPLERS, SAMPLERS
 from tuner.space import NAME_PATTERN
@@ -27,7 +27,6 @@ from tuner.spec.defaults import DEFAULT_PARALLEL, DEFAULT_SPACE, DEFAULT_TRIALS
 SPEC_ATTR = "spec"
 SPEC_VERSION = 1
 # NAME_PATTERN (tuner.space): the one pattern of study and space names on every path.
-SCHEDULERS = ("asha", "median", "none")
 SamplerName = Literal[SAMPLERS]  # type: ignore[valid-type]
 SchedulerName = Literal[SCHEDULERS]  # type: ignore[valid-type]
 
@@ -109,7 +108,9 @@ class SweepSpec(BaseModel):
         default=2, ge=0, le=100, description="Retries of a trial whose worker or sweep process died."
     )
     scheduler: SchedulerName = Field(
-        default="asha", description="Early stopping of poor trials on the 2TA validation loss."
+        default=DEFAULT_SCHEDULER,
+        description="Early stopping of poor trials on the 2TA validation loss: `adaptive` is ASHA "
+        "whose rungs prune once the study's trials show their values rank like the next rung's.",
     )
     # ASHA's policy, declared once in tuner.policies.early_stopping (ranges and descriptions).
     grace_steps: int | None = _reuse(EarlyStopping, "grace_steps")

@@ -129,6 +129,16 @@ def finished_count(study: optuna.Study) -> int:
     return sum(counts_towards_total(t) for t in study.get_trials(deepcopy=False))
 
 
+def finished_curves(study: optuna.Study) -> dict[str, dict[int, float]]:
+    """{`study-N`: {step: value}} of the COMPLETE and PRUNED trials: the curves a resumed sweep's
+    adaptive scheduler starts its rank agreement from (tuner.policies.rank_agreement)."""
+    states = (TrialState.COMPLETE, TrialState.PRUNED)
+    return {
+        f"study-{t.number}": dict(t.intermediate_values)
+        for t in study.get_trials(deepcopy=False, states=states)
+    }
+
+
 def pending_retries(study: optuna.Study) -> list[FrozenTrial]:
     """FAILed attempts awaiting a retry: `needs_retry` set and no trial yet has `retry_of` = their number."""
     trials = study.get_trials(deepcopy=False)

@@ -24,6 +24,8 @@ import optuna
 from optuna.trial import FrozenTrial, TrialState
 from ray.tune.stopper import Stopper
 
+from tuner.policies.early_stopping import ASHA_SCHEDULERS
+from tuner.policies.rank_agreement import describe_adaptive
 from tuner.samplers import RETIRED_SAMPLERS, make_sampler
 from tuner.space import SearchSpace
 from tuner.spec import SPEC_ATTR, SweepSpec
@@ -32,6 +34,7 @@ from tuner.storage.study import (
     best_trial,
     fail_zombies,
     finished_count,
+    finished_curves,
     load_study,
     redact_url,
     set_status,
@@ -275,7 +278,9 @@ def _drive(
     warning = sqlite_on_cluster_warning(storage_url)
     # A trial of a trained model's study is one dynamic evaluation, reported once: nothing to stop early.
     scheduler = "none" if spec.checkpoint else spec.scheduler
-    early = policy.describe(*grid(space)) if scheduler == "asha" else scheduler
+    early = policy.describe(*grid(space)) if scheduler in ASHA_SCHEDULERS else scheduler
+    if scheduler == "adaptive":
+        early += "; " + describe_adaptive()
     if spec.checkpoint:
         early += f" (each trial evaluates {spec.checkpoint} once, trains nothing)"
     progress.header(
@@ -306,7 +311,7 @@ def _drive(
             metric=METRIC,
             mode="min",
             search_alg=searcher,
-            scheduler=make_scheduler(scheduler, space.fixed, policy),
+            scheduler=make_scheduler(scheduler, space.fixed, policy, finished_curves(study)),
             num_samples=budget,
             max_concurrent_trials=parallel,
             reuse_actors=True,

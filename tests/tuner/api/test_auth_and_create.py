@@ -91,7 +91,10 @@ def test_read_token_guards_reads_and_cannot_write(read_guarded):
     "change, needle",
     [
         ({"sampler": "bayes"}, "body.sampler: Input should be 'gp'"),
-        ({"scheduler": "hyperband"}, "body.scheduler: Input should be 'asha', 'median' or 'none'"),
+        (
+            {"scheduler": "hyperband"},
+            "body.scheduler: Input should be 'adaptive', 'asha', 'median' or 'none'",
+        ),
         ({"space": "nosuch"}, "body.space: unknown search space 'nosuch'; known:"),
         ({"space": "../../etc/passwd"}, "body.space"),
         ({"n_trials": 0}, "body.n_trials: Input should be greater than or equal to 1"),

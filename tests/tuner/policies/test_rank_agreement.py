@@ -1,5 +1,5 @@
-"""Rank agreement between rungs and the back-off from rungs whose values mislead
-(`tuner.policies.rank_agreement`)."""
+"""Rank agreement between rungs, and ASHA whose rungs prune only once their values are shown to
+rank the trials like the next ones (`tuner.policies.rank_agreement`)."""
 
 from __future__ import annotations
 
@@ -11,11 +11,14 @@ from scipy.stats import spearmanr
 
 from tuner.policies.early_stopping import EarlyStopping
 from tuner.policies.rank_agreement import (
+    MIN_PAIRS,
     AdaptiveASHA,
-    backed_off_grace,
+    pruning_grace,
     rung_agreement,
     spearman,
 )
+from tuner.policies.schedulers import make_scheduler
+from tuner.spec import SweepSpec
 
 RUNGS, MAX_STEPS = [50, 150], 200
 
@@ -47,12 +50,20 @@ def test_rank_agreement_equals_a_direct_computation() -> None:
     assert math.isnan(spearman(np.array([1.0, 1.0, 1.0]), np.array([1.0, 2.0, 3.0])))
 
 
-def test_backed_off_grace_moves_past_disagreeing_rungs_only() -> None:
-    assert backed_off_grace(RUNGS, {50: (0.9, 20), 150: (0.95, 10)}, MAX_STEPS) == 50
-    assert backed_off_grace(RUNGS, {50: (-0.5, 20), 150: (0.95, 10)}, MAX_STEPS) == 150
-    assert backed_off_grace(RUNGS, {50: (0.9, 20), 150: (-0.2, 10)}, MAX_STEPS) == MAX_STEPS
-    assert backed_off_grace(RUNGS, {50: (-0.9, 3)}, MAX_STEPS) == 50  # too few pairs to act on
-    assert backed_off_grace(RUNGS, {50: (math.nan, 20)}, MAX_STEPS) == 50
+def test_pruning_grace_starts_past_rungs_calibrating_or_refuted() -> None:
+    def grace(agreement, refuted=None):
+        return pruning_grace(RUNGS, agreement, MAX_STEPS, set() if refuted is None else refuted)
+
+    assert grace({50: (0.9, 20), 150: (0.95, 10)}) == 50
+    assert grace({50: (-0.5, 20), 150: (0.95, 10)}) == 150
+    assert grace({50: (0.9, 20), 150: (-0.2, 10)}) == MAX_STEPS
+    assert grace({}) == MAX_STEPS  # nothing measured: calibrating, no pruning yet
+    assert grace({50: (0.9, 20), 150: (0.9, 3)}) == MAX_STEPS  # the last rung still calibrating
+    assert grace({50: (-0.9, 3), 150: (0.9, 10)}) == 150  # too few pairs to trust the first rung
+    assert grace({50: (math.nan, 20), 150: (0.9, 10)}) == 50  # a constant side tells nothing
+    refuted: set[int] = set()
+    assert grace({50: (0.1, 6), 150: (0.9, 10)}, refuted) == 150 and refuted == {50}
+    assert grace({50: (0.9, 40), 150: (0.9, 10)}, refuted) == 150  # refuted stays refuted
 
 
 def replay(flip: bool, n: int = 30) -> tuple[AdaptiveASHA, list[int]]:
@@ -79,8 +90,9 @@ def replay(flip: bool, n: int = 30) -> tuple[AdaptiveASHA, list[int]]:
     return scheduler, last
 
 
-def test_back_off_triggers_on_disagreeing_rungs_and_not_on_agreeing_ones() -> None:
+def test_the_first_trials_calibrate_then_only_agreeing_rungs_prune() -> None:
     agreeing, kept = replay(flip=False)
+    assert kept[:MIN_PAIRS] == [MAX_STEPS] * MIN_PAIRS  # nothing is pruned before it is measured
     assert agreeing.grace == 50
     assert kept[-10:].count(50) >= 3  # still pruning at the first rung at the end
     flipped, backed = replay(flip=True)
@@ -89,12 +101,24 @@ def test_back_off_triggers_on_disagreeing_rungs_and_not_on_agreeing_ones() -> No
     assert min(backed[-10:]) == 150  # the second, which agrees, still does
 
 
-def test_history_from_earlier_runs_starts_backed_off() -> None:
-    """A resumed sweep's scheduler, given the study's earlier trials, starts from their agreement."""
+def test_history_from_earlier_runs_skips_the_calibration() -> None:
+    """A resumed sweep's scheduler, given the study's earlier trials, starts from their agreement;
+    without finished trials in it, it calibrates first."""
     history = {i: {50: -float(i), 150: float(i), 200: float(i)} for i in range(8)}
-    resumed = AdaptiveASHA(EarlyStopping(), MAX_STEPS, 25, history=history)
-    assert resumed.grace == 150
-    fresh = AdaptiveASHA(
-        EarlyStopping(), MAX_STEPS, 25, history={k: {50: -v[50], 150: v[150]} for k, v in history.items()}
-    )
-    assert fresh.grace == 50
+    assert AdaptiveASHA(EarlyStopping(), MAX_STEPS, 25, history=history).grace == 150
+    agreeing = {k: {**v, 50: -v[50]} for k, v in history.items()}
+    assert AdaptiveASHA(EarlyStopping(), MAX_STEPS, 25, history=agreeing).grace == 50
+    unfinished = {k: {50: v[50], 150: v[150]} for k, v in agreeing.items()}
+    assert AdaptiveASHA(EarlyStopping(), MAX_STEPS, 25, history=unfinished).grace == MAX_STEPS
+
+
+def test_the_default_scheduler_is_adaptive_and_starts_from_the_study() -> None:
+    """`make_scheduler("adaptive")`, the sweeps' default, is AdaptiveASHA on the policy's rungs,
+    given the study's finished curves (`finished_curves`) as history."""
+    assert SweepSpec().scheduler == "adaptive"
+    history = {f"study-{i}": {50: -float(i), 150: float(i), 200: float(i)} for i in range(8)}
+    scheduler = make_scheduler("adaptive", {"max_steps": MAX_STEPS, "eval_every": 25}, None, history)
+    assert isinstance(scheduler, AdaptiveASHA) and scheduler.rungs == RUNGS
+    assert scheduler.grace == 150 and scheduler.refuted == {50}
+    fresh = make_scheduler("adaptive", {"max_steps": MAX_STEPS, "eval_every": 25})
+    assert isinstance(fresh, AdaptiveASHA) and fresh.grace == MAX_STEPS

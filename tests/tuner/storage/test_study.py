@@ -17,6 +17,7 @@ from tuner.storage.study import (
     best_trial,
     fail_zombies,
     finished_count,
+    finished_curves,
     generate_study_name,
     load_study,
     pending_retries,
@@ -74,7 +75,7 @@ def test_names_are_unique_and_never_optunas_default(db):
 def test_bad_settings_are_refused(db):
     with pytest.raises(StudyError, match=r"sampler: Input should be 'gp'.*got 'bayes'"):
         make(db, sampler="bayes")
-    with pytest.raises(StudyError, match="scheduler: Input should be 'asha', 'median' or 'none'"):
+    with pytest.raises(StudyError, match="scheduler: Input should be 'adaptive', 'asha', 'median' or 'none'"):
         make(db, scheduler="hyperband")
     with pytest.raises(StudyError, match="n_trials: Input should be greater than or equal to 1"):
         make(db, n_trials=0)
@@ -118,6 +119,22 @@ def test_pruned_trial_is_never_best_even_when_lower(db):
     study.tell(p, state=TrialState.PRUNED)
     assert best_trial(study).number == t.number
     assert study.best_trial.number == t.number
+
+
+def test_finished_curves_are_the_complete_and_pruned_trials_values(db):
+    """What a resumed sweep's adaptive scheduler starts from: finished trials only."""
+    study = make(db)
+    done, pruned, failed, running = (study.ask() for _ in range(4))
+    for trial, values in ((done, (3.0, 2.0)), (pruned, (4.0,)), (failed, (1.0,)), (running, (0.5,))):
+        for i, value in enumerate(values):
+            trial.report(value, 50 * (i + 1))
+    study.tell(done, 2.0)
+    study.tell(pruned, state=TrialState.PRUNED)
+    study.tell(failed, state=TrialState.FAIL)
+    assert finished_curves(study) == {
+        f"study-{done.number}": {50: 3.0, 100: 2.0},
+        f"study-{pruned.number}": {50: 4.0},
+    }
 
 
 def test_status_values_are_checked(db):
