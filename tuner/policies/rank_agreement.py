@@ -33,8 +33,8 @@ from ray.tune.schedulers import ASHAScheduler, TrialScheduler
 
 from tuner.policies.early_stopping import TIME_ATTR, EarlyStopping
 
-# Back off from a rung whose values rank the trials that went on with Spearman below this, once
-# MIN_PAIRS trials have values at both points (fewer: too noisy to act on).
+# A rung prunes once MIN_PAIRS trials have values at it and at the next point (fewer: too noisy to
+# trust) and their Spearman correlation is at least this; below it, the rung is refuted for the run.
 AGREEMENT_FLOOR = 0.3
 MIN_PAIRS = 4
 
