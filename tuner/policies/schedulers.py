@@ -21,8 +21,6 @@ from trainer import TrainConfig
 from tuner.policies.early_stopping import SCHEDULERS, TIME_ATTR, EarlyStopping
 from tuner.policies.rank_agreement import AdaptiveASHA, Curves
 
-__all__ = ["SCHEDULERS", "TIME_ATTR", "make_scheduler"]
-
 
 def _setting(fixed: Mapping[str, Any], name: str) -> int:
     return int(fixed.get(name, TrainConfig.model_fields[name].default))

@@ -304,6 +304,8 @@ def _drive(
             ),
         ]
     )
+    # Only the adaptive scheduler starts from the study's finished curves: no read for the others.
+    history = finished_curves(study) if scheduler == "adaptive" else None
     stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%d-%H%M%S")
     tuner = tune.Tuner(
         tune.with_resources(trainable or run_trial, resources),
@@ -311,7 +313,7 @@ def _drive(
             metric=METRIC,
             mode="min",
             search_alg=searcher,
-            scheduler=make_scheduler(scheduler, space.fixed, policy, finished_curves(study)),
+            scheduler=make_scheduler(scheduler, space.fixed, policy, history),
             num_samples=budget,
             max_concurrent_trials=parallel,
             reuse_actors=True,
