@@ -549,6 +549,70 @@ def report(rows: list[dict[str, Any]], sur: Surrogate, budgets: tuple[int, ...])
     print("\n# mean normalised regret (80% bootstrap interval of the median over seeds): the noise")
     print(f"{'method':38} {'policy':14} seeds{head}")
     print("\n".join(spread_lines))
+    reference = [at for method, _, at in lines if method in unstopped]
+    if reference:
+        _report_paired(lines, reference[0], budgets, f_min, f_ref, unstopped)
+
+
+def _report_paired(
+    lines: list[tuple[str, str, dict[int, list[dict[str, Any]]]]],
+    reference: dict[int, list[dict[str, Any]]],
+    budgets: tuple[int, ...],
+    f_min: float,
+    f_ref: float,
+    unstopped: set[str],
+) -> None:
+    """Each method against the same sampler without early stopping, seed by seed (`paired`)."""
+    print(
+        "\n# paired with no early stopping, same seeds: median regret difference (method - none), "
+        "better/worse seeds, Wilcoxon signed-rank p; 'worse' where p < 0.05 and the median is above 0"
+    )
+    print(f"{'method':38} {'policy':14}" + "".join(f"{f'{b} full trials':>34}" for b in budgets))
+    for method, policy, at in lines:
+        if method in unstopped:
+            continue
+        cells = []
+        for b in budgets:
+            ref = {r["seed"]: _regret(r["best_true"][str(b)], f_min, f_ref) for r in reference[b]}
+            own = {r["seed"]: _regret(r["best_true"][str(b)], f_min, f_ref) for r in at[b]}
+            cells.append(paired(own, ref).cell().rjust(34))
+        print(f"{method:38} {policy:14}" + "".join(cells))
+
+
+@dataclass
+class Paired:
+    """A method's regrets against a reference's on the same seeds; `worse` is the benchmark's test of
+    "worse beyond the seed noise": a two-sided Wilcoxon signed-rank test on the differences at 5%,
+    with the median difference above 0."""
+
+    n: int
+    better: int
+    worse_seeds: int
+    median: float
+    p: float
+
+    @property
+    def worse(self) -> bool:
+        return self.p < 0.05 and self.median > 0
+
+    def cell(self) -> str:
+        if math.isnan(self.p):
+            return f"n={self.n}"
+        flag = " worse" if self.worse else ""
+        return f"{self.median:+.4f} {self.better:>2}/{self.worse_seeds:<2} p={self.p:.3f}{flag:6}"
+
+
+def paired(own: dict[int, float], reference: dict[int, float]) -> Paired:
+    """`own` against `reference` ({seed: regret}) on their common seeds (the same seed draws the same
+    noise); p is nan below 6 seeds or when every difference is 0."""
+    from scipy.stats import wilcoxon
+
+    d = np.array([own[s] - reference[s] for s in sorted(own.keys() & reference.keys())])
+    if len(d) < 6 or not np.any(d):
+        return Paired(len(d), 0, 0, 0.0, math.nan)
+    return Paired(
+        len(d), int((d < 0).sum()), int((d > 0).sum()), float(np.median(d)), float(wilcoxon(d).pvalue)
+    )
 
 
 def _regret(best_true: float | None, f_min: float, f_ref: float) -> float:
