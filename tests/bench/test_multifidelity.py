@@ -2,25 +2,9 @@
 
 from __future__ import annotations
 
-import importlib.util
 import math
-import sys
-from pathlib import Path
 
 import numpy as np
-import pytest
-
-SCRIPT = Path(__file__).resolve().parents[2] / "bench" / "multifidelity.py"
-
-
-@pytest.fixture(scope="module")
-def multifidelity():
-    spec = importlib.util.spec_from_file_location("multifidelity", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["multifidelity"] = module  # dataclasses look their module up there
-    spec.loader.exec_module(module)
-    yield module
-    del sys.modules["multifidelity"]
 
 
 def test_a_method_behind_on_every_seed_is_worse(multifidelity):

@@ -2,24 +2,9 @@
 
 from __future__ import annotations
 
-import importlib.util
 import math
-import sys
-from pathlib import Path
 
 import pytest
-
-SCRIPT = Path(__file__).resolve().parents[2] / "bench" / "replicate.py"
-
-
-@pytest.fixture(scope="module")
-def replicate():
-    spec = importlib.util.spec_from_file_location("replicate", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["replicate"] = module  # dataclasses look their module up there
-    spec.loader.exec_module(module)
-    yield module
-    del sys.modules["replicate"]
 
 
 def test_verdict_needs_two_standard_errors(replicate):
