@@ -568,15 +568,15 @@ def _report_paired(
         "better/worse seeds, Wilcoxon signed-rank p; 'worse' where p < 0.05 and the median is above 0"
     )
     print(f"{'method':38} {'policy':14}" + "".join(f"{f'{b} full trials':>34}" for b in budgets))
+
+    def regrets(rows: list[dict[str, Any]], b: int) -> dict[int, float]:
+        return {r["seed"]: _regret(r["best_true"][str(b)], f_min, f_ref) for r in rows}
+
+    ref = {b: regrets(reference[b], b) for b in budgets}
     for method, policy, at in lines:
-        if method in unstopped:
-            continue
-        cells = []
-        for b in budgets:
-            ref = {r["seed"]: _regret(r["best_true"][str(b)], f_min, f_ref) for r in reference[b]}
-            own = {r["seed"]: _regret(r["best_true"][str(b)], f_min, f_ref) for r in at[b]}
-            cells.append(paired(own, ref).cell().rjust(34))
-        print(f"{method:38} {policy:14}" + "".join(cells))
+        if method not in unstopped:
+            cells = [paired(regrets(at[b], b), ref[b]).cell().rjust(34) for b in budgets]
+            print(f"{method:38} {policy:14}" + "".join(cells))
 
 
 @dataclass
