@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: setup run test test-fast test-gpu lint system-deps bench clean
+.PHONY: setup run test test-fast test-gpu fuzz lint system-deps bench clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -38,6 +38,11 @@ test: setup system-deps lint
 # The fast suite only (no Ray sweeps, PostgreSQL, Chromium or Docker engine).
 test-fast: setup
 	$(PY) -m pytest -m "not slow and not gpu" -q
+
+# The API fuzz with fresh seeds and more cases (make test runs it with fixed seeds): a case it finds
+# goes into FOUND in tests/tuner/api/test_schema_fuzz.py.
+fuzz: setup
+	RNNTUNE_FUZZ_EXPLORE=1 $(PY) -m pytest tests/tuner/api/test_schema_fuzz.py -q -s
 
 # The tests that need CUDA (the fast cell path, docs/gpu.md); they fail on a machine without it.
 test-gpu: setup

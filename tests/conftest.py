@@ -5,8 +5,15 @@ from __future__ import annotations
 import os
 
 import pytest
+from hypothesis import settings
 
 from tests.postgres import PostgresUnavailable, postgres_server
+
+# Property-based tests draw the same cases on every run of a commit (no seed from the clock, no
+# example database); `make fuzz` sets RNNTUNE_FUZZ_EXPLORE=1 to draw fresh ones.
+settings.register_profile("fixed", derandomize=True, database=None)
+settings.register_profile("explore", database=None)
+settings.load_profile("explore" if os.environ.get("RNNTUNE_FUZZ_EXPLORE") == "1" else "fixed")
 
 # `make test` (and so CI) sets this after installing PostgreSQL and Chromium: there, a test that
 # would skip for a missing system part fails instead, so a broken install cannot pass silently.

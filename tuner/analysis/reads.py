@@ -40,6 +40,7 @@ MAX_COMPUTATIONS = 16
 # how long a row rewritten in place (a trial attr set again) can go unseen.
 MAX_SNAPSHOT_AGE_S = 30.0
 _LOCK_STRIPES = 64
+_PAGES_KEPT = 8  # listing pages (offset, limit) cached at once
 _SPECIAL = {"FINITE": None, "INF_POS": math.inf, "INF_NEG": -math.inf, "NAN": math.nan}
 
 
@@ -60,11 +61,31 @@ def _iso(stamp: Any) -> str | None:
     return None if stamp is None else str(stamp).replace(" ", "T")
 
 
-_IDS = sqlalchemy.text("SELECT study_name, study_id FROM studies")
-_COUNTS = sqlalchemy.text("SELECT study_id, state, COUNT(*) FROM trials GROUP BY study_id, state")
-_BEST = sqlalchemy.text(
+# A page of studies, or one by name, and then only those studies' directions, attrs, counts and
+# best values: a listing reads `limit` studies whatever the database holds.
+_TOTAL = sqlalchemy.text("SELECT COUNT(*) FROM studies")
+_PAGE = sqlalchemy.text(
+    "SELECT study_id, study_name FROM studies ORDER BY study_id LIMIT :limit OFFSET :offset"
+)
+_BY_NAME = sqlalchemy.text("SELECT study_id, study_name FROM studies WHERE study_name = :name")
+
+
+def _of_ids(sql: str) -> sqlalchemy.TextClause:
+    """`sql` with `:ids` bound to a list of study ids (an IN list)."""
+    return sqlalchemy.text(sql).bindparams(sqlalchemy.bindparam("ids", expanding=True))
+
+
+_DIRECTIONS = _of_ids(
+    "SELECT study_id, direction FROM study_directions WHERE study_id IN :ids AND objective = 0"
+)
+_ATTRS = _of_ids("SELECT study_id, key, value_json FROM study_user_attributes WHERE study_id IN :ids")
+_COUNTS = _of_ids(
+    "SELECT study_id, state, COUNT(*) FROM trials WHERE study_id IN :ids GROUP BY study_id, state"
+)
+_BEST = _of_ids(
     "SELECT t.study_id, MIN(v.value), MAX(v.value) FROM trials t JOIN trial_values v ON v.trial_id = "
-    "t.trial_id AND v.objective = 0 WHERE t.state = 'COMPLETE' AND v.value_type = 'FINITE' GROUP BY t.study_id"
+    "t.trial_id AND v.objective = 0 WHERE t.study_id IN :ids AND t.state = 'COMPLETE' "
+    "AND v.value_type = 'FINITE' GROUP BY t.study_id"
 )
 _FP_STATES = sqlalchemy.text(
     "SELECT state, COUNT(*), MAX(datetime_start), MAX(datetime_complete) FROM trials "
@@ -122,30 +143,45 @@ class TrialDB:
         self._storage = storage
         self._engine = storage.engine
 
-    def study_rows(self) -> list[StudyRow]:
-        """Every study, oldest first, with its direction, user attrs, counts and best value."""
-        studies = self._storage.get_all_studies()
+    def study_page(self, offset: int, limit: int) -> tuple[int, list[StudyRow]]:
+        """How many studies there are, and those from `offset` (oldest first, at most `limit`)
+        with their direction, user attrs, counts and best value."""
         with self._engine.connect() as conn:
-            ids, counts, best = (conn.execute(q).all() for q in (_IDS, _COUNTS, _BEST))
-        id_of: dict[str, int] = dict(ids)
-        count_map: dict[int, dict[str, int]] = {}
-        for study_id, state, n in counts:
-            count_map.setdefault(study_id, {})[state] = int(n)
-        best_map = {row[0]: row[1:] for row in best}
-        rows = []
-        for study in studies:
-            sid, direction = id_of[study.study_name], study.directions[0].name.lower()
-            best_value = best_map.get(sid, (None, None))[0 if direction == "minimize" else 1]
-            rows.append(
-                StudyRow(
-                    sid, study.study_name, direction, study.user_attrs, count_map.get(sid, {}), best_value
-                )
-            )
-        return rows
+            total = int(conn.execute(_TOTAL).scalar_one())
+            ids = conn.execute(_PAGE, {"offset": offset, "limit": limit}).all()
+            return total, self._rows(conn, ids)
+
+    def study_rows(self) -> list[StudyRow]:
+        """Every study, oldest first (what `study_page` gives a page of)."""
+        return self.study_page(0, 2**62)[1]
 
     def study_row(self, name: str) -> StudyRow | None:
         """One study by name, or None when there is none."""
-        return next((row for row in self.study_rows() if row.name == name), None)
+        with self._engine.connect() as conn:
+            rows = self._rows(conn, conn.execute(_BY_NAME, {"name": name}).all())
+        return rows[0] if rows else None
+
+    @staticmethod
+    def _rows(conn: sqlalchemy.Connection, ids: list[Any]) -> list[StudyRow]:
+        if not ids:
+            return []
+        params = {"ids": [sid for sid, _ in ids]}
+        directions = dict(conn.execute(_DIRECTIONS, params).all())
+        attrs: dict[int, dict[str, Any]] = {}
+        for sid, key, value in conn.execute(_ATTRS, params):
+            attrs.setdefault(sid, {})[key] = json.loads(value)
+        counts: dict[int, dict[str, int]] = {}
+        for sid, state, n in conn.execute(_COUNTS, params):
+            counts.setdefault(sid, {})[state] = int(n)
+        best = {row[0]: row[1:] for row in conn.execute(_BEST, params)}
+        rows = []
+        for sid, name in ids:
+            direction = (
+                "maximize" if str(directions.get(sid, "")).upper().endswith("MAXIMIZE") else "minimize"
+            )
+            best_value = best.get(sid, (None, None))[0 if direction == "minimize" else 1]
+            rows.append(StudyRow(sid, name, direction, attrs.get(sid, {}), counts.get(sid, {}), best_value))
+        return rows
 
     def fingerprint(self, study_id: int) -> tuple:
         """A summary of this study alone that changes when a trial of it is added or ends, or a row is
@@ -299,8 +335,10 @@ def check_schema(db_url: str) -> None:
 
 
 class StudyStore:
-    """Reads studies from one Optuna RDB URL. The list of study rows and each study's snapshot are
-    kept for `revalidate_s`, then checked again (one caller per key loads; the others wait)."""
+    """Reads studies from one Optuna RDB URL. Pages of the listing, each study's row and each
+    study's snapshot are kept for `revalidate_s`, then checked again (one caller per key loads; the
+    others wait). A listing reads only its page's studies, so it costs the same with 10 studies or
+    10,000 in the database."""
 
     def __init__(
         self,
@@ -315,17 +353,18 @@ class StudyStore:
         self.db = TrialDB(self.storage)
         self._ttl = revalidate_s
         self._max_age = max_age_s
-        self._max = max_snapshots
-        self._fresh: OrderedDict[str | None, tuple[float, Any]] = OrderedDict()  # key None: the rows
+        # Snapshots (key: the name), rows (("row", name)) and listing pages (("page", offset, limit)).
+        self._capacity = 2 * max_snapshots + _PAGES_KEPT
+        self._fresh: OrderedDict[Any, tuple[float, Any]] = OrderedDict()
         self._lock = threading.Lock()
         self._loading = [threading.Lock() for _ in range(_LOCK_STRIPES)]
 
-    def _peek(self, key: str | None, stale: bool = False) -> Any:
+    def _peek(self, key: Any, stale: bool = False) -> Any:
         with self._lock:
             hit = self._fresh.get(key)
         return hit[1] if hit is not None and (stale or time.monotonic() - hit[0] < self._ttl) else None
 
-    def _cached(self, key: str | None, load: Callable[[Any], Any]) -> Any:
+    def _cached(self, key: Any, load: Callable[[Any], Any]) -> Any:
         """The value of `key` if checked within `revalidate_s`, else `load(previous value or None)`."""
         found = self._peek(key)
         if found is None:
@@ -333,36 +372,39 @@ class StudyStore:
                 found = self._peek(key)
                 if found is None:
                     found = load(self._peek(key, stale=True))
+                    if found is None:
+                        return None  # nothing to keep (a study that does not exist)
                     with self._lock:
                         self._fresh[key] = (time.monotonic(), found)
                         self._fresh.move_to_end(key)
-                        while len(self._fresh) > self._max + 1:
+                        while len(self._fresh) > self._capacity:
                             self._fresh.popitem(last=False)
         return found
 
-    def rows(self) -> list[StudyRow]:
-        return self._cached(None, lambda _: self.db.study_rows())
+    def page(self, offset: int, limit: int) -> tuple[int, list[StudyRow]]:
+        """The number of studies and the rows of those from `offset` (oldest first, at most `limit`)."""
+        return self._cached(("page", offset, limit), lambda _: self.db.study_page(offset, limit))
+
+    def fresh_page(self, offset: int, limit: int) -> tuple[int, list[StudyRow]] | None:
+        """`page(offset, limit)` if it is cached and fresh, else None (no database access)."""
+        return self._peek(("page", offset, limit))
 
     def row(self, name: str) -> StudyRow:
-        """The study's row (StudyNotFound when there is none), from the list of all rows."""
-        found = next((r for r in self.rows() if r.name == name), None)
+        """The study's row (StudyNotFound when there is none)."""
+        found = self._cached(("row", name), lambda _: self.db.study_row(name))
         if found is None:
             raise StudyNotFound(f"no study named {name!r}")
         return found
 
-    def fresh_rows(self) -> list[StudyRow] | None:
-        """`rows()` if it is cached and fresh, else None (no database access)."""
-        return self._peek(None)
-
     def fresh_snapshot(self, name: str) -> StudySnapshot | None:
         """`snapshot(row(name))` if both are cached and fresh, else None (no database access)."""
-        return self._peek(name) if self._peek(None) is not None else None
+        return self._peek(name) if self._peek(("row", name)) is not None else None
 
     def invalidate(self, name: str) -> None:
-        """Check `name` again on its next read (after this API changed it)."""
+        """Check `name` and every listing page again on their next read (after this API changed it)."""
         with self._lock:
-            for key in (None, name):
-                if key in self._fresh:
+            for key in list(self._fresh):
+                if key in (name, ("row", name)) or (isinstance(key, tuple) and key[0] == "page"):
                     self._fresh[key] = (-math.inf, self._fresh[key][1])
 
     def snapshot(self, row: StudyRow) -> StudySnapshot:

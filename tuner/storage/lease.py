@@ -246,9 +246,13 @@ def read(engine: Engine, name: str) -> Lease | None:
         return _read(conn, name)
 
 
-def read_all(engine: Engine) -> dict[str, Lease]:
+def read_all(engine: Engine, names: list[str] | None = None) -> dict[str, Lease]:
+    """The leases of these studies (of every study when `names` is None), by study name."""
+    query = sa.select(leases)
+    if names is not None:
+        query = query.where(leases.c.study_name.in_(names))
     with engine.connect() as conn:
-        return {row.study_name: _lease(row) for row in conn.execute(sa.select(leases))}
+        return {row.study_name: _lease(row) for row in conn.execute(query)}
 
 
 def begin(engine: Engine, name: str) -> int:

@@ -13,6 +13,7 @@ import subprocess
 import sys
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import optuna
 import pytest
@@ -23,7 +24,7 @@ from optuna.distributions import CategoricalDistribution, FloatDistribution, Int
 from optuna.trial import TrialState, create_trial
 
 from tests.tuner.api.fixtures import SPACE, make_study
-from tuner.analysis.reads import SCHEMA_VERSION, ParamSpec, StudyStore
+from tuner.analysis.reads import SCHEMA_VERSION, ParamSpec, StudyNotFound, StudyStore
 
 ROOT = Path(__file__).resolve().parents[3]
 DISTRIBUTIONS = {
@@ -162,6 +163,44 @@ def test_unchanged_study_is_served_from_memory_and_a_change_is_read(tmp_path):
         "checkpoint": "/x/best.pt"
     }
     assert store.snapshot(store.row("s")) is after
+    store.close()
+
+
+def test_a_listing_page_reads_only_its_studies_and_agrees_with_optuna(tmp_path):
+    """Pages of the listing match Optuna's own reading of every study, and a page's query names
+    only the studies on it: the listing's cost does not grow with the studies beside it."""
+    db_url = f"sqlite:///{tmp_path / 's.db'}"
+    storage = optuna.storages.RDBStorage(db_url)
+    for k in range(7):
+        study = optuna.create_study(
+            study_name=f"s{k}", storage=storage, direction="maximize" if k % 3 == 0 else "minimize"
+        )
+        study.set_user_attr("status", f"status-{k}")
+        study.add_trials([create_trial(value=float(v)) for v in range(k)])
+    store = StudyStore(db_url, revalidate_s=0.0)
+    every = {s.study_name: s for s in storage.get_all_studies()}
+    total, page = store.page(2, 3)
+    assert total == 7 and [r.name for r in page] == ["s2", "s3", "s4"]
+    for row in page:
+        frozen = every[row.name]
+        assert row.user_attrs == frozen.user_attrs and row.direction == frozen.directions[0].name.lower()
+        values = [t.value for t in optuna.load_study(study_name=row.name, storage=storage).trials]
+        assert row.counts == ({"COMPLETE": len(values)} if values else {})
+        assert row.best_value == ((max if row.direction == "maximize" else min)(values) if values else None)
+    assert store.page(7, 3) == (7, [])
+    assert store.row("s5").user_attrs == {"status": "status-5"}
+    with pytest.raises(StudyNotFound):
+        store.row("missing")
+
+    statements: list[tuple[str, Any]] = []
+    sqlalchemy.event.listen(
+        store.storage.engine,
+        "before_cursor_execute",
+        lambda conn, cursor, statement, parameters, context, many: statements.append((statement, parameters)),
+    )
+    store.page(5, 2)
+    named = [p for statement, p in statements if "IN (" in statement]
+    assert named and all(set(p) <= {5 + 1, 6 + 1} for p in named), statements  # study ids 6 and 7
     store.close()
 
 

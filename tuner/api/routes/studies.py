@@ -35,13 +35,13 @@ async def list_studies(
 ) -> dict:
     """Studies, oldest first, with status, trial counts by state and best objective."""
     state = _state(request)
-    rows = state.store.fresh_rows()
-    if not rows:
-        rows = await run_in_threadpool(state.store.rows)
-    page = rows[offset : offset + limit]
-    leases = await run_in_threadpool(read_all, state.leases) if page else {}
+    found = state.store.fresh_page(offset, limit)
+    if found is None:
+        found = await run_in_threadpool(state.store.page, offset, limit)
+    total, page = found
+    leases = await run_in_threadpool(read_all, state.leases, [r.name for r in page]) if page else {}
     return {
-        "total": len(rows),
+        "total": total,
         "offset": offset,
         "limit": limit,
         "items": [_summary(state, r, leases.get(r.name)) for r in page],
