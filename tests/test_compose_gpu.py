@@ -5,6 +5,7 @@ under RNNTUNE_REQUIRE_E2E=1 they fail (tests/conftest.py)."""
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -54,6 +55,8 @@ def test_gpu_override_reserves_nvidia_gpus_for_the_workers_and_builds_cuda_torch
     for name in BUILT:
         args = gpu["services"][name]["build"]["args"]
         assert "/whl/cu" in args["TORCH_INDEX_URL"], (name, args)  # PyTorch's CUDA wheels
+        assert args["WITH_COMPILER"] == "1", (name, args)  # Triton compiles at run time
+        assert base["services"][name]["build"].get("args", {}).get("WITH_COMPILER", "0") == "0"
         assert base["services"][name]["build"]["args"]["TORCH_INDEX_URL"].endswith("/whl/cpu")
         assert gpu["services"][name]["build"]["dockerfile"] == "docker/Dockerfile"
     assert len({gpu["services"][n]["image"] for n in BUILT}) == 1  # one image, built the same way
@@ -82,3 +85,21 @@ def test_gpu_override_uses_only_settings_documented_in_env_example() -> None:
         if line and not line.startswith("#")
     }
     assert used and used <= documented, used - documented
+
+
+def test_the_gpu_build_installs_a_c_compiler_and_python_headers() -> None:
+    """Triton compiles the fast path's launcher with the host's C compiler against Python.h: the
+    Dockerfile step that WITH_COMPILER=1 (the GPU override) turns on installs both and checks them
+    in the image it builds (`cc --version`, Python.h found). A parse: this machine builds no GPU image."""
+    text = (ROOT / "docker" / "Dockerfile").read_text().replace("\\\n", " ")
+    steps = [line for line in text.splitlines() if line.startswith("RUN ") and "WITH_COMPILER" in line]
+    assert len(steps) == 1, steps
+    step = steps[0]
+    assert '"$WITH_COMPILER" = 1' in step and "apt-get install" in step
+    assert re.search(r"install -y --no-install-recommends gcc libc6-dev", step), step
+    assert "python3-dev" in step and "Python.h" in step and "cc --version" in step
+    assert (
+        text.index("ARG WITH_COMPILER=0")
+        < text.index(step)
+        < text.index('pip install --index-url "$TORCH_INDEX_URL"')
+    )

@@ -160,10 +160,16 @@ class TrainConfig(BaseModel):
     )
     seed: int = Field(0, ge=0)
     device: str = Field("auto", description="auto, cpu, cuda or cuda:N")
-    cuda_path: Literal["graphs", "eager"] = Field(
-        "graphs",
-        description="on CUDA, how LSTM-family cells train: graphs (each layer's window replayed as "
-        "CUDA graphs) or eager; ignored on CPU (docs/trainer.md)",
+    cuda_path: Literal["auto", "graphs", "eager"] = Field(
+        "auto",
+        description="on CUDA, how LSTM-family cells train: auto (each layer's window replayed as CUDA "
+        "graphs, and eager for the rest of the process after any failure of that path), graphs (the "
+        "same, a failure is an error) or eager; ignored on CPU (docs/trainer.md)",
+    )
+    precision: Literal["fp32", "tf32", "bf16"] = Field(
+        "fp32",
+        description="fp32 (the papers' setting), tf32 (float32 matmuls on TensorFloat-32 tensor cores, "
+        "CUDA only) or bf16 (autocast: matmuls in bfloat16, the carried state and the loss in float32)",
     )
     run_dir: Path = Field(Path("runs/train"), description="where config, metrics and checkpoints go")
 

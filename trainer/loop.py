@@ -20,9 +20,11 @@ from torch import Tensor
 
 from . import reverse_copy
 from .averaging import Decision, make_averaging, swap_in
+from .cells import fallback
 from .checkpoint import FORMAT_VERSION, last_evaluation, read_checkpoint, save_atomic
 from .config import ConfigError, TrainConfig, make_config
 from .data import batchify, load_corpus
+from .device import autocast, resolve_device, set_matmul_precision
 from .evaluate import evaluate, headline
 from .figures import test_figures
 from .model import LanguageModel, ReverseCopyModel, build_model, detach_state
@@ -61,14 +63,7 @@ class TrainResult:
     test_accuracy: float | None = None
     mc_test_loss: float | None = None
     mc_temperature: float | None = None
-
-
-def resolve_device(name: str) -> torch.device:
-    if name == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    if name.startswith("cuda") and not torch.cuda.is_available():
-        raise ConfigError(f"device: {name!r} was asked for but CUDA is not available; use auto or cpu")
-    return torch.device(name)
+    cuda_path_used: str | None = None
 
 
 class Trainer:
@@ -78,6 +73,7 @@ class Trainer:
         self.cfg = cfg
         self.progress = progress
         self.device = resolve_device(cfg.device)
+        set_matmul_precision(cfg, self.device)
         torch.manual_seed(cfg.seed)
         self.corpus = load_corpus(cfg)
         self.model = build_model(cfg, self.corpus.vocab_size).to(self.device)
@@ -214,11 +210,13 @@ class Trainer:
         if self.copy_task:  # the reversed half of fresh examples (Mogrifier paper §4.3)
             assert isinstance(self.model, ReverseCopyModel)
             source = reverse_copy.train_batch(self.cfg, self.step).to(self.device)
-            return reverse_copy.log_likelihood(self.model, source), self.state
+            with autocast(self.cfg, self.device):
+                return reverse_copy.log_likelihood(self.model, source).float(), self.state
         x, y = self._next_window()
         d = self.cfg.dropout_samples
-        logits, state = self.model(repeat_for_samples(x, d), self.state)
-        return multi_sample_log_likelihood(logits, y, d), state
+        with autocast(self.cfg, self.device):  # bf16: the matmuls; the loss below is float32
+            logits, state = self.model(repeat_for_samples(x, d), self.state)
+        return multi_sample_log_likelihood(logits.float(), y, d), state
 
     def train_step(self) -> float:
         """One optimizer step on the next window; returns the training loss in nats per token."""
@@ -237,7 +235,8 @@ class Trainer:
             self.recover("non-finite gradient")
             return per_token
         self.optimizer.step()
-        self.state = detach_state(state)
+        dtype = self.params[0].dtype  # the carried state stays in the weights' precision under bf16
+        self.state = [tuple(t.to(dtype) for t in s) for s in detach_state(state)]
         self.averaging.add_weights(self.params)
         self.step += 1
         self.tokens += ll.numel()
@@ -277,6 +276,7 @@ class Trainer:
         self.run_dir.mkdir(parents=True, exist_ok=True)
         (self.run_dir / "config.yaml").write_text(cfg.to_yaml())
         bar = _progress_bar(cfg, self.step) if self.progress else None
+        fallback.begin_run()
         stopped = "max_steps"
         window_tokens, window_time, train_losses = 0, 0.0, []
         # last.pt is written just before its evaluation is reported: a run stopped in between
@@ -349,6 +349,7 @@ class Trainer:
             "elapsed_s": self.train_time,
             "best_val_loss": self.best_val_loss,
             "restores": self.restores,
+            "cuda_path_used": fallback.path_used(self.device.type == "cuda"),
         }
         if self.copy_task:  # sequence accuracy of the weights 2TA chose (Mogrifier paper §4.3)
             metrics["accuracy"] = self.accuracies.get(decision.loss)
@@ -375,6 +376,7 @@ class Trainer:
             best_checkpoint=str(best.resolve()) if best.is_file() else None,
             stopped=stopped,
             steps=self.step,
+            cuda_path_used=fallback.path_used(self.device.type == "cuda"),
             **figures,
         )
         (self.run_dir / "result.json").write_text(json.dumps(asdict(result), indent=2) + "\n")

@@ -56,7 +56,7 @@ def make_cell(
     mogrifier_rank: int = 0,
     chrono_init: bool = False,
     multiplicative_form: str = "default",
-    cuda_path: CudaPath = "graphs",
+    cuda_path: CudaPath = "auto",
 ) -> RecurrentCell:
     """Build the cell called `name` (a TrainConfig.cell value) for one layer.
 
@@ -66,8 +66,10 @@ def make_cell(
     (or update) gate bias gets the Chrono initialization with `t_max` (thesis §4.4); without, it
     starts at zero like every other bias. `multiplicative_form` ("default" or "printed") picks the
     reading of the multiplicative cells' equations (mlstm.py); the other cells ignore it. `cuda_path` picks how
-    the LSTM-family cells (LSTM, Mogrifier LSTM, RLSTM, Mogrifier RLSTM) train on CUDA: "graphs"
-    (graphed.py) or "eager"; it changes nothing on CPU, and the multiplicative cells run eagerly.
+    the LSTM-family cells (LSTM, Mogrifier LSTM, RLSTM, Mogrifier RLSTM) train on CUDA: "auto" (the
+    graphed path of graphed.py, falling back to eager for the process on any failure), "graphs"
+    (the same, a failure is an error) or "eager"; it changes nothing on CPU, and the multiplicative
+    cells run eagerly.
     """
     if name not in CELLS:
         raise ValueError(f"cell must be one of {sorted(CELLS)}, not {name!r}")

@@ -4,17 +4,20 @@ On CUDA a window of the eager cells is launch-bound: dozens of small kernels per
 the window's mathematics (windows.py, pointwise steps fused by torch.compile) is captured once per
 layer, input shapes, dtypes and autocast state as a forward graph and a backward graph over static
 buffers; each later call copies its inputs into those buffers and replays the graph, one launch
-for the whole window. Capture (with torch.compile's compilation) is paid once per process and key
-and cached; its cost, and the speed it buys, are still to be measured on a GPU (docs/gpu.md).
+for the whole window. torch.compile's compilation is paid once per process for every shape
+(windows.compiled_steps), a capture once per layer and key; the speed they buy is still to be
+measured on a GPU (docs/gpu.md).
 
 Hand-written rather than torch.cuda.make_graphed_callables, which returns its static output
 buffers (the next replay would overwrite a caller's outputs) and cannot tell when a second forward
 comes before the first one's backward (the saved activations would be overwritten): here outputs
 are copies, and such a second call runs the same window eagerly instead.
 
-Used only where `wanted` says so: a cell whose `cuda_path` is "graphs", CUDA inputs, gradients
-being recorded. Everything else (CPU, no_grad evaluation, cuda_path "eager") runs the cell's own
-forward, unchanged.
+Used only where `wanted` says so: a cell whose `cuda_path` is "auto" (the default) or "graphs",
+CUDA inputs, gradients being recorded. Everything else (CPU, no_grad evaluation, cuda_path
+"eager") runs the cell's own forward, unchanged. With "auto", any exception from compilation,
+capture or replay turns the fast path off for the rest of the process with one warning
+(fallback.py) and the call runs eagerly; with "graphs" it is an error naming the cause.
 """
 
 from __future__ import annotations
@@ -28,11 +31,12 @@ import torch
 from torch import Tensor, nn
 from torch.autograd.function import once_differentiable
 
+from . import fallback
 from .base import State
-from .windows import Config, Steps, compiled_steps
+from .windows import PLAIN, Config, Steps, compiled_steps
 
-CudaPath = Literal["graphs", "eager"]
-CUDA_PATHS: tuple[CudaPath, ...] = ("graphs", "eager")
+CudaPath = Literal["auto", "graphs", "eager"]
+CUDA_PATHS: tuple[CudaPath, ...] = ("auto", "graphs", "eager")
 # Eager runs on a side stream before capture: torch.compile compiles, cuBLAS picks its kernels and
 # workspaces, and the allocator warms up, so that none of that happens inside the capture.
 WARMUP_RUNS = 3
@@ -45,13 +49,16 @@ Args = Sequence[Tensor | None]
 
 
 def wanted(cell: nn.Module, x: Tensor) -> bool:
-    """Whether this call of `cell` takes the graphed path (see the module docstring)."""
-    return (
-        getattr(cell, "cuda_path", "eager") == "graphs"
-        and x.is_cuda
-        and torch.is_grad_enabled()
-        and not torch.cuda.is_current_stream_capturing()
-    )
+    """Whether this call of `cell` takes the fast path (see the module docstring)."""
+    path = getattr(cell, "cuda_path", "eager")
+    if path == "eager" or not torch.is_grad_enabled():
+        return False
+    if path == "auto" and fallback.broken() is not None:
+        fallback.note("eager")
+        return False
+    if x.is_cuda:
+        return not torch.cuda.is_current_stream_capturing()
+    return fallback.forced_on_cpu()
 
 
 def window_call(
@@ -150,7 +157,7 @@ class _Replay(torch.autograd.Function):
 
 
 # Per cell (weakly: captures die with their model), per key: the layer's own graphs and buffers.
-_CAPTURES: weakref.WeakKeyDictionary[nn.Module, dict[tuple[Any, ...], Capture]] = weakref.WeakKeyDictionary()
+_CAPTURES: weakref.WeakKeyDictionary[nn.Module, dict[tuple[Any, ...], Any]] = weakref.WeakKeyDictionary()
 
 
 def _key(window: Window, config: Config, args: Args) -> tuple[Any, ...]:
@@ -159,29 +166,57 @@ def _key(window: Window, config: Config, args: Args) -> tuple[Any, ...]:
 
 
 def run(cell: nn.Module, x: Tensor, state: State, mask: Tensor | None) -> tuple[Tensor, State]:
-    """The cell's window on the graphed path: captured on first use of a key, replayed after."""
+    """The cell's window on the fast path; on failure, the fallback the module docstring describes."""
+    try:
+        out = _fast(cell, x, state, mask)
+    except Exception as err:  # any failure of compile, capture or replay, FailOnRecompileLimitHit included
+        if getattr(cell, "cuda_path", "auto") == "graphs":
+            raise RuntimeError(
+                f"the fast path of {type(cell).__name__} failed ({type(err).__name__}: {err}); "
+                "set cuda_path: auto to fall back to eager, or eager to train without it"
+            ) from err
+        fallback.fall_back(err)
+        return cell(x, state, mask)  # `wanted` is False from now on: the cell's eager forward
+    fallback.note("graphs" if x.is_cuda else "compiled")
+    return out
+
+
+def _fast(cell: nn.Module, x: Tensor, state: State, mask: Tensor | None) -> tuple[Tensor, State]:
+    """Captured on first use of a key, replayed after; on CPU (tests) the compiled steps without
+    graphs, each key first run forward and backward on copies so that compilation fails here."""
     window, config, params = cell.fast_window()  # type: ignore[operator]
     fn = functools.partial(window, compiled_steps(), config)
     args = (x, *state, mask, *params)
     if not any(a is not None and a.requires_grad for a in args):
         h_seq, h, c = fn(*args)  # nothing to differentiate: no backward graph to capture
         return h_seq, (h, c)
+    # A window's first state (zeros, or carried and detached) needs no gradient, later steps' do: as
+    # leaves that ask for one, every call compiles and captures one variant, not two.
+    state = tuple(s if s.requires_grad else s.detach().requires_grad_() for s in state)
+    args = (x, *state, mask, *params)
     captures = _CAPTURES.setdefault(cell, {})
     key = _key(window, config, args)
     capture = captures.get(key)
     if capture is None and len(captures) >= MAX_CAPTURES:
-        h_seq, h, c = fn(*args)
+        h_seq, h, c = window(PLAIN, config, *args)  # past the bound: the same math, uncompiled
         return h_seq, (h, c)
     if capture is None:
-        try:
-            capture = captures[key] = Capture(fn, args)
-        except RuntimeError as err:
-            raise RuntimeError(
-                f"capturing {type(cell).__name__}'s window as a CUDA graph failed ({err}); "
-                "set cuda_path: eager to train without graphs"
-            ) from err
-    if capture.busy:  # a second forward before the first one's backward: run this one eagerly
+        capture = captures[key] = Capture(fn, args) if x.is_cuda else _probe(fn, args)
+    if capture is _PROBED or capture.busy:  # CPU, or a second forward before the first one's backward
         h_seq, h, c = fn(*args)
         return h_seq, (h, c)
     h_seq, h, c = _Replay.apply(capture, *args)
     return h_seq, (h, c)
+
+
+_PROBED: Any = object()  # a key whose compiled forward and backward ran once on CPU
+
+
+def _probe(fn: Window, args: Args) -> Any:
+    """Run `fn` forward and backward on detached copies of `args`: what Capture's warm-up does on
+    CUDA, so that a compilation error surfaces inside `run`'s fallback and not in a later backward."""
+    copies = [None if a is None else a.detach().clone().requires_grad_(a.requires_grad) for a in args]
+    outs = fn(*copies)
+    diff = [a for a in copies if a is not None and a.requires_grad]
+    torch.autograd.grad(outs, diff, [torch.ones_like(o) for o in outs], allow_unused=True)
+    return _PROBED

@@ -17,11 +17,11 @@ class LSTMCell(RecurrentCell):
     Parameters: w_x [m, 4n], w_h [n, 4n], bias [4n], gate blocks in the order i, j, f, o. The layer
     runs as one autograd Function with a hand-written backward (fused.py): the input projection
     W^x x + b is hoisted out of the recurrence, and weight gradients are GEMMs over many steps.
-    On CUDA, with `cuda_path` "graphs" (make_cell's default), training runs the same equations
-    from windows.py replayed as CUDA graphs (graphed.py); "eager" keeps this forward there too.
+    On CUDA, with `cuda_path` "auto" (make_cell's default) or "graphs", training runs the same
+    equations from windows.py replayed as CUDA graphs (graphed.py); "eager" keeps this forward there.
     """
 
-    cuda_path: graphed.CudaPath = "graphs"
+    cuda_path: graphed.CudaPath = "auto"
 
     def __init__(self, input_size: int, hidden_size: int, t_max: float | None = None) -> None:
         """`t_max`: Chrono-initialize b^f with it (thesis §4.4); None leaves b^f at zero."""

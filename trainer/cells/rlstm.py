@@ -22,11 +22,11 @@ class RLSTMCell(RecurrentCell):
 
     Parameters: w_x [m, 2n] (W^ix, W^jx), w_h [n, 3n] (W^ih, W^jh, W^fh), w_fu [n, n], w_oc [n, n],
     bias [4n] (b^i, b^j, b^f, b^o). Because the cap keeps f + min(i, 1-f) <= 1 and |j| <= 1,
-    |c| <= 1 for every unit at every step. On CUDA, with `cuda_path` "graphs", training runs
-    the same equations from windows.py replayed as CUDA graphs (graphed.py).
+    |c| <= 1 for every unit at every step. On CUDA, with `cuda_path` "auto" or "graphs", training
+    runs the same equations from windows.py replayed as CUDA graphs (graphed.py).
     """
 
-    cuda_path: graphed.CudaPath = "graphs"
+    cuda_path: graphed.CudaPath = "auto"
 
     def __init__(self, input_size: int, hidden_size: int, t_max: float | None = None) -> None:
         """`t_max`: Chrono-initialize b^f with it (thesis §4.4); None leaves b^f at zero."""

@@ -86,8 +86,16 @@ PLAIN = Steps(lstm_step, mogrifier_round, rlstm_input, rlstm_cell, rlstm_output)
 
 @functools.cache
 def compiled_steps() -> Steps:
-    """PLAIN with every step torch.compile'd (once per process; Inductor compiles per shape on use)."""
-    fuse = functools.partial(torch.compile, fullgraph=True, dynamic=False)
+    """PLAIN with every step torch.compile'd once per process, for every shape.
+
+    dynamic=True: the batch and hidden sizes are symbols, so the trials a Ray worker runs one after
+    another (each with its own hidden size, batch, Mogrifier setting) reuse one kernel per step and
+    variant (with or without a state mask) instead of compiling per shape, which hit Dynamo's
+    recompile limit at the 9th shape (FailOnRecompileLimitHit under fullgraph=True). Measured on
+    CPU (docs/gpu.md): 12 shapes compile 3 graphs in all; Inductor's on-disk cache makes a new
+    process's compilation seconds instead of tens of seconds.
+    """
+    fuse = functools.partial(torch.compile, fullgraph=True, dynamic=True)
     return Steps(*(fuse(fn) for fn in (lstm_step, mogrifier_round, rlstm_input, rlstm_cell, rlstm_output)))
 
 

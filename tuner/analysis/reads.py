@@ -21,6 +21,7 @@ from typing import Any
 import optuna
 import sqlalchemy
 
+from tuner.analysis import study_rows
 from tuner.analysis.records import ParamSpec, StudyRow, TrialRecord, parse_distribution
 from tuner.errors import StudyNotFoundError
 from tuner.storage.study import StudyError, redact_url
@@ -61,32 +62,6 @@ def _iso(stamp: Any) -> str | None:
     return None if stamp is None else str(stamp).replace(" ", "T")
 
 
-# A page of studies, or one by name, and then only those studies' directions, attrs, counts and
-# best values: a listing reads `limit` studies whatever the database holds.
-_TOTAL = sqlalchemy.text("SELECT COUNT(*) FROM studies")
-_PAGE = sqlalchemy.text(
-    "SELECT study_id, study_name FROM studies ORDER BY study_id LIMIT :limit OFFSET :offset"
-)
-_BY_NAME = sqlalchemy.text("SELECT study_id, study_name FROM studies WHERE study_name = :name")
-
-
-def _of_ids(sql: str) -> sqlalchemy.TextClause:
-    """`sql` with `:ids` bound to a list of study ids (an IN list)."""
-    return sqlalchemy.text(sql).bindparams(sqlalchemy.bindparam("ids", expanding=True))
-
-
-_DIRECTIONS = _of_ids(
-    "SELECT study_id, direction FROM study_directions WHERE study_id IN :ids AND objective = 0"
-)
-_ATTRS = _of_ids("SELECT study_id, key, value_json FROM study_user_attributes WHERE study_id IN :ids")
-_COUNTS = _of_ids(
-    "SELECT study_id, state, COUNT(*) FROM trials WHERE study_id IN :ids GROUP BY study_id, state"
-)
-_BEST = _of_ids(
-    "SELECT t.study_id, MIN(v.value), MAX(v.value) FROM trials t JOIN trial_values v ON v.trial_id = "
-    "t.trial_id AND v.objective = 0 WHERE t.study_id IN :ids AND t.state = 'COMPLETE' "
-    "AND v.value_type = 'FINITE' GROUP BY t.study_id"
-)
 _FP_STATES = sqlalchemy.text(
     "SELECT state, COUNT(*), MAX(datetime_start), MAX(datetime_complete) FROM trials "
     "WHERE study_id = :sid GROUP BY state ORDER BY state"
@@ -144,12 +119,9 @@ class TrialDB:
         self._engine = storage.engine
 
     def study_page(self, offset: int, limit: int) -> tuple[int, list[StudyRow]]:
-        """How many studies there are, and those from `offset` (oldest first, at most `limit`)
-        with their direction, user attrs, counts and best value."""
+        """How many studies there are, and those from `offset` (oldest first, at most `limit`)."""
         with self._engine.connect() as conn:
-            total = int(conn.execute(_TOTAL).scalar_one())
-            ids = conn.execute(_PAGE, {"offset": offset, "limit": limit}).all()
-            return total, self._rows(conn, ids)
+            return study_rows.page(conn, offset, limit)
 
     def study_rows(self) -> list[StudyRow]:
         """Every study, oldest first (what `study_page` gives a page of)."""
@@ -158,30 +130,7 @@ class TrialDB:
     def study_row(self, name: str) -> StudyRow | None:
         """One study by name, or None when there is none."""
         with self._engine.connect() as conn:
-            rows = self._rows(conn, conn.execute(_BY_NAME, {"name": name}).all())
-        return rows[0] if rows else None
-
-    @staticmethod
-    def _rows(conn: sqlalchemy.Connection, ids: list[Any]) -> list[StudyRow]:
-        if not ids:
-            return []
-        params = {"ids": [sid for sid, _ in ids]}
-        directions = dict(conn.execute(_DIRECTIONS, params).all())
-        attrs: dict[int, dict[str, Any]] = {}
-        for sid, key, value in conn.execute(_ATTRS, params):
-            attrs.setdefault(sid, {})[key] = json.loads(value)
-        counts: dict[int, dict[str, int]] = {}
-        for sid, state, n in conn.execute(_COUNTS, params):
-            counts.setdefault(sid, {})[state] = int(n)
-        best = {row[0]: row[1:] for row in conn.execute(_BEST, params)}
-        rows = []
-        for sid, name in ids:
-            direction = (
-                "maximize" if str(directions.get(sid, "")).upper().endswith("MAXIMIZE") else "minimize"
-            )
-            best_value = best.get(sid, (None, None))[0 if direction == "minimize" else 1]
-            rows.append(StudyRow(sid, name, direction, attrs.get(sid, {}), counts.get(sid, {}), best_value))
-        return rows
+            return study_rows.by_name(conn, name)
 
     def fingerprint(self, study_id: int) -> tuple:
         """A summary of this study alone that changes when a trial of it is added or ends, or a row is

@@ -137,6 +137,12 @@ class TrialSummary(BaseModel):
     seconds_per_step: float | None = Field(
         None, description="Measured training seconds per step (cost-aware search fits it)."
     )
+    device: str | None = Field(None, description="The device the trial trained on (cpu, cuda:0, ...).")
+    cuda_path_used: str | None = Field(
+        None,
+        description="The training path it took: graphs (CUDA graphs of compiled steps), eager (CUDA "
+        "without them: cuda_path eager, or after a failure of the fast path), cpu, or compiled (tests).",
+    )
     error: str | None = None
 
 

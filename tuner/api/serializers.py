@@ -74,8 +74,14 @@ def trial_summary(trial: TrialRecord) -> dict[str, Any]:
         "node": clean(attrs.get("node")),
         "wall_time_s": finite(attrs.get("wall_time_s")),
         "seconds_per_step": finite(attrs.get("seconds_per_step")),
+        "device": _text(attrs.get("device")),
+        "cuda_path_used": _text(attrs.get("cuda_path_used")),
         "error": None if error is None else str(error),
     }
+
+
+def _text(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
 
 
 def trial_detail(trial: TrialRecord) -> dict[str, Any]:

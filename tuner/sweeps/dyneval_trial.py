@@ -19,7 +19,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from tuner.sweeps.trainable import FINAL, placement
+from tuner.sweeps.trainable import FINAL, GPUUnusable, failed_placement, placement
 
 
 def run_dyneval_trial(config: dict[str, Any]) -> dict[str, Any]:
@@ -30,7 +30,10 @@ def run_dyneval_trial(config: dict[str, Any]) -> dict[str, Any]:
     from trainer.model import LanguageModel
 
     settings = {k: v for k, v in config["trainer"].items() if k != "run_dir"}
-    where = placement(str(settings.pop("device", "auto")))
+    try:
+        where = placement(str(settings.pop("device", "auto")))
+    except GPUUnusable as err:
+        return failed_placement(err)
     result: dict[str, Any] = {"step": 0, **where}
     try:
         model, cfg = load_checkpoint(config["checkpoint"], device=where["device"])

@@ -308,6 +308,10 @@ class StudySearcher(Searcher):
             ("checkpoint", "best_checkpoint"),
             ("gpu_ids", "gpu_ids"),  # the GPUs Ray assigned the trial (`trainable.placement`)
             ("device", "device"),
+            (
+                "cuda_path_used",
+                "cuda_path_used",
+            ),  # graphs, compiled, eager or cpu (trainer/cells/fallback.py)
         ):
             new = measured.get(key)
             if new and live.attrs.get(attr) != new:

@@ -9,8 +9,9 @@ retry machinery, the one case where a retry can help.
 Placement: `device: auto` (the trainer's default) means the GPU Ray assigned this trial. Ray sets
 CUDA_VISIBLE_DEVICES to the trial's GPUs, so the first one visible is `cuda:0`; a trial that
 reserved no GPU trains on the CPU even on a GPU machine, so it never takes a GPU another trial
-reserved. Every result carries the assigned ids (`gpu_ids`) and the device used, which the searcher
-stores as the trial's user attrs.
+reserved, and one that reserved a GPU its PyTorch cannot use fails with the cause (GPUUnusable)
+instead of training on the CPU. Every result carries the assigned ids (`gpu_ids`), the device used
+and the training path taken on it (`cuda_path_used`), which the searcher stores as user attrs.
 """
 
 from __future__ import annotations
@@ -30,22 +31,43 @@ def _numeric(metrics: dict[str, Any]) -> dict[str, Any]:
     return keep
 
 
-def assigned_device(requested: str, gpu_ids: list[str], cuda_available: bool) -> str:
+class GPUUnusable(RuntimeError):
+    """The trial reserved GPUs but this process cannot use CUDA: failing beats training on the CPU
+    while holding GPUs other trials could use."""
+
+
+def assigned_device(requested: str, gpu_ids: list[str], cuda_problem: str | None) -> str:
     """The device a trial trains on: `requested` unless it is `auto`, which means the first GPU
-    Ray assigned (`cuda:0` under Ray's CUDA_VISIBLE_DEVICES), or the CPU when Ray assigned none or
-    this PyTorch has no CUDA."""
+    Ray assigned (`cuda:0` under Ray's CUDA_VISIBLE_DEVICES), or the CPU when Ray assigned none.
+    A trial that reserved a GPU but whose PyTorch cannot use CUDA (`cuda_problem` says why) raises
+    GPUUnusable instead of training on the CPU in silence."""
     if requested != "auto":
         return requested
-    return "cuda:0" if gpu_ids and cuda_available else "cpu"
+    if not gpu_ids:
+        return "cpu"
+    if cuda_problem is not None:
+        raise GPUUnusable(
+            f"this trial reserved GPU {', '.join(gpu_ids)} but cannot use CUDA: {cuda_problem}. "
+            "Set device: cpu (--set device=cpu) to train on the CPU on purpose, or gpus_per_trial 0"
+        )
+    return "cuda:0"
 
 
 def placement(requested: str) -> dict[str, Any]:
-    """`gpu_ids` (as Ray numbers them on the trial's node) and the `device` this trial trains on."""
+    """`gpu_ids` (as Ray numbers them on the trial's node) and the `device` this trial trains on;
+    GPUUnusable when it reserved a GPU it cannot use."""
     import ray
-    import torch
+
+    from trainer.device import cuda_problem
 
     gpu_ids = [str(i) for i in ray.get_gpu_ids()]
-    return {"gpu_ids": gpu_ids, "device": assigned_device(requested, gpu_ids, torch.cuda.is_available())}
+    problem = cuda_problem() if gpu_ids and requested == "auto" else None
+    return {"gpu_ids": gpu_ids, "device": assigned_device(requested, gpu_ids, problem)}
+
+
+def failed_placement(err: GPUUnusable) -> dict[str, Any]:
+    """The final result of a trial whose placement failed: FAIL with the reason, no retry."""
+    return {"step": 0, "val_loss": math.inf, FINAL: True, "error": f"{type(err).__name__}: {err}"}
 
 
 def run_trial(config: dict[str, Any]) -> dict[str, Any]:
@@ -60,7 +82,10 @@ def run_trial(config: dict[str, Any]) -> dict[str, Any]:
     from trainer import make_config, train
 
     settings = dict(config["trainer"])
-    where = placement(str(settings.get("device", "auto")))
+    try:
+        where = placement(str(settings.get("device", "auto")))
+    except GPUUnusable as err:
+        return failed_placement(err)
     settings["device"] = where["device"]
     last: dict[str, Any] = {"step": 0, "val_loss": math.inf, **where}
 
@@ -83,4 +108,5 @@ def run_trial(config: dict[str, Any]) -> dict[str, Any]:
         "stopped": result.stopped,
         "dyneval_val_loss": result.dyneval_val_loss,
         "dyneval_test_loss": result.dyneval_test_loss,
+        "cuda_path_used": result.cuda_path_used,
     }

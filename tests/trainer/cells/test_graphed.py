@@ -21,7 +21,7 @@ CASES = [("lstm", 0, 0)] + [
 ]
 
 
-def build(name: str, rounds: int, rank: int, cuda_path: graphed.CudaPath = "graphs", seed: int = 0):
+def build(name: str, rounds: int, rank: int, cuda_path: graphed.CudaPath = "auto", seed: int = 0):
     torch.manual_seed(seed)
     return make_cell(
         name, M, N, t_max=12.0, mogrifier_rounds=rounds, mogrifier_rank=rank, cuda_path=cuda_path
@@ -128,13 +128,13 @@ def test_cpu_never_takes_the_graphed_path(monkeypatch):
     monkeypatch.setattr(graphed, "run", refuse)
     for name, rounds, rank in [("lstm", 0, 0), ("mogrifier_lstm", 3, RANK), ("rlstm", 0, 0), ("rlstm", 3, 0)]:
         cell = build(name, rounds, rank)
-        assert cell.cuda_path == "graphs" and not graphed.wanted(cell, torch.zeros(1))
+        assert cell.cuda_path == "auto" and not graphed.wanted(cell, torch.zeros(1))
         h_seq, _ = cell(torch.randn(T, B, M), cell.zero_state(B, "cpu", torch.float32))
         h_seq.sum().backward()
 
 
 def test_cuda_path_setting():
-    assert TrainConfig(hidden_size=8).cuda_path == "graphs"
+    assert TrainConfig(hidden_size=8).cuda_path == "auto"
     cfg = make_config({"hidden_size": 8, "cuda_path": "eager", "cell": "rlstm"})
     model = LanguageModel(cfg, vocab_size=11, hidden_size=8)
     assert [cell.cuda_path for cell in model.layers] == ["eager", "eager"]

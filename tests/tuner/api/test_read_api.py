@@ -71,6 +71,7 @@ def test_trial_detail_and_404s(client):
     assert trial["distributions"]["learning_rate"]["log"] is True
     assert trial["node"] == "127.0.0.1" and trial["wall_time_s"] == 2.5
     assert trial["seconds_per_step"] == 0.02
+    assert trial["device"] == "cuda:0" and trial["cuda_path_used"] == "eager"  # this trial fell back
     assert client.get("/studies/fixed/trials/99").status_code == 404
     assert client.get("/studies/nope").status_code == 404
     assert client.get("/studies/nope/trials").status_code == 404

@@ -14,19 +14,30 @@ import sys
 from pathlib import Path
 
 import pytest
+import torch
 
+from trainer.device import cuda_problem
 from tuner.sweeps.ray_runtime import check_cluster, placement_problem
-from tuner.sweeps.trainable import assigned_device
+from tuner.sweeps.trainable import GPUUnusable, assigned_device
 
 ROOT = Path(__file__).resolve().parents[3]
 
 
 def test_auto_means_the_gpu_ray_assigned_and_the_cpu_without_one():
-    assert assigned_device("auto", ["1"], cuda_available=True) == "cuda:0"  # Ray's CUDA_VISIBLE_DEVICES
-    assert assigned_device("auto", [], cuda_available=True) == "cpu"  # no reserved GPU: never take one
-    assert assigned_device("auto", ["0"], cuda_available=False) == "cpu"  # logical GPU, CPU-only torch
-    assert assigned_device("cuda:1", [], cuda_available=True) == "cuda:1"  # an explicit device is kept
-    assert assigned_device("cpu", ["0"], cuda_available=True) == "cpu"
+    assert assigned_device("auto", ["1"], cuda_problem=None) == "cuda:0"  # Ray's CUDA_VISIBLE_DEVICES
+    assert assigned_device("auto", [], cuda_problem=None) == "cpu"  # no reserved GPU: never take one
+    assert assigned_device("auto", [], cuda_problem="no CUDA") == "cpu"
+    assert assigned_device("cuda:1", [], cuda_problem=None) == "cuda:1"  # an explicit device is kept
+    assert assigned_device("cpu", ["0"], cuda_problem="no CUDA") == "cpu"  # the CPU on purpose
+
+
+def test_a_reserved_gpu_that_cuda_cannot_use_fails_with_the_cause():
+    with pytest.raises(
+        GPUUnusable, match=r"reserved GPU 0 but cannot use CUDA: driver too old\. Set device: cpu"
+    ):
+        assert assigned_device("auto", ["0"], cuda_problem="driver too old")
+    problem = cuda_problem()  # this machine's PyTorch is a CPU build: the cause says so
+    assert problem is not None and "without CUDA" in problem and torch.__version__ in problem
 
 
 def test_a_trial_must_fit_on_one_node_and_the_refusal_names_the_field():
@@ -69,6 +80,9 @@ try:
     check_cluster({"cpu": 1.0, "gpu": 0.5}, cluster.address)  # the API's check, through a child
     outcome = run_sweep("packed", db, ray_address=cluster.address, out=io.StringIO())
     out["status"] = outcome.status
+    auto = {**common, "overrides": {"set": {**settings, "device": "auto"}}, "n_trials": 1, "parallel": 1}
+    create_study("unusable", storage_path=root / "unusable", gpus_per_trial=1, **auto)
+    out["unusable"] = run_sweep("unusable", db, ray_address=cluster.address, out=io.StringIO()).status
     create_study("too-big", storage_path=root / "too-big", gpus_per_trial=3, **common)
     try:
         check_cluster({"cpu": 1.0, "gpu": 3.0}, cluster.address)
@@ -100,9 +114,10 @@ def test_half_a_gpu_per_trial_packs_four_trials_on_two_gpus(tmp_path):
 
     env = {k: v for k, v in os.environ.items() if not k.startswith("RAY_")}
     env["RAY_AUTH_MODE"] = "disabled"
-    # Long enough (a few seconds each on a shared CPU) that the four trials' training overlaps.
+    # Long enough (a few seconds each on a shared CPU) that the four trials' training overlaps; on
+    # the CPU on purpose (the logical GPUs pace the trials), and once with `auto`, which must fail.
     settings = {
-        "device": "auto",
+        "device": "cpu",
         "max_steps": 150,
         "eval_every": 50,
         "hidden_size": 16,
@@ -122,10 +137,16 @@ def test_half_a_gpu_per_trial_packs_four_trials_on_two_gpus(tmp_path):
     out = json.loads(lines[-1].removeprefix("RESULT "))
     assert out["status"] == "finished"
     trials = optuna.load_study(study_name="packed", storage=f"sqlite:///{tmp_path / 's.db'}").trials
+    assert out["unusable"] in ("finished", "failed"), out
     assert len(trials) == 4 and all(t.state.name == "COMPLETE" for t in trials)
     ids = sorted(i for t in trials for i in t.user_attrs["gpu_ids"])
     assert ids == ["0", "0", "1", "1"], ids  # two trials on each GPU: 0.5 + 0.5
-    assert {t.user_attrs["device"] for t in trials} == {"cpu"}  # logical GPUs, CPU-only torch
+    assert {t.user_attrs["device"] for t in trials} == {"cpu"}
+    assert {t.user_attrs["cuda_path_used"] for t in trials} == {"cpu"}
+    # `auto` with a reserved GPU and CPU-only torch: the trial fails with the cause, not on the CPU.
+    (unusable,) = optuna.load_study(study_name="unusable", storage=f"sqlite:///{tmp_path / 's.db'}").trials
+    assert unusable.state.name == "FAIL", unusable
+    assert "reserved GPU 0 but cannot use CUDA" in unusable.user_attrs.get("error", ""), unusable.user_attrs
     # The four trials trained at the same time: each run folder's config is written when training
     # starts and its result when it ends.
     spans = []

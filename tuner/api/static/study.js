@@ -186,12 +186,14 @@ async function renderTrials() {
   const page = await rnntune.get(`${base}/trials?${query}`);
   const names = [...new Set(page.items.flatMap((t) => Object.keys(t.params)))];
   document.querySelector("#trials thead").replaceChildren(el("tr", {},
-    ...["#", "state", "objective", ...names, "wall time (s)", "ms/step", "node", "error"].map((h) => el("th", {}, h))));
+    ...["#", "state", "objective", ...names, "wall time (s)", "ms/step", "device", "node", "error"].map((h) => el("th", {}, h))));
   document.querySelector("#trials tbody").replaceChildren(...page.items.map((t) => el("tr", {},
     el("td", { class: "num" }, String(t.number)), el("td", {}, t.state), el("td", { class: "num" }, fmt(t.value)),
     ...names.map((n) => el("td", { class: "num" }, fmt(t.params[n]))),
     el("td", { class: "num" }, fmt(t.wall_time_s, 3)),
     el("td", { class: "num" }, t.seconds_per_step == null ? "–" : fmt(1000 * t.seconds_per_step, 3)),
+    el("td", { title: "the training path: graphs, eager (after a fallback or by choice), cpu" },
+      t.device ? (t.cuda_path_used && t.cuda_path_used !== "cpu" ? `${t.device} (${t.cuda_path_used})` : t.device) : "–"),
     el("td", {}, t.node ? String(t.node) : "–"),
     el("td", {}, t.error || ""))));
   const last = Math.min(page.total, view.offset + PAGE);
