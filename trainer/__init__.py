@@ -6,7 +6,8 @@ The trainer never imports the tuner, Ray or Optuna: `train(config, report)` is a
 from .checkpoint import load_checkpoint
 from .config import ConfigError, TrainConfig, load_config, make_config
 from .data import DataError
-from .loop import Trainer, TrainingDiverged, TrainResult, train
+from .loop import Trainer, train
+from .result import TrainingDiverged, TrainResult
 
 __all__ = [
     "ConfigError",

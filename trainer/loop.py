@@ -11,7 +11,7 @@ import json
 import math
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -25,45 +25,22 @@ from .checkpoint import FORMAT_VERSION, last_evaluation, read_checkpoint, save_a
 from .config import ConfigError, TrainConfig, make_config
 from .data import batchify, load_corpus
 from .device import autocast, resolve_device, set_matmul_precision
+from .divergence import Watch
 from .evaluate import evaluate, headline
 from .figures import test_figures
 from .model import LanguageModel, ReverseCopyModel, build_model, detach_state
 from .objective import multi_sample_log_likelihood, repeat_for_samples, training_loss
 from .optim import make_optimizer
+from .result import TrainingDiverged, TrainResult
 
 # On divergence the run restores its best checkpoint and multiplies the learning rate by this
 # (thesis §4.4); after MAX_RESTORES restores it fails with TrainingDiverged.
 LR_DECAY_ON_RESTORE = 0.9
 MAX_RESTORES = 10
-# A training loss above this multiple of ln(vocabulary size) nats/token — twice the loss of a
-# uniform prediction — counts as exploded, as does a non-finite loss or gradient norm.
-EXPLOSION_FACTOR = 2.0
 # Settings that may change when a run resumes (they steer the run, not what it computes).
 RESUMABLE_CHANGES = frozenset({"max_steps", "max_time_s", "device", "cuda_path", "run_dir"})
 
 Report = Callable[[dict[str, Any]], Any]
-
-
-class TrainingDiverged(RuntimeError):
-    """Training kept diverging after MAX_RESTORES restores of the best checkpoint."""
-
-
-@dataclass
-class TrainResult:
-    best_val_loss: float
-    best_step: int | None
-    run_dir: str
-    best_checkpoint: str | None
-    stopped: str
-    steps: int
-    test_loss: float | None = None
-    temperature: float | None = None
-    dyneval_val_loss: float | None = None
-    dyneval_test_loss: float | None = None
-    test_accuracy: float | None = None
-    mc_test_loss: float | None = None
-    mc_temperature: float | None = None
-    cuda_path_used: str | None = None
 
 
 class Trainer:
@@ -105,7 +82,7 @@ class Trainer:
         self.train_time = 0.0
         self.tokens = 0
         self.state = self.model.zero_state(cfg.batch_size * cfg.dropout_samples)
-        self.explosion = EXPLOSION_FACTOR * math.log(max(2, self.corpus.vocab_size))
+        self.watch = Watch(self.corpus.vocab_size, self.device)  # divergence checks (divergence.py)
         self.initial = self._snapshot()
         if (self.run_dir / "last.pt").is_file():
             self._resume(self.run_dir / "last.pt")
@@ -219,28 +196,45 @@ class Trainer:
         return multi_sample_log_likelihood(logits.float(), y, d), state
 
     def train_step(self) -> float:
-        """One optimizer step on the next window; returns the training loss in nats per token."""
+        """One optimizer step on the next window; returns the training loss in nats per token. On
+        CUDA the divergence checks are read every few steps (divergence.py): between reads it returns
+        NaN, at a read the mean over the steps read."""
         cfg = self.cfg
         self.model.train()
         ll, state = self._forward()
         loss = training_loss(ll, self.params, cfg.l2_penalty)
-        per_token = -ll.mean().item()
+        per_token = -ll.detach().mean()
         self.optimizer.zero_grad(set_to_none=True)
-        if not math.isfinite(per_token) or per_token > self.explosion:
-            self.recover(f"training loss {per_token:.4g} nats/token")
-            return per_token
+        immediate = self.watch.every == 1
+        if immediate and (problem := self.watch.loss_problem(per_token.item())) is not None:
+            self.recover(problem)
+            return per_token.item()
         loss.backward()
         norm = torch.nn.utils.clip_grad_norm_(self.params, cfg.grad_clip)
-        if not torch.isfinite(norm):
+        if immediate and not torch.isfinite(norm):
             self.recover("non-finite gradient")
-            return per_token
+            return per_token.item()
+        if not immediate:
+            self.watch.add(per_token, norm)
         self.optimizer.step()
         dtype = self.params[0].dtype  # the carried state stays in the weights' precision under bf16
         self.state = [tuple(t.to(dtype) for t in s) for s in detach_state(state)]
         self.averaging.add_weights(self.params)
         self.step += 1
         self.tokens += ll.numel()
-        return per_token
+        if immediate:
+            return per_token.item()
+        return self.settle() if self.step % self.watch.every == 0 else math.nan
+
+    def settle(self) -> float:
+        """Read the divergence checks pending on the device and restore the best checkpoint if a
+        step diverged; the mean training loss of the steps read (NaN when none were pending)."""
+        if not self.watch.pending:
+            return math.nan
+        mean, diverged = self.watch.read()
+        if diverged:
+            self.recover(f"divergence within the last steps (mean loss {mean:.4g} nats/token)")
+        return mean
 
     def _validate(self) -> tuple[float, float | None]:
         """Validation loss (nats/token) of the current weights, and reverse copy's sequence accuracy."""
@@ -310,6 +304,11 @@ class Trainer:
                     )
                     bar.update(self.step - bar.n)
                 if self.step % cfg.eval_every == 0 and self.tokens > before:
+                    restores, settled = self.restores, self.settle()  # no evaluation of a diverged step
+                    if math.isfinite(settled):
+                        train_losses.append(settled)
+                    if self.restores != restores:
+                        continue
                     metrics = self._evaluation(train_losses, window_tokens / max(window_time, 1e-9))
                     window_tokens, window_time, train_losses = 0, 0.0, []
                     if bar is not None:
@@ -324,6 +323,7 @@ class Trainer:
         finally:
             if bar is not None:
                 bar.close()
+        self.settle()
         save_atomic(self._snapshot(), self.run_dir / "last.pt")
         return self._finish(stopped)
 

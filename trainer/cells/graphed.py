@@ -13,9 +13,11 @@ buffers (the next replay would overwrite a caller's outputs) and cannot tell whe
 comes before the first one's backward (the saved activations would be overwritten): here outputs
 are copies, and such a second call runs the same window eagerly instead.
 
-Used only where `wanted` says so: a cell whose `cuda_path` is "auto" (the default) or "graphs",
-CUDA inputs, gradients being recorded. Everything else (CPU, no_grad evaluation, cuda_path
-"eager") runs the cell's own forward, unchanged. With "auto", any exception from compilation,
+Used only where `wanted` says so: a cell whose `cuda_path` is "auto" (the default) or "graphs" and
+CUDA inputs. Training (gradients recorded) replays the graphs; evaluation under no_grad runs the
+window with the compiled steps, one fused kernel per step, without capture (its key would change
+with every evaluation batch shape at the end of a split). Everything else (CPU, cuda_path "eager")
+runs the cell's own forward, unchanged. With "auto", any exception from compilation,
 capture or replay turns the fast path off for the rest of the process with one warning
 (fallback.py) and the call runs eagerly; with "graphs" it is an error naming the cause.
 """
@@ -51,7 +53,7 @@ Args = Sequence[Tensor | None]
 def wanted(cell: nn.Module, x: Tensor) -> bool:
     """Whether this call of `cell` takes the fast path (see the module docstring)."""
     path = getattr(cell, "cuda_path", "eager")
-    if path == "eager" or not torch.is_grad_enabled():
+    if path == "eager":
         return False
     if path == "auto" and fallback.broken() is not None:
         fallback.note("eager")
@@ -177,7 +179,8 @@ def run(cell: nn.Module, x: Tensor, state: State, mask: Tensor | None) -> tuple[
             ) from err
         fallback.fall_back(err)
         return cell(x, state, mask)  # `wanted` is False from now on: the cell's eager forward
-    fallback.note("graphs" if x.is_cuda else "compiled")
+    if torch.is_grad_enabled():  # what a run trained on; evaluation takes the same path
+        fallback.note("graphs" if x.is_cuda else "compiled")
     return out
 
 
@@ -187,8 +190,8 @@ def _fast(cell: nn.Module, x: Tensor, state: State, mask: Tensor | None) -> tupl
     window, config, params = cell.fast_window()  # type: ignore[operator]
     fn = functools.partial(window, compiled_steps(), config)
     args = (x, *state, mask, *params)
-    if not any(a is not None and a.requires_grad for a in args):
-        h_seq, h, c = fn(*args)  # nothing to differentiate: no backward graph to capture
+    if not torch.is_grad_enabled() or not any(a is not None and a.requires_grad for a in args):
+        h_seq, h, c = fn(*args)  # evaluation, or nothing to differentiate: the compiled steps alone
         return h_seq, (h, c)
     # A window's first state (zeros, or carried and detached) needs no gradient, later steps' do: as
     # leaves that ask for one, every call compiles and captures one variant, not two.

@@ -1,0 +1,28 @@
+"""What a training run ends with: its result (also written as the run folder's `result.json`), or
+the error of a run that kept diverging."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+class TrainingDiverged(RuntimeError):
+    """Training kept diverging after `trainer.loop.MAX_RESTORES` restores of the best checkpoint."""
+
+
+@dataclass
+class TrainResult:
+    best_val_loss: float
+    best_step: int | None
+    run_dir: str
+    best_checkpoint: str | None
+    stopped: str
+    steps: int
+    test_loss: float | None = None
+    temperature: float | None = None
+    dyneval_val_loss: float | None = None
+    dyneval_test_loss: float | None = None
+    test_accuracy: float | None = None
+    mc_test_loss: float | None = None
+    mc_temperature: float | None = None
+    cuda_path_used: str | None = None
