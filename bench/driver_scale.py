@@ -43,7 +43,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from tuner.samplers import DEFAULT_SAMPLER
-from tuner.sweeps.trainable import FINAL
+from tuner.sweeps.lifecycle import FINAL
 
 TIMING_FILE = "timing.json"
 

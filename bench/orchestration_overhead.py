@@ -60,7 +60,7 @@ def instant_trial(config: dict[str, Any]) -> dict[str, Any]:
     """A Ray Tune trainable that reports one evaluation and returns at once."""
     from ray import tune
 
-    from tuner.sweeps.trainable import FINAL
+    from tuner.sweeps.lifecycle import FINAL
 
     params = config["trainer"]  # fixed settings + sampled params; synthetic_loss reads tuned names only
     loss = synthetic_loss(params)

@@ -19,7 +19,8 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from tuner.sweeps.trainable import FINAL, GPUUnusable, failed_placement, placement
+from tuner.sweeps.lifecycle import FINAL
+from tuner.sweeps.placement import GPUUnusable, failed_placement, placement
 
 
 def run_dyneval_trial(config: dict[str, Any]) -> dict[str, Any]:

@@ -35,10 +35,10 @@ from tuner.errors import LeaseLost
 from tuner.samplers.cost import COST_ATTR, step_cost
 from tuner.space import SearchSpace
 from tuner.storage.study import pending_retries
-from tuner.sweeps.trainable import FINAL
+from tuner.sweeps.lifecycle import METRIC, Evaluation, Outcome, TrialEnd, Verdict, decide
 from tuner.sweeps.trial_policies import SweepPolicies
 
-METRIC = "val_loss"
+__all__ = ["METRIC", "Fence", "LiveTrial", "StudySearcher", "TrialEvents"]
 # A database out of reach, as SQLAlchemy raises it or as Optuna wraps it on commit.
 DB_ERRORS = (sa.exc.SQLAlchemyError, optuna.exceptions.StorageInternalError)
 
@@ -216,27 +216,27 @@ class StudySearcher(Searcher):
             self._record(live, result)
         wall = time.monotonic() - live.started
         live.trial.set_user_attr("wall_time_s", round(wall, 3))
-        if result and result.get(FINAL):
-            if result.get("error"):
-                self._fail(live, str(result["error"]), needs_retry=False)
-                return
-            best = result.get("best_val_loss")
-            if self._space.fixed.get("dyneval") and result.get("dyneval_val_loss") is not None:
-                # A dynamic-evaluation space (Table 2.6) tunes what dynamic evaluation achieves.
-                best = result["dyneval_val_loss"]
-            for key in ("best_step", "test_loss", "dyneval_val_loss", "dyneval_test_loss"):
-                if result.get(key) is not None:
-                    live.trial.set_user_attr(key, result[key])
-            if result.get("best_checkpoint"):
-                live.trial.set_user_attr("checkpoint", result["best_checkpoint"])
-            self._complete(live, best, wall)
-        elif self.stop_reason is not None:
-            self._fail(live, f"interrupted: {self.stop_reason}", needs_retry=True)
-        elif live.last_step >= self._max_steps:
-            # Stopped by the scheduler at its very last evaluation: it trained to the end.
-            self._complete(live, min(live.curve.values(), default=None), wall)
-        elif (frozen := self._tell(live, state=TrialState.PRUNED)) is not None:
-            self.tally.pruned += 1
+        outcome = decide(
+            TrialEnd.from_result(result),
+            curve=live.curve,
+            last_step=live.last_step,
+            max_steps=self._max_steps,
+            stop_reason=self.stop_reason,
+            dyneval_space=bool(self._space.fixed.get("dyneval")),
+        )
+        self._apply(live, outcome, wall)
+
+    def _apply(self, live: LiveTrial, outcome: Outcome, wall: float) -> None:
+        """Write `outcome` to the study (fenced: nothing when the lease is lost) and count it."""
+        for key, value in outcome.attrs.items():
+            live.trial.set_user_attr(key, value)
+        if outcome.verdict is Verdict.FAIL:
+            self._fail(live, outcome.error or "failed", needs_retry=outcome.needs_retry)
+        elif (frozen := self._tell(live, outcome.value, state=TrialState[outcome.verdict.value])) is not None:
+            if outcome.verdict is Verdict.COMPLETE:
+                self.tally.complete += 1
+            else:
+                self.tally.pruned += 1
             self._note_finished(frozen, wall)
 
     def fail_from_worker(self, trial_id: str, message: str) -> None:
@@ -285,49 +285,29 @@ class StudySearcher(Searcher):
     def _record(self, live: LiveTrial, result: dict[str, Any]) -> None:
         if not self.writable:
             return
-        step, value = result.get("step"), result.get(METRIC)
-        if step is not None:
-            live.last_step = max(live.last_step, int(step))
+        evaluation = Evaluation.from_result(result)
+        if evaluation.step is not None:
+            live.last_step = max(live.last_step, evaluation.step)
         if (
-            not result.get(FINAL)
-            and step is not None
-            and value is not None
-            and int(step) not in live.curve
-            and math.isfinite(float(value))
+            evaluation.step is not None
+            and evaluation.value is not None
+            and evaluation.step not in live.curve
+            and math.isfinite(evaluation.value)
         ):
             try:
-                live.trial.report(float(value), int(step))
+                live.trial.report(evaluation.value, evaluation.step)
             except DB_ERRORS:
                 return  # the database is out of reach: the evaluation misses the curve, the trial goes on
-            live.curve[int(step)] = float(value)
-        measured = {**result, COST_ATTR: step_cost(result, live.attrs.get(COST_ATTR))}
-        for attr, key in (
-            (COST_ATTR, COST_ATTR),  # seconds per training step, for cost-aware search
-            ("node", "node_ip"),
-            ("pid", "pid"),
-            ("checkpoint", "best_checkpoint"),
-            ("gpu_ids", "gpu_ids"),  # the GPUs Ray assigned the trial (`trainable.placement`)
-            ("device", "device"),
-            (
-                "cuda_path_used",
-                "cuda_path_used",
-            ),  # graphs, compiled, eager or cpu (trainer/cells/fallback.py)
-        ):
-            new = measured.get(key)
+            live.curve[evaluation.step] = evaluation.value
+        # Seconds per training step, for cost-aware search (written when it moves by more than 5%).
+        attrs = {COST_ATTR: step_cost(result, live.attrs.get(COST_ATTR)), **evaluation.attrs}
+        for attr, new in attrs.items():
             if new and live.attrs.get(attr) != new:
                 try:
                     live.trial.set_user_attr(attr, new)
                 except DB_ERRORS:
                     return
                 live.attrs[attr] = new
-
-    def _complete(self, live: LiveTrial, best: Any, wall: float) -> None:
-        if best is None or not math.isfinite(float(best)):
-            self._fail(live, f"no finite validation loss (best {best})", needs_retry=False)
-            return
-        if (frozen := self._tell(live, float(best))) is not None:
-            self.tally.complete += 1
-            self._note_finished(frozen, wall)
 
     def _fail(self, live: LiveTrial, message: str, *, needs_retry: bool) -> FrozenTrial | None:
         """Tell the trial FAIL with its reason (and `needs_retry` when it was not its fault); None

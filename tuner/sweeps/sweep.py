@@ -199,7 +199,8 @@ def _drive(
 
     `changes` are the spec fields this run changes (only `RESUME_SAFE` ones; stored with the
     study). `trainable` is the function each trial runs (default: the shared trainer through
-    `run_trial`); the orchestration benchmark passes one that returns at once. `fence`: the lease
+    `trial_kind`: training, or dynamic evaluation of the study's checkpoint); the orchestration
+    benchmark passes one that returns at once. `fence`: the lease
     keeper every ask and tell is checked against (None: unfenced, for callers holding no lease).
     """
     name = study.study_name
@@ -247,7 +248,7 @@ def _drive(
     from tuner.sweeps.progress import ProgressTable
     from tuner.sweeps.ray_runtime import check_resources, sqlite_on_cluster_warning, start_ray
     from tuner.sweeps.searcher import METRIC, StudySearcher, TrialEvents
-    from tuner.sweeps.trainable import run_trial
+    from tuner.sweeps.trainable import trial_kind
 
     os.environ["TUNE_DISABLE_SIGINT_HANDLER"] = "1"  # our handler stops the sweep cleanly instead
     # The driver only samples: one torch thread keeps the GP off the cores the trials train on
@@ -308,7 +309,7 @@ def _drive(
     history = finished_curves(study) if scheduler == "adaptive" else None
     stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%d-%H%M%S")
     tuner = tune.Tuner(
-        tune.with_resources(trainable or run_trial, resources),
+        tune.with_resources(trainable or trial_kind(spec.checkpoint), resources),
         tune_config=tune.TuneConfig(
             metric=METRIC,
             mode="min",

@@ -6,21 +6,20 @@ data, divergence past its restores) does not raise out of the trial: it becomes 
 `error`, which the searcher stores as FAIL with that message. Only a dead worker reaches Ray Tune's
 retry machinery, the one case where a retry can help.
 
-Placement: `device: auto` (the trainer's default) means the GPU Ray assigned this trial. Ray sets
-CUDA_VISIBLE_DEVICES to the trial's GPUs, so the first one visible is `cuda:0`; a trial that
-reserved no GPU trains on the CPU even on a GPU machine, so it never takes a GPU another trial
-reserved, and one that reserved a GPU its PyTorch cannot use fails with the cause (GPUUnusable)
-instead of training on the CPU. Every result carries the assigned ids (`gpu_ids`), the device used
-and the training path taken on it (`cuda_path_used`), which the searcher stores as user attrs.
+Placement (placement.py): the device `auto` means, or a FAIL with the cause when the trial reserved
+a GPU it cannot use. Every result carries the assigned ids (`gpu_ids`), the device used and the
+training path taken on it (`cuda_path_used`), which the searcher stores as user attrs.
 """
 
 from __future__ import annotations
 
 import math
 import numbers
+from collections.abc import Callable
 from typing import Any
 
-FINAL = "final"
+from tuner.sweeps.lifecycle import FINAL
+from tuner.sweeps.placement import GPUUnusable, failed_placement, placement
 
 
 def _numeric(metrics: dict[str, Any]) -> dict[str, Any]:
@@ -31,52 +30,10 @@ def _numeric(metrics: dict[str, Any]) -> dict[str, Any]:
     return keep
 
 
-class GPUUnusable(RuntimeError):
-    """The trial reserved GPUs but this process cannot use CUDA: failing beats training on the CPU
-    while holding GPUs other trials could use."""
-
-
-def assigned_device(requested: str, gpu_ids: list[str], cuda_problem: str | None) -> str:
-    """The device a trial trains on: `requested` unless it is `auto`, which means the first GPU
-    Ray assigned (`cuda:0` under Ray's CUDA_VISIBLE_DEVICES), or the CPU when Ray assigned none.
-    A trial that reserved a GPU but whose PyTorch cannot use CUDA (`cuda_problem` says why) raises
-    GPUUnusable instead of training on the CPU in silence."""
-    if requested != "auto":
-        return requested
-    if not gpu_ids:
-        return "cpu"
-    if cuda_problem is not None:
-        raise GPUUnusable(
-            f"this trial reserved GPU {', '.join(gpu_ids)} but cannot use CUDA: {cuda_problem}. "
-            "Set device: cpu (--set device=cpu) to train on the CPU on purpose, or gpus_per_trial 0"
-        )
-    return "cuda:0"
-
-
-def placement(requested: str) -> dict[str, Any]:
-    """`gpu_ids` (as Ray numbers them on the trial's node) and the `device` this trial trains on;
-    GPUUnusable when it reserved a GPU it cannot use."""
-    import ray
-
-    from trainer.device import cuda_problem
-
-    gpu_ids = [str(i) for i in ray.get_gpu_ids()]
-    problem = cuda_problem() if gpu_ids and requested == "auto" else None
-    return {"gpu_ids": gpu_ids, "device": assigned_device(requested, gpu_ids, problem)}
-
-
-def failed_placement(err: GPUUnusable) -> dict[str, Any]:
-    """The final result of a trial whose placement failed: FAIL with the reason, no retry."""
-    return {"step": 0, "val_loss": math.inf, FINAL: True, "error": f"{type(err).__name__}: {err}"}
-
-
 def run_trial(config: dict[str, Any]) -> dict[str, Any]:
-    """Train the trial described by `config["trainer"]`; return the final summary result. A study
-    of a trained model (`config["checkpoint"]`) evaluates it instead (`tuner.sweeps.dyneval_trial`)."""
-    if config.get("checkpoint"):
-        from tuner.sweeps.dyneval_trial import run_dyneval_trial
-
-        return run_dyneval_trial(config)
+    """Train the trial described by `config["trainer"]`; return the final summary result. (A study
+    of a trained model runs `tuner.sweeps.dyneval_trial.run_dyneval_trial` instead: the driver
+    picks the trial kind once, `trial_kind`.)"""
     from ray import tune
 
     from trainer import make_config, train
@@ -110,3 +67,13 @@ def run_trial(config: dict[str, Any]) -> dict[str, Any]:
         "dyneval_test_loss": result.dyneval_test_loss,
         "cuda_path_used": result.cuda_path_used,
     }
+
+
+def trial_kind(checkpoint: str | None) -> Callable[[dict[str, Any]], dict[str, Any]]:
+    """The function a study's trials run, chosen once by the driver: training (`run_trial`), or
+    for a study of a trained model, dynamic evaluation of it (`tuner.sweeps.dyneval_trial`)."""
+    if checkpoint:
+        from tuner.sweeps.dyneval_trial import run_dyneval_trial
+
+        return run_dyneval_trial
+    return run_trial

@@ -24,7 +24,7 @@ def quick_or_long(config: dict[str, Any]) -> dict[str, Any]:
     `alive-NUMBER` in the run folder: its mtime is the trial's last sign of life."""
     from ray import tune
 
-    from tuner.sweeps.trainable import FINAL
+    from tuner.sweeps.lifecycle import FINAL
 
     number = config["trial_number"]
     loss = 5.0 + 0.01 * number

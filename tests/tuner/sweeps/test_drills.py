@@ -118,7 +118,8 @@ def _nan_on_second_trial(config):
     """The real trial, except that trial #1 reports a NaN evaluation and ends with a NaN loss."""
     from ray import tune
 
-    from tuner.sweeps.trainable import FINAL, run_trial
+    from tuner.sweeps.lifecycle import FINAL
+    from tuner.sweeps.trainable import run_trial
 
     if config["trial_number"] != 1:
         return run_trial(config)

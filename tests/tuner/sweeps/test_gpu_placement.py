@@ -17,8 +17,8 @@ import pytest
 import torch
 
 from trainer.device import cuda_problem
+from tuner.sweeps.placement import GPUUnusable, assigned_device
 from tuner.sweeps.ray_runtime import check_cluster, placement_problem
-from tuner.sweeps.trainable import GPUUnusable, assigned_device
 
 ROOT = Path(__file__).resolve().parents[3]
 
