@@ -16,8 +16,8 @@ import stat
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from tuner.api.settings import resolve_within
 from tuner.errors import Conflict, NotFound
+from tuner.storage.confine import resolve_within
 
 __all__ = ["PathRefused", "StudyFolderRefused", "open_within", "resolve_within", "study_folder"]
 
@@ -35,7 +35,7 @@ def study_folder(attrs: dict[str, Any], root: Path, name: str) -> Path:
     inside `root`, `root/name` when it has none; StudyFolderRefused when it lies elsewhere."""
     raw = attrs.get("storage_path")
     if raw is None:
-        return root / name
+        raw = str(root / name)  # a name from the database is checked like a stored path: no `..`
     found = resolve_within(raw, (root,), root)
     if found is None:
         raise StudyFolderRefused(

@@ -21,7 +21,6 @@ import os
 import socket
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from tuner.errors import InvalidInput
 from tuner.storage.study import DEFAULT_STORAGE_ROOT, resolve_db_url
@@ -121,18 +120,3 @@ def check_exposure(host: str, settings: ApiSettings) -> None:
 
 def _real(path: str | os.PathLike) -> Path:
     return Path(path).expanduser().resolve()
-
-
-def resolve_within(raw: Any, roots: tuple[Path, ...], base: Path) -> Path | None:
-    """The real path of `raw` (relative ones taken from `base`; symlinks and `..` resolved) if it
-    lies inside one of `roots`, else None. Never touches what the path names beyond resolving it,
-    so the answer says nothing about whether a file exists."""
-    if not isinstance(raw, str) or not raw or "\x00" in raw:
-        return None
-    path = Path(raw).expanduser()
-    real = (path if path.is_absolute() else base / path).resolve()
-    for root in roots:
-        real_root = root.resolve()
-        if real == real_root or real_root in real.parents:
-            return real
-    return None

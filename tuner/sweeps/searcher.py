@@ -19,6 +19,7 @@ retry: from its attempt's run folder and `last.pt`, with the attempt's curve.
 from __future__ import annotations
 
 import math
+import threading
 import time
 from collections import deque
 from dataclasses import dataclass, field
@@ -34,11 +35,15 @@ from ray.tune.search import Searcher
 from tuner.errors import LeaseLost
 from tuner.samplers.cost import COST_ATTR, step_cost
 from tuner.space import SearchSpace
+from tuner.storage.confine import resolve_within
 from tuner.storage.study import pending_retries
+from tuner.sweeps.ask_ahead import AskAhead
 from tuner.sweeps.lifecycle import METRIC, Evaluation, Outcome, TrialEnd, Verdict, decide
 from tuner.sweeps.trial_policies import SweepPolicies
 
 __all__ = ["METRIC", "Fence", "LiveTrial", "StudySearcher", "TrialEvents"]
+# Trials kept asked ahead of Ray Tune's requests (ask_ahead.py): a free slot starts one at once.
+ASK_AHEAD = 2
 # A database out of reach, as SQLAlchemy raises it or as Optuna wraps it on commit.
 DB_ERRORS = (sa.exc.SQLAlchemyError, optuna.exceptions.StorageInternalError)
 
@@ -112,6 +117,8 @@ class StudySearcher(Searcher):
         self.stop_reason: str | None = None
         self.ended_early: str | None = None  # the study-level stop rule ended the sweep: why
         self.tally = Tally()
+        self._asking = threading.Lock()  # one ask of the study at a time (this thread or ask-ahead's)
+        self._ahead: AskAhead[LiveTrial] = AskAhead(self._ask, ASK_AHEAD, self._may_ask_ahead)
 
     # --- pickling: Tune saves the searcher in its experiment folder; keep the study (and its
     # database URL, which may hold a password) out of it. The study in SQL is the state to resume.
@@ -152,7 +159,11 @@ class StudySearcher(Searcher):
             self.ended_early = reason  # no new trial; the ones in flight finish
             return Searcher.FINISHED
         try:
-            live = self._ask_retry(self._retries[0]) if self._retries else self._ask()
+            if self._retries:
+                live = self._ask_retry(self._retries[0])
+            else:
+                self._fenced()  # a trial asked ahead starts only while this driver holds the lease
+                live = self._ahead.take() or self._ask()
         except LeaseLost as lost:
             self.stop_reason = str(lost)
             return Searcher.FINISHED
@@ -162,17 +173,30 @@ class StudySearcher(Searcher):
         live.trial.set_user_attr("run_dir", live.run_dir)
         live.trial.set_user_attr("ray_trial_id", trial_id)
         self._live[trial_id] = live
+        self._ahead.refill()  # the next trial is sampled while this one trains
         return {
             "trial_number": live.trial.number,
             "trainer": self._space.trial_config(live.params, live.run_dir),
             **({"checkpoint": self._checkpoint} if self._checkpoint else {}),
         }
 
+    def _may_ask_ahead(self, count: int) -> bool:
+        """Whether one more trial may be asked ahead with `count` already ready or being asked:
+        never past the budget, nor once the sweep stops, a stop rule fired or retries wait."""
+        return (
+            self.stop_reason is None
+            and self.ended_early is None
+            and not self._retries
+            and self.writable
+            and self._asked + count < self._budget
+        )
+
     def _ask(self) -> LiveTrial:
         """The next trial (fenced). Optuna hands out WAITING trials first: one with `retry_of` is a
         retry whose driver died before asking it, and resumes from its attempt like any retry."""
         self._fenced()
-        return self._next_trial()
+        with self._asking:
+            return self._next_trial()
 
     def _next_trial(self) -> LiveTrial:
         trial = self._study.ask()
@@ -187,13 +211,18 @@ class StudySearcher(Searcher):
         """A new trial with the same params as a dead attempt, its curve so far, and its run folder
         (so the trainer resumes from the attempt's last.pt)."""
         self._fenced()
-        self._study.enqueue_trial(old.params, user_attrs={"retry_of": old.number}, skip_if_exists=False)
-        return self._next_trial()
+        with self._asking:  # enqueue and ask as one: a trial asked ahead meanwhile cannot take the retry
+            self._study.enqueue_trial(old.params, user_attrs={"retry_of": old.number}, skip_if_exists=False)
+            return self._next_trial()
 
-    @staticmethod
-    def _resume_from(live: LiveTrial, old: FrozenTrial) -> None:
-        """Make `live` continue the attempt `old`: its run folder and its curve so far."""
-        live.run_dir = old.user_attrs.get("run_dir") or live.run_dir
+    def _resume_from(self, live: LiveTrial, old: FrozenTrial) -> None:
+        """Make `live` continue the attempt `old`: its run folder and its curve so far. A stored
+        run folder outside the study's storage root is not trusted (the database is data, not a
+        path to train in): the retry then starts afresh in its own folder."""
+        resumed = resolve_within(old.user_attrs.get("run_dir"), (self._root,), self._root)
+        if resumed is None:
+            return
+        live.run_dir = str(resumed)
         for step, value in sorted(old.intermediate_values.items()):
             live.trial.report(value, step)
             live.curve[step] = value
@@ -268,6 +297,12 @@ class StudySearcher(Searcher):
         """Mark every trial still in flight FAIL (to be retried on resume) when the sweep stops.
         Trials it cannot mark (lease lost, database unreachable) stay RUNNING: the next driver
         marks them FAIL and retries them."""
+        for unstarted in self._ahead.close():  # asked ahead, never launched: retried on resume
+            if self.writable:
+                try:
+                    self._fail(unstarted, f"not started: {reason}", needs_retry=True)
+                except DB_ERRORS:
+                    continue
         numbers = []
         for trial_id in list(self._live):
             live = self._live.pop(trial_id)

@@ -122,6 +122,7 @@ def test_take_over_by_a_host_with_a_fast_clock_is_caught_at_the_next_tell(tmp_pa
         study, SearchSpace.from_dict(study.user_attrs["space_def"]), tmp_path, 2, fence=keeper
     )
     config = searcher.suggest("ray-0")
+    assert searcher._ahead.settle(timeout=30) == 1  # the next trial, asked ahead under the lease
     engine = lease_engine(db)
     skewed_now = time.time() + 2 * lease.LEASE_TTL_S
     with engine.begin() as conn:
@@ -137,7 +138,8 @@ def test_take_over_by_a_host_with_a_fast_clock_is_caught_at_the_next_tell(tmp_pa
     assert load_study(name, db).trials[config["trial_number"]].state == TrialState.RUNNING  # not told
     assert keeper.lost is not None and "another driver took over" in keeper.lost
     assert request.reason == keeper.lost and not searcher.writable
-    assert searcher.suggest("ray-1") == "FINISHED" and len(load_study(name, db).trials) == 1
+    assert searcher.suggest("ray-1") == "FINISHED"  # not even the trial asked ahead starts
+    assert [t.state for t in load_study(name, db).trials] == [TrialState.RUNNING] * 2  # the next driver's
     keeper.close()
     assert read(engine, name).owner != keeper.owner  # the old driver released nothing
     engine.dispose()

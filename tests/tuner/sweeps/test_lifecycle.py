@@ -186,5 +186,25 @@ def test_nothing_is_told_once_the_lease_is_lost(searcher):
     s.suggest("ray-0")
     s.fence_for_test.holds = False
     s.on_trial_complete("ray-0", summary(best_val_loss=4.5))
-    assert [t.state for t in trials()] == [TrialState.RUNNING]  # left for the next driver
-    assert s.suggest("ray-1") == "FINISHED"
+    assert trials()[0].state == TrialState.RUNNING  # left for the next driver
+    assert s.suggest("ray-1") == "FINISHED"  # nor is a trial asked ahead started
+    assert s.interrupt_all("lease lost") == [] and {t.state for t in trials()} == {TrialState.RUNNING}
+
+
+def test_a_retry_resumes_only_a_run_folder_inside_the_study_storage(tmp_path, searcher):
+    s, trials = searcher
+    s.suggest("ray-0")
+    s.suggest("ray-1")
+    s.on_trial_result("ray-0", {"step": 10, "val_loss": 5.0})
+    s.on_trial_result("ray-1", {"step": 10, "val_loss": 5.2})
+    s._live["ray-1"].trial.set_user_attr("run_dir", "/etc")  # a database that points elsewhere
+    s.interrupt_all("stop requested")  # both FAIL, to be retried
+    study = s._study
+    resumed = StudySearcher(study, SearchSpace.from_dict(study.user_attrs["space_def"]), tmp_path, 6)
+    first, second = resumed.suggest("ray-2"), resumed.suggest("ray-3")
+    assert first["trainer"]["run_dir"] == str((tmp_path / "trial-0").resolve())  # its attempt's folder
+    assert second["trainer"]["run_dir"] == str(tmp_path / f"trial-{second['trial_number']}")  # not /etc
+    retried = {t.number: t for t in trials()}
+    assert retried[first["trial_number"]].intermediate_values == {10: 5.0}  # the attempt's curve
+    assert retried[second["trial_number"]].intermediate_values == {}  # a fresh start
+    resumed.interrupt_all("done")

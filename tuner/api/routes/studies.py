@@ -14,8 +14,9 @@ from tuner.api.checkpoint import storage_root
 from tuner.api.models import Action, CreateStudy, StudyDetail, StudyPage, WidenRange, WidenResult
 from tuner.api.paths import study_folder
 from tuner.api.routes.common import StudyName, errors, json_body, read_json
-from tuner.api.settings import ApiSettings, resolve_within
+from tuner.api.settings import ApiSettings
 from tuner.api.state import ApiState
+from tuner.storage.confine import resolve_within
 from tuner.storage.lease import read, read_all
 from tuner.sweeps import control, widen_control
 

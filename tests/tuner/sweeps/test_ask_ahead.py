@@ -1,0 +1,124 @@
+"""Suggestions asked ahead (tuner/sweeps/ask_ahead.py): the helper with plain functions, then the
+searcher on a real study, where every trial after the first is sampled in the background while the
+trials before it run, and a trial asked ahead but never started is retried on resume."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import optuna
+import pytest
+from optuna.trial import TrialState
+
+from tests.conftest import TINY_SETTINGS
+from tuner.space import SearchSpace
+from tuner.storage.study import load_study, pending_retries
+from tuner.sweeps.ask_ahead import AskAhead
+from tuner.sweeps.create import create_study
+from tuner.sweeps.searcher import ASK_AHEAD, StudySearcher
+
+
+def counter(limit: int | None = None):
+    made = []
+
+    def make() -> int:
+        made.append(len(made))
+        return made[-1]
+
+    return made, make, (lambda count: limit is None or len(made) < limit)
+
+
+def wait_for(ahead: AskAhead, count: int) -> None:
+    """Until `count` results are ready (the maker runs in its own thread and chains refills)."""
+    for _ in range(count + 1):
+        if ahead.settle(timeout=10) >= count:
+            return
+    raise AssertionError(f"fewer than {count} ready")
+
+
+def test_it_keeps_depth_results_ready_in_order_and_within_the_callers_bound():
+    made, make, may = counter(limit=3)
+    ahead = AskAhead(make, depth=2, may_make=may)
+    assert ahead.take() is None  # nothing made until asked to refill
+    ahead.refill()
+    wait_for(ahead, 2)
+    assert made == [0, 1]  # depth 2
+    assert ahead.take() == 0
+    ahead.refill()
+    wait_for(ahead, 2)
+    assert [ahead.take(), ahead.take()] == [1, 2]
+    ahead.refill()
+    assert ahead.take() is None and made == [0, 1, 2]  # the bound said no more
+
+
+def test_take_waits_for_the_result_being_made_and_raises_what_making_raised():
+    release = threading.Event()
+
+    def slow() -> str:
+        assert release.wait(10)
+        return "made"
+
+    ahead = AskAhead(slow, depth=1, may_make=lambda count: True)
+    ahead.refill()
+    threading.Timer(0.2, release.set).start()
+    assert ahead.take() == "made"  # waited instead of returning None
+
+    def broken() -> str:
+        raise RuntimeError("lease lost")
+
+    failing = AskAhead(broken, depth=1, may_make=lambda count: True)
+    failing.refill()
+    with pytest.raises(RuntimeError, match="lease lost"):
+        failing.take()
+    assert failing.take() is None  # raised once
+
+
+def test_close_hands_back_what_was_not_taken_and_makes_no_more():
+    made, make, may = counter()
+    ahead = AskAhead(make, depth=2, may_make=may)
+    ahead.refill()
+    wait_for(ahead, 2)
+    assert ahead.close() == [0, 1]
+    ahead.refill()
+    assert ahead.take() is None and made == [0, 1]
+
+
+@pytest.fixture
+def study_searcher(tmp_path: Path):
+    db = f"sqlite:///{tmp_path / 's.db'}"
+    create_study(
+        "ahead", storage_url=db, space="tiny", storage_path=tmp_path / "ahead", overrides={"set": TINY_SETTINGS},
+        sampler="random", scheduler="none", seed=0, n_trials=6,
+    )  # fmt: skip
+    study = load_study("ahead", db)
+    return StudySearcher(study, SearchSpace.from_dict(study.user_attrs["space_def"]), tmp_path, 6), db
+
+
+def test_every_trial_after_the_first_is_sampled_in_the_background(study_searcher, monkeypatch):
+    searcher, db = study_searcher
+    threads: list[str] = []
+    original = StudySearcher._next_trial
+
+    def recorded(self):
+        threads.append(threading.current_thread().name)
+        return original(self)
+
+    monkeypatch.setattr(StudySearcher, "_next_trial", recorded)
+    numbers = [searcher.suggest(f"ray-{k}")["trial_number"] for k in range(6)]
+    assert numbers == list(range(6))  # in the order they were asked
+    assert threads[0] == threading.current_thread().name  # the first: nothing was ready
+    assert threads[1:] == ["rnntune-ask-ahead"] * 5
+    assert searcher.suggest("ray-6") == "FINISHED"
+    assert len(optuna.load_study(study_name="ahead", storage=db).trials) == 6  # never past the budget
+
+
+def test_a_trial_asked_ahead_but_never_started_is_retried_on_resume(study_searcher):
+    searcher, db = study_searcher
+    searcher.suggest("ray-0")
+    wait_for(searcher._ahead, ASK_AHEAD)
+    assert searcher.interrupt_all("stop requested") == [0]  # the one that ran
+    trials = optuna.load_study(study_name="ahead", storage=db).trials
+    assert [t.state for t in trials] == [TrialState.FAIL] * (1 + ASK_AHEAD)
+    assert [t.user_attrs["error"] for t in trials[1:]] == ["not started: stop requested"] * ASK_AHEAD
+    assert [t.number for t in pending_retries(load_study("ahead", db))] == list(range(1 + ASK_AHEAD))

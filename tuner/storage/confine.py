@@ -1,0 +1,23 @@
+"""Paths read from a study (a trial's run folder, a study's storage folder) confined to a root: the
+database is data, and a path in it must not send a process elsewhere on the machine."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+
+def resolve_within(raw: Any, roots: tuple[Path, ...], base: Path) -> Path | None:
+    """The real path of `raw` (relative ones taken from `base`; symlinks and `..` resolved) if it
+    lies inside one of `roots`, else None. Never touches what the path names beyond resolving it,
+    so the answer says nothing about whether a file exists."""
+    if not isinstance(raw, str) or not raw or "\x00" in raw:
+        return None
+
+    path = Path(raw).expanduser()
+    real = (path if path.is_absolute() else base / path).resolve()
+    for root in roots:
+        real_root = root.resolve()
+        if real == real_root or real_root in real.parents:
+            return real
+    return None
