@@ -21,6 +21,10 @@ The target is under 1% of GPU time idle for the full run. On a small machine, sh
 
     python bench/driver_scale.py                                   # 1,000 trials, 16 nodes x 4 GPUs, 64 in flight
     python bench/driver_scale.py --trials 40 --nodes 2 --gpus-per-node 2 --in-flight 4 --trial-seconds 10
+    python bench/driver_scale.py --trials 100 --nodes 8 --gpus-per-node 2 --in-flight 16 --trial-seconds 20 --ask-ahead 0,2
+
+`--ask-ahead 0,2` runs the same sweep without and with trials asked ahead (tuner/sweeps/ask_ahead.py),
+one after the other in one invocation, and prints the two side by side.
 """
 
 from __future__ import annotations
@@ -112,7 +116,13 @@ class SuggestTimer:
                 self.ready[trial_id] = time.time()
             return result
 
+        self._original = original
         StudySearcher.suggest = timed  # type: ignore[method-assign,assignment]
+
+    def uninstall(self) -> None:
+        from tuner.sweeps.searcher import StudySearcher
+
+        StudySearcher.suggest = self._original  # type: ignore[method-assign]
 
 
 class WriteCounter:
@@ -135,6 +145,14 @@ class WriteCounter:
 
         event.listen(Engine, "before_cursor_execute", statement)
         event.listen(Engine, "commit", commit)
+        self._listeners = [("before_cursor_execute", statement), ("commit", commit)]
+
+    def uninstall(self) -> None:
+        from sqlalchemy import event
+        from sqlalchemy.engine import Engine
+
+        for name, listener in self._listeners:
+            event.remove(Engine, name, listener)
 
 
 def gpu_idle(timings: list[dict[str, Any]], ready: dict[str, float]) -> dict[str, float]:
@@ -171,7 +189,34 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--sampler", default=DEFAULT_SAMPLER, help=f"default: {DEFAULT_SAMPLER}")
     parser.add_argument("--scheduler", default="asha", choices=("asha", "median", "none"))
     parser.add_argument("--db", help="study database URL (default: a SQLite file in a temporary folder)")
+    parser.add_argument(
+        "--ask-ahead",
+        default=None,
+        help="trials the searcher keeps asked ahead; a comma list (0,2) runs each in turn, side by side "
+        "(default: the searcher's ASK_AHEAD)",
+    )
     args = parser.parse_args(argv)
+    from tuner.sweeps import searcher
+
+    depths = [int(d) for d in args.ask_ahead.split(",")] if args.ask_ahead else [searcher.ASK_AHEAD]
+    summary = []
+    for depth in depths:
+        searcher.ASK_AHEAD = depth
+        print(f"--- ask-ahead {depth}")
+        summary.append((depth, one_run(args)))
+    if len(summary) > 1:
+        print(
+            "--- side by side: ask-ahead, idle GPU time caused by the driver, Ray start-up, s/suggestion (mean)"
+        )
+        for depth, figures in summary:
+            print(
+                f"ask-ahead {depth}: {figures['driver_pct']:.2f}%, {figures['launch_pct']:.2f}%, "
+                f"{figures['suggest_s']:.3f} s"
+            )
+
+
+def one_run(args: argparse.Namespace) -> dict[str, float]:
+    """One sweep on a fresh simulated cluster; prints its figures and returns the headline ones."""
 
     import optuna
     import ray
@@ -250,6 +295,13 @@ def main(argv: list[str] | None = None) -> None:
         f"study writes: {writes.writes / sweep_s:.1f} statements/s, {writes.commits / sweep_s:.1f} commits/s "
         f"({writes.writes} writing statements, {writes.commits} commits in {sweep_s:.0f} s)"
     )
+    timer.uninstall()
+    writes.uninstall()
+    return {
+        "driver_pct": 100 * idle["driver"] / capacity,
+        "launch_pct": 100 * idle["launch"] / capacity,
+        "suggest_s": statistics.fmean(d),
+    }
 
 
 if __name__ == "__main__":

@@ -345,6 +345,10 @@ class StudyStore:
             raise StudyNotFound(f"no study named {name!r}")
         return found
 
+    def find(self, name: str) -> StudyRow | None:
+        """The study's row read now, bypassing the cache; None when there is none."""
+        return self.db.study_row(name)
+
     def fresh_snapshot(self, name: str) -> StudySnapshot | None:
         """`snapshot(row(name))` if both are cached and fresh, else None (no database access)."""
         return self._peek(name) if self._peek(("row", name)) is not None else None

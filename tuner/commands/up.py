@@ -65,7 +65,7 @@ def run(args: argparse.Namespace) -> int:
             flush=True,
         )
         code = handle.process.wait()
-        row = state.store.db.study_row(name)
+        row = state.store.find(name)
         status = row.status if row else "unknown"
         print(
             f"study {name}: sweep ended ({status}, exit {code}); still serving {url} — Ctrl-C to quit",

@@ -17,13 +17,13 @@ Who drives a study is the driver lease in the study's database (`tuner.storage.l
 from __future__ import annotations
 
 import logging
-from typing import Any
 
 from tuner.errors import InvalidInput, InvalidStudy, LaunchFailed, NotFound, SweepConflict
 from tuner.space import list_spaces
 from tuner.spec import SweepSpec
 from tuner.storage.lease import Lease, begin, read, request_stop
 from tuner.storage.study import StudyExistsError
+from tuner.sweeps.api_state import ControlState
 from tuner.sweeps.create import create_study
 from tuner.sweeps.launcher import Handle, log_path
 from tuner.sweeps.ray_runtime import check_cluster
@@ -69,13 +69,13 @@ def _check_space(raw: str | dict) -> None:
         raise InvalidStudy(f"body.space: unknown search space {raw!r}; known: {', '.join(known) or 'none'}")
 
 
-def create(state: Any, name: str, spec: SweepSpec) -> None:
+def create(state: ControlState, name: str, spec: SweepSpec) -> None:
     """Create the study `name` from `spec` in the API's database, its checkpoints under `<storage>/<name>`.
 
     A name already taken is a SweepConflict; a space, range override or setting that the space
     module rejects is InvalidStudy carrying its message (which names the field and allowed values).
     """
-    if state.store.db.study_row(name) is not None:
+    if state.store.find(name) is not None:
         raise SweepConflict(f"a study named {name!r} already exists")
     _check_space(spec.space)
     try:
@@ -92,7 +92,7 @@ def create(state: Any, name: str, spec: SweepSpec) -> None:
         state.store.invalidate(name)
 
 
-def start(state: Any, name: str) -> Handle:
+def start(state: ControlState, name: str) -> Handle:
     """Launch the study's sweep; SweepConflict when a driver holds its lease, this API's sweep of
     it still runs, or it is finished; NotEnoughResources (a Conflict naming the field) when no node of
     the Ray cluster the sweep would join offers one trial's `gpus_per_trial`/`cpus_per_trial`."""
@@ -117,7 +117,7 @@ def start(state: Any, name: str) -> Handle:
     return handle
 
 
-def stop(state: Any, name: str) -> tuple[Handle | None, Lease]:
+def stop(state: ControlState, name: str) -> tuple[Handle | None, Lease]:
     """Store a stop request for the study's driver (wherever it runs); SweepConflict if none is
     live. A sweep this API launched is escalated to SIGTERM/SIGKILL if it does not obey."""
     state.store.row(name)
@@ -133,12 +133,12 @@ def stop(state: Any, name: str) -> tuple[Handle | None, Lease]:
     return handle, lease
 
 
-def record_exit(state: Any, name: str, returncode: int, stop_requested: bool) -> None:
+def record_exit(state: ControlState, name: str, returncode: int, stop_requested: bool) -> None:
     """Record how a sweep this API launched ended when the sweep could not record it itself
     (it died, or failed before it held the lease), unless another driver holds the lease."""
     log.info("sweep of %s exited with %s", name, returncode)
     state.store.invalidate(name)
-    row = state.store.db.study_row(name)
+    row = state.store.find(name)
     lease = read(state.leases, name)
     if (
         row is None

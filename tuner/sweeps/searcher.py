@@ -6,7 +6,7 @@ and retries linked by `retry_of` instead.
 
 Only this driver-side object writes to the study: trial workers send their evaluations to Ray Tune,
 and `on_trial_result` turns them into intermediate values and user attrs. `TrialEvents` (a Tune
-callback) feeds it the events Searcher hooks do not see: worker errors with their messages and
+callback, trial_events.py) feeds it the events Searcher hooks do not see: worker errors with their messages and
 in-place retries after a worker died.
 
 Fencing: every `ask` and `tell` first passes the driver's fence (`Fence.check`, the lease renewed
@@ -29,7 +29,6 @@ from typing import Any, Protocol
 import optuna
 import sqlalchemy as sa
 from optuna.trial import FrozenTrial, TrialState
-from ray.tune import Callback
 from ray.tune.search import Searcher
 
 from tuner.errors import LeaseLost
@@ -41,7 +40,7 @@ from tuner.sweeps.ask_ahead import AskAhead
 from tuner.sweeps.lifecycle import METRIC, Evaluation, Outcome, TrialEnd, Verdict, decide
 from tuner.sweeps.trial_policies import SweepPolicies
 
-__all__ = ["METRIC", "Fence", "LiveTrial", "StudySearcher", "TrialEvents"]
+__all__ = ["METRIC", "Fence", "LiveTrial", "StudySearcher"]
 # Trials kept asked ahead of Ray Tune's requests (ask_ahead.py): a free slot starts one at once.
 ASK_AHEAD = 2
 # A database out of reach, as SQLAlchemy raises it or as Optuna wraps it on commit.
@@ -380,33 +379,3 @@ def _default(name: str) -> Any:
     from trainer import TrainConfig
 
     return TrainConfig.model_fields[name].default
-
-
-def _error_message(trial: Any) -> str:
-    """The last line of the error Ray Tune recorded for a trial (its exception), or a generic reason."""
-    path = getattr(trial, "error_file", None)
-    text = ""
-    if path:
-        try:
-            text = Path(path).read_text()
-        except OSError:
-            text = ""
-    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
-    detail = lines[-1] if lines else "no error recorded"
-    return f"worker failed: {detail}"
-
-
-class TrialEvents(Callback):
-    """Forwards worker failures and in-place retries from Ray Tune to the StudySearcher."""
-
-    def __init__(self, searcher: StudySearcher) -> None:
-        self._searcher = searcher
-
-    def __getstate__(self) -> dict[str, Any]:
-        return {}
-
-    def on_trial_recover(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
-        self._searcher.retry_in_place(trial.trial_id, _error_message(trial) + " (retrying)")
-
-    def on_trial_error(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
-        self._searcher.fail_from_worker(trial.trial_id, _error_message(trial))

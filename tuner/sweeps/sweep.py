@@ -247,8 +247,9 @@ def _drive(
     from tuner.policies.schedulers import make_scheduler
     from tuner.sweeps.progress import ProgressTable
     from tuner.sweeps.ray_runtime import check_resources, sqlite_on_cluster_warning, start_ray
-    from tuner.sweeps.searcher import METRIC, StudySearcher, TrialEvents
+    from tuner.sweeps.searcher import METRIC, StudySearcher
     from tuner.sweeps.trainable import trial_kind
+    from tuner.sweeps.trial_events import TrialEvents
 
     os.environ["TUNE_DISABLE_SIGINT_HANDLER"] = "1"  # our handler stops the sweep cleanly instead
     # The driver only samples: one torch thread keeps the GP off the cores the trials train on

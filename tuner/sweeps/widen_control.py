@@ -19,6 +19,7 @@ from tuner.space import SpaceError
 from tuner.spec import SPEC_ATTR, SweepSpec
 from tuner.storage.lease import acquire, new_owner, read, release
 from tuner.storage.study import StudyError, set_status
+from tuner.sweeps.api_state import ControlState
 from tuner.sweeps.widen import widen_study
 
 
@@ -34,7 +35,7 @@ class WidenRequest(Protocol):
     def add_trials(self) -> int: ...
 
 
-def widen(state: Any, name: str, body: WidenRequest) -> dict[str, Any]:
+def widen(state: ControlState, name: str, body: WidenRequest) -> dict[str, Any]:
     """Widen the study's range under its driver lease; SweepConflict while a driver holds the
     lease or this API's sweep of it runs, InvalidStudy naming `body.param` or `body.edge` for a
     range that cannot widen."""
@@ -56,7 +57,7 @@ def widen(state: Any, name: str, body: WidenRequest) -> dict[str, Any]:
             state.store.invalidate(name)
 
 
-def _widen(state: Any, name: str, body: WidenRequest) -> dict[str, Any]:
+def _widen(state: ControlState, name: str, body: WidenRequest) -> dict[str, Any]:
     """The write itself, run while this API holds the study's lease."""
     study = optuna.load_study(study_name=name, storage=state.store.storage)
     space = study.user_attrs.get("space_def")
