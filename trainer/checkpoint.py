@@ -38,10 +38,17 @@ def save_atomic(obj: dict[str, Any], path: str | Path) -> None:
 
 
 def read_checkpoint(path: str | Path, map_location: str | torch.device = "cpu") -> dict[str, Any]:
+    """The checkpoint's contents, unpickled with `weights_only=True`: only tensors and plain
+    containers and numbers, never an arbitrary object, so a file someone else placed (a path named
+    in a REST request, a run folder read from the database) cannot run code in this process. Every
+    rnntune checkpoint is such data (tests/trainer/test_checkpoint_safety.py)."""
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"no checkpoint at {path}")
-    ckpt = torch.load(path, map_location=map_location, weights_only=False)
+    try:
+        ckpt = torch.load(path, map_location=map_location, weights_only=True)
+    except Exception:  # pickle's and torch's own errors would describe the file's contents
+        ckpt = None
     if not isinstance(ckpt, dict) or ckpt.get("format_version") != FORMAT_VERSION:
         raise ValueError(f"{path} is not an rnntune checkpoint (format {FORMAT_VERSION})")
     return ckpt

@@ -46,12 +46,12 @@ def check(spec: SweepSpec, space: SearchSpace) -> tuple[SweepSpec, SearchSpace]:
             )
         return spec, space
     path = Path(spec.checkpoint).expanduser().resolve()
-    if not path.is_file():
-        raise StudyError(f"checkpoint: no checkpoint file at {path}")
     try:
         _, cfg = load_checkpoint(path)
-    except Exception as err:  # whatever torch.load or the config raise, the file is not a usable model
-        raise StudyError(f"checkpoint: {path} does not load as an rnntune checkpoint: {err}") from None
+    except Exception:  # one answer whether the file is missing, unreadable or not a checkpoint
+        raise StudyError(
+            f"checkpoint: {path} is not a readable rnntune checkpoint (a best.pt or last.pt a run wrote)"
+        ) from None
     if cfg.dataset == "reverse_copy":
         raise StudyError(
             f"checkpoint: {path} is a reverse_copy model; dynamic evaluation needs a language model"

@@ -8,8 +8,10 @@ import hashlib
 from pathlib import Path
 
 import pytest
+import torch
 from optuna.trial import TrialState
 
+from tests.trainer.test_checkpoint_safety import Payload
 from tests.tuner.dyneval_checkpoint import quick_checkpoint, small_checkpoint
 from trainer import load_checkpoint
 from trainer.data import batchify, load_corpus
@@ -21,6 +23,7 @@ from tuner.space import load_space
 from tuner.spec import SweepSpec
 from tuner.storage.study import load_study
 from tuner.sweeps.create import create_study
+from tuner.sweeps.dyneval_study import check
 
 
 @pytest.fixture(scope="module")
@@ -86,8 +89,14 @@ def test_the_checkpoint_is_stored_absolute_and_the_space_tunes_table_2_6(quick, 
             {"space": "tiny", "overrides": {"ranges": {"dyneval_learning_rate": "1e-6:1e-3:log"}}},
             "checkpoint: space tiny tunes dynamic-evaluation settings",
         ),
-        ({"space": "dyneval", "checkpoint": "MISSING"}, "checkpoint: no checkpoint file"),
-        ({"space": "dyneval", "checkpoint": "NOT_A_MODEL"}, "checkpoint: .* does not load"),
+        (
+            {"space": "dyneval", "checkpoint": "MISSING"},
+            "checkpoint: .* is not a readable rnntune checkpoint",
+        ),
+        (
+            {"space": "dyneval", "checkpoint": "NOT_A_MODEL"},
+            "checkpoint: .* is not a readable rnntune checkpoint",
+        ),
         ({"space": "tiny", "checkpoint": "QUICK"}, "checkpoint: a study of a trained model tunes only"),
         (
             {"space": "dyneval", "checkpoint": "QUICK", "overrides": {"set": {"hidden_size": 8}}},
@@ -113,3 +122,19 @@ def test_the_sweep_command_refuses_dyneval_without_a_checkpoint(tmp_path, capsys
     assert main(["sweep", "--space", "dyneval", "--db", db, "--name", "dv"]) == 2
     assert "checkpoint: space dyneval tunes dynamic-evaluation settings" in capsys.readouterr().err
     assert load_space("dyneval").fixed == {"dyneval": True}
+
+
+def test_a_study_of_a_file_that_is_no_checkpoint_answers_the_same_whatever_the_file(tmp_path: Path):
+    """A pickled payload, a text file and a missing file get one answer (the path aside), and the
+    payload never runs: what a client names learns it nothing about the file."""
+    marker = tmp_path / "ran"
+    torch.save({"format_version": 1, "x": Payload(marker)}, tmp_path / "evil.pt")
+    (tmp_path / "text.pt").write_text("hello")
+    answers = []
+    for name in ("evil.pt", "text.pt", "missing.pt"):
+        spec = SweepSpec(space="dyneval", checkpoint=str(tmp_path / name))
+        with pytest.raises(StudyError) as refused:
+            check(spec, load_space("dyneval"))
+        answers.append(str(refused.value).replace(name, "FILE"))
+    assert len(set(answers)) == 1 and "is not a readable rnntune checkpoint" in answers[0], answers
+    assert not marker.exists()

@@ -1,0 +1,61 @@
+"""Checkpoints are read as data: a file with a pickled payload is refused without running it, and
+every kind of checkpoint the trainer writes still loads (trainer/checkpoint.py)."""
+
+from __future__ import annotations
+
+import os
+import pickle
+from pathlib import Path
+
+import pytest
+import torch
+
+from tests.trainer.test_loop import tiny
+from trainer import load_checkpoint, train
+from trainer.checkpoint import read_checkpoint
+
+
+class Payload:
+    """Unpickling this runs a command: what a malicious 'checkpoint' would carry."""
+
+    def __init__(self, marker: Path) -> None:
+        self.marker = marker
+
+    def __reduce__(self):
+        return (os.system, (f"touch {self.marker}",))
+
+
+def test_a_pickled_payload_is_refused_without_running(tmp_path: Path):
+    marker = tmp_path / "ran"
+    evil = tmp_path / "best.pt"
+    torch.save({"format_version": 1, "x": Payload(marker)}, evil)
+    with open(tmp_path / "plain.pkl", "wb") as f:
+        pickle.dump(Payload(marker), f)
+    for path in (evil, tmp_path / "plain.pkl"):
+        with pytest.raises(ValueError, match="is not an rnntune checkpoint"):
+            read_checkpoint(path)
+    assert not marker.exists()
+
+
+@pytest.mark.parametrize(
+    "settings",
+    [
+        {},
+        {"averaging": "switch", "optimizer": "adam"},
+        {"cell": "mgru"},
+        {
+            "dataset": "reverse_copy",
+            "reverse_copy_length": 3,
+            "reverse_copy_vocab": 6,
+            "max_eval_tokens": 300,
+            "eval_batch_size": 100,
+        },
+    ],
+    ids=["2ta-radam", "switch-adam", "mgru", "reverse-copy"],
+)
+def test_every_checkpoint_the_trainer_writes_loads_as_data(tmp_path: Path, settings):
+    result = train(tiny(tmp_path, max_steps=10, eval_every=5, **settings))
+    for name in ("best.pt", "last.pt"):
+        assert read_checkpoint(Path(result.run_dir) / name)["format_version"] == 1
+    model, cfg = load_checkpoint(Path(result.run_dir) / "best.pt")
+    assert cfg.max_steps == 10 and not model.training
