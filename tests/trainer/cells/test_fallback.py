@@ -11,19 +11,16 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 import warnings
 from pathlib import Path
 
 import pytest
 import torch
 
+from tests.child import run_child
 from tests.trainer.corpora import write_ptb
 from trainer import make_config, train
 from trainer.cells import fallback, windows
-
-ROOT = Path(__file__).resolve().parents[3]
 
 
 @pytest.fixture(autouse=True)
@@ -114,23 +111,25 @@ def test_the_cpu_path_is_recorded_as_cpu(tmp_path):
 
 
 WORKER = """
-import json, sys
-import torch
+import json, sys, warnings
 from torch._dynamo.utils import counters  # Dynamo's own count of the graphs it compiled
 from trainer import make_config, train
 
 root = sys.argv[1]
 used, graphs = [], []
-for k, (cell, hidden, batch, rounds, rank, dropout) in enumerate(json.loads(sys.argv[2])):
-    cfg = make_config({
-        "dataset": "ptb", "data_dir": root + "/data", "cell": cell, "mogrifier_rounds": rounds,
-        "mogrifier_rank": rank, "hidden_size": hidden, "batch_size": batch, "bptt": 5, "eval_every": 4,
-        "max_steps": 4, "max_eval_tokens": 100, "state_dropout": dropout, "run_dir": f"{root}/run{k}",
-        "seed": k,
-    })
-    used.append(train(cfg).cuda_path_used)
-    graphs.append(counters["stats"]["unique_graphs"])
-print("RESULT " + json.dumps({"used": used, "graphs": graphs}))
+with warnings.catch_warnings(record=True) as seen:
+    warnings.simplefilter("always")
+    for k, (cell, hidden, batch, rounds, rank, dropout) in enumerate(json.loads(sys.argv[2])):
+        cfg = make_config({
+            "dataset": "ptb", "data_dir": root + "/data", "cell": cell, "mogrifier_rounds": rounds,
+            "mogrifier_rank": rank, "hidden_size": hidden, "batch_size": batch, "bptt": 5, "eval_every": 4,
+            "max_steps": 4, "max_eval_tokens": 100, "state_dropout": dropout, "run_dir": f"{root}/run{k}",
+            "seed": k,
+        })
+        used.append(train(cfg).cuda_path_used)
+        graphs.append(counters["stats"]["unique_graphs"])
+fell_back = [str(w.message) for w in seen if w.category.__name__ == "FastPathWarning"]
+print("RESULT " + json.dumps({"used": used, "graphs": graphs, "warnings": fell_back}))
 """
 # Twelve trainings of distinct shapes: hidden and batch sizes, Mogrifier rounds and ranks, with and
 # without a state mask, as the trials of one Ray worker bring them.
@@ -154,22 +153,11 @@ SHAPES = [
 def test_one_process_compiles_the_steps_once_for_every_trial_shape(tmp_path):
     write_ptb(tmp_path / "data")
     env = {**os.environ, fallback.FORCE_ON_CPU_ENV: "1"}
-    done = subprocess.run(
-        [sys.executable, "-c", WORKER, str(tmp_path), json.dumps(SHAPES)],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-    lines = [line for line in done.stdout.splitlines() if line.startswith("RESULT ")]
-    assert done.returncode == 0 and lines, done.stdout[-2000:] + done.stderr[-4000:]
-    out = json.loads(lines[-1].removeprefix("RESULT "))
+    out = run_child(WORKER, str(tmp_path), json.dumps(SHAPES), env=env, timeout=300)
     assert out["used"] == ["compiled"] * len(SHAPES)  # no trial fell back
     # Graphs per step function (the LSTM step, the Mogrifier round) and variant (training with and
     # without a state mask, evaluation under no_grad), never per shape: the second half of the
     # trainings compiles nothing new. Before, each shape compiled again and the 9th raised
     # FailOnRecompileLimitHit.
     assert out["graphs"][5] == out["graphs"][-1] <= 8, out
-    assert "FastPathWarning" not in done.stderr, done.stderr[-4000:]
+    assert out["warnings"] == [], out["warnings"]

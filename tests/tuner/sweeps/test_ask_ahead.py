@@ -11,11 +11,9 @@ import optuna
 import pytest
 from optuna.trial import TrialState
 
-from tests.conftest import TINY_SETTINGS
-from tuner.space import SearchSpace
+from tests.tuner.sweeps.searcher_study import make_searcher
 from tuner.storage.study import load_study, pending_retries
 from tuner.sweeps.ask_ahead import AskAhead
-from tuner.sweeps.create import create_study
 from tuner.sweeps.searcher import ASK_AHEAD, StudySearcher
 
 
@@ -86,13 +84,7 @@ def test_close_hands_back_what_was_not_taken_and_makes_no_more():
 
 @pytest.fixture
 def study_searcher(tmp_path: Path):
-    db = f"sqlite:///{tmp_path / 's.db'}"
-    create_study(
-        "ahead", storage_url=db, space="tiny", storage_path=tmp_path / "ahead", overrides={"set": TINY_SETTINGS},
-        sampler="random", scheduler="none", seed=0, n_trials=6,
-    )  # fmt: skip
-    study = load_study("ahead", db)
-    return StudySearcher(study, SearchSpace.from_dict(study.user_attrs["space_def"]), tmp_path, 6), db
+    return make_searcher(tmp_path, "ahead", 6)
 
 
 def test_every_trial_after_the_first_is_sampled_in_the_background(study_searcher, monkeypatch):

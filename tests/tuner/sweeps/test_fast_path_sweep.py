@@ -9,18 +9,12 @@ process may hold the session's embedded Ray (conftest `ray_cluster`).
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
-from pathlib import Path
-
 import optuna
 import pytest
 
+from tests.child import fresh_env, run_child
 from trainer.cells.fallback import FORCE_ON_CPU_ENV
 
-ROOT = Path(__file__).resolve().parents[3]
 TRIALS = 12
 SCRIPT = """
 import io, json, sys
@@ -39,20 +33,8 @@ print("RESULT " + json.dumps({"status": run_sweep("fast", f"sqlite:///{root / 's
 
 @pytest.mark.slow
 def test_a_sweep_of_many_shapes_trains_every_trial_on_the_compiled_path(tmp_path):
-    env = {k: v for k, v in os.environ.items() if not k.startswith("RAY_")}
-    env.update({"RAY_AUTH_MODE": "disabled", FORCE_ON_CPU_ENV: "1"})
-    done = subprocess.run(
-        [sys.executable, "-c", SCRIPT, str(tmp_path), str(TRIALS)],
-        env=env,
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=900,
-        check=False,
-    )
-    lines = [line for line in done.stdout.splitlines() if line.startswith("RESULT ")]
-    assert done.returncode == 0 and lines, done.stdout[-2000:] + done.stderr[-4000:]
-    assert json.loads(lines[-1].removeprefix("RESULT "))["status"] == "finished"
+    out = run_child(SCRIPT, str(tmp_path), str(TRIALS), env=fresh_env(**{FORCE_ON_CPU_ENV: "1"}), timeout=900)
+    assert out["status"] == "finished"
     trials = optuna.load_study(study_name="fast", storage=f"sqlite:///{tmp_path / 's.db'}").trials
     assert len(trials) == TRIALS and all(t.state.name == "COMPLETE" for t in trials), [
         (t.number, t.state.name, t.user_attrs.get("error")) for t in trials

@@ -8,19 +8,15 @@ The cluster runs in a child process: this test process may hold the session's em
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import torch
 
+from tests.child import fresh_env, run_child
 from trainer.device import cuda_problem
 from tuner.sweeps.placement import GPUUnusable, assigned_device
 from tuner.sweeps.ray_runtime import check_cluster, placement_problem
-
-ROOT = Path(__file__).resolve().parents[3]
 
 
 def test_auto_means_the_gpu_ray_assigned_and_the_cpu_without_one():
@@ -112,8 +108,7 @@ def _overlap(intervals: list[tuple[float, float]]) -> int:
 def test_half_a_gpu_per_trial_packs_four_trials_on_two_gpus(tmp_path):
     import optuna
 
-    env = {k: v for k, v in os.environ.items() if not k.startswith("RAY_")}
-    env["RAY_AUTH_MODE"] = "disabled"
+    env = fresh_env()
     # Long enough (a few seconds each on a shared CPU) that the four trials' training overlaps; on
     # the CPU on purpose (the logical GPUs pace the trials), and once with `auto`, which must fail.
     settings = {
@@ -123,18 +118,7 @@ def test_half_a_gpu_per_trial_packs_four_trials_on_two_gpus(tmp_path):
         "hidden_size": 16,
         "max_eval_tokens": 1000,
     }
-    done = subprocess.run(
-        [sys.executable, "-c", SCRIPT, str(tmp_path), json.dumps(settings)],
-        env=env,
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-    )
-    lines = [line for line in done.stdout.splitlines() if line.startswith("RESULT ")]
-    assert done.returncode == 0 and lines, done.stdout[-2000:] + done.stderr[-4000:]
-    out = json.loads(lines[-1].removeprefix("RESULT "))
+    out = run_child(SCRIPT, str(tmp_path), json.dumps(settings), env=env)
     assert out["status"] == "finished"
     trials = optuna.load_study(study_name="packed", storage=f"sqlite:///{tmp_path / 's.db'}").trials
     assert out["unusable"] in ("finished", "failed"), out

@@ -15,10 +15,8 @@ from hypothesis import strategies as st
 from optuna.trial import TrialState
 
 from tests.conftest import TINY_SETTINGS
-from tuner.errors import LeaseLost
+from tests.tuner.sweeps.searcher_study import Fence, make_searcher
 from tuner.space import SearchSpace
-from tuner.storage.study import load_study
-from tuner.sweeps.create import create_study
 from tuner.sweeps.lifecycle import FINAL, Evaluation, Outcome, TrialEnd, Verdict, decide
 from tuner.sweeps.searcher import StudySearcher
 
@@ -126,27 +124,10 @@ def test_the_dict_boundary():
 # --- the searcher applying outcomes to a real study, without Ray
 
 
-class Fence:
-    def __init__(self) -> None:
-        self.holds = True
-
-    def check(self) -> None:
-        if not self.holds:
-            raise LeaseLost("lease lost: another driver took over")
-
-
 @pytest.fixture
 def searcher(tmp_path: Path):
-    db = f"sqlite:///{tmp_path / 's.db'}"
-    create_study(
-        "life", storage_url=db, space="tiny", storage_path=tmp_path / "life", overrides={"set": TINY_SETTINGS},
-        sampler="random", scheduler="none", seed=0, n_trials=4,
-    )  # fmt: skip
-    study = load_study("life", db)
     fence = Fence()
-    made = StudySearcher(
-        study, SearchSpace.from_dict(study.user_attrs["space_def"]), tmp_path, 4, fence=fence
-    )
+    made, db = make_searcher(tmp_path, "life", 4, fence=fence)
     made.fence_for_test = fence  # type: ignore[attr-defined]
     yield made, lambda: optuna.load_study(study_name="life", storage=db).trials
 

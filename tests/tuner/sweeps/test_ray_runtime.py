@@ -6,12 +6,9 @@ The cluster runs in a child process: this test process may hold the session's em
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
-
 import pytest
+
+from tests.child import fresh_env, run_child
 
 SCRIPT = """
 import json, ray
@@ -35,14 +32,7 @@ print("RESULT " + json.dumps(out))
 
 @pytest.mark.slow
 def test_sqlite_study_on_two_nodes_is_warned_about_postgres_is_not():
-    env = {k: v for k, v in os.environ.items() if not k.startswith("RAY_AUTH")}
-    env["RAY_AUTH_MODE"] = "disabled"
-    done = subprocess.run(
-        [sys.executable, "-c", SCRIPT], env=env, capture_output=True, text=True, timeout=300, check=False
-    )
-    lines = [line for line in done.stdout.splitlines() if line.startswith("RESULT ")]
-    assert done.returncode == 0 and lines, done.stderr[-3000:]
-    out = json.loads(lines[-1].removeprefix("RESULT "))
+    out = run_child(SCRIPT, env=fresh_env(), timeout=300)
     assert out["one"] is None  # one node
     assert out["two"] is not None and "2 nodes" in out["two"] and "PostgreSQL" in out["two"]
     assert out["postgres"] is None
