@@ -59,3 +59,13 @@ def test_every_checkpoint_the_trainer_writes_loads_as_data(tmp_path: Path, setti
         assert read_checkpoint(Path(result.run_dir) / name)["format_version"] == 1
     model, cfg = load_checkpoint(Path(result.run_dir) / "best.pt")
     assert cfg.max_steps == 10 and not model.training
+
+
+def test_a_checkpoint_written_by_the_previous_main_loads_as_data():
+    """tests/trainer/data/previous-main-last.pt: `last.pt` of a 4-step Mogrifier LSTM run on the
+    built-in corpus, written by main at 4306915 (before checkpoints were read as data)."""
+    path = Path(__file__).parent / "data" / "previous-main-last.pt"
+    checkpoint = read_checkpoint(path)
+    assert checkpoint["position"]["step"] == 4 and checkpoint["config"]["cell"] == "mogrifier_lstm"
+    model, cfg = load_checkpoint(path)
+    assert cfg.mogrifier_rounds == 2 and model.hidden_size == 8
