@@ -15,6 +15,8 @@ from tuner.analysis.reads import StudyStore
 
 REVALIDATE_S = 0.2
 MAX_AGE_S = 1.0
+LONG_MAX_AGE_S = 60.0
+SLACK_S = 3.0
 # Trial tables, their id column, and a read of what the snapshot shows of the row.
 TABLES = {
     "trial_user_attributes": ("trial_user_attribute_id", lambda t: t.user_attrs),
@@ -42,10 +44,11 @@ def _snapshot(store: StudyStore, name: str):
 
 
 def _seen_within(store: StudyStore, name: str, predicate, limit_s: float) -> float:
-    """Seconds until `predicate(snapshot)` holds, polling; fails past `limit_s` (plus slack)."""
+    """Seconds until `predicate(snapshot)` holds, polling; fails past `limit_s` plus SLACK_S (a
+    loaded machine delays the polls themselves, never the staleness bound's mechanism)."""
     start = time.monotonic()
     while not predicate(_snapshot(store, name)):
-        assert time.monotonic() - start < limit_s + 0.5, f"not seen within {limit_s} s"
+        assert time.monotonic() - start < limit_s + SLACK_S, f"not seen within {limit_s} s"
         time.sleep(0.02)
     return time.monotonic() - start
 
@@ -92,7 +95,8 @@ def test_a_row_committed_late_with_a_lower_id_is_seen(db, table):
     def has_row(snapshot) -> bool:
         return key in shown(snapshot.by_number[_number(engine, row["trial_id"])])
 
-    store = _store(url)
+    # A long max age: only the fingerprint can make the row visible, however slow the machine is.
+    store = StudyStore(url, revalidate_s=REVALIDATE_S, max_age_s=LONG_MAX_AGE_S)
     assert not has_row(_snapshot(store, "a"))
     columns = ", ".join(row.keys())
     with engine.begin() as conn:
@@ -101,7 +105,7 @@ def test_a_row_committed_late_with_a_lower_id_is_seen(db, table):
             dict(row),
         )
         assert conn.execute(sqlalchemy.text(f"SELECT MAX({id_column}) FROM {table}")).scalar() == top
-    assert _seen_within(store, "a", has_row, REVALIDATE_S) <= REVALIDATE_S + 0.5
+    assert _seen_within(store, "a", has_row, REVALIDATE_S) < LONG_MAX_AGE_S
     store.close()
 
 
@@ -118,7 +122,7 @@ def test_a_row_rewritten_in_place_is_seen_within_max_age(db):
             {"sid": first.fingerprint[0]},
         )
     elapsed = _seen_within(store, "a", lambda s: s.trials[0].user_attrs["node"] == "rewritten", MAX_AGE_S)
-    assert elapsed <= MAX_AGE_S + REVALIDATE_S + 0.5
+    assert elapsed <= MAX_AGE_S + REVALIDATE_S + SLACK_S
     store.close()
 
 
