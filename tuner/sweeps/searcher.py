@@ -181,12 +181,15 @@ class StudySearcher(Searcher):
 
     def _may_ask_ahead(self, count: int) -> bool:
         """Whether one more trial may be asked ahead with `count` already ready or being asked:
-        never past the budget, nor once the sweep stops, a stop rule fired or retries wait."""
+        never past the budget, nor once the sweep stops or retries wait, nor in a sweep with a
+        study-level stop rule (`--patience`, `--budget`, ...), which could end it with trials
+        asked that never run."""
         return (
             self.stop_reason is None
             and self.ended_early is None
             and not self._retries
             and self.writable
+            and (self._policies is None or not self._policies.stop.active)
             and self._asked + count < self._budget
         )
 

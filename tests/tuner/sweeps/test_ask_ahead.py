@@ -12,9 +12,11 @@ import pytest
 from optuna.trial import TrialState
 
 from tests.tuner.sweeps.searcher_study import make_searcher
+from tuner.spec import SweepSpec
 from tuner.storage.study import load_study, pending_retries
 from tuner.sweeps.ask_ahead import AskAhead
 from tuner.sweeps.searcher import ASK_AHEAD, StudySearcher
+from tuner.sweeps.trial_policies import SweepPolicies
 
 
 def counter(limit: int | None = None):
@@ -114,3 +116,13 @@ def test_a_trial_asked_ahead_but_never_started_is_retried_on_resume(study_search
     assert [t.state for t in trials] == [TrialState.FAIL] * (1 + ASK_AHEAD)
     assert [t.user_attrs["error"] for t in trials[1:]] == ["not started: stop requested"] * ASK_AHEAD
     assert [t.number for t in pending_retries(load_study("ahead", db))] == list(range(1 + ASK_AHEAD))
+
+
+def test_a_sweep_with_a_study_level_stop_rule_asks_nothing_ahead(tmp_path: Path):
+    """A stop rule (here --patience) could end the sweep with trials asked that never run."""
+    searcher, db = make_searcher(tmp_path, "rule", 6)
+    spec = SweepSpec(space="tiny", n_trials=6, patience=3)
+    searcher._policies = SweepPolicies(searcher._study, tmp_path, spec, max_steps=30)
+    searcher.suggest("ray-0")
+    assert searcher._ahead.settle(timeout=10) == 0
+    assert len(optuna.load_study(study_name="rule", storage=db).trials) == 1

@@ -183,10 +183,10 @@ def test_drill_driver_partitioned_for_twice_the_ttl_while_another_takes_over(
     second = None
     try:
         deadline = time.monotonic() + 120
-        while True:  # trial 0 done, the LONG ones in flight
+        while True:  # trial 0 done, the LONG ones in flight (and the next one asked ahead, maybe)
             trials = load_study(name, postgres_url).get_trials()
-            running = sorted(t.number for t in trials if t.state == TrialState.RUNNING)
-            if running == list(LONG) and any(t.state == TrialState.COMPLETE for t in trials):
+            running = {t.number for t in trials if t.state == TrialState.RUNNING}
+            if set(LONG) <= running and any(t.state == TrialState.COMPLETE for t in trials):
                 break
             assert first.poll() is None and time.monotonic() < deadline, logs[0].read_text()
             time.sleep(0.5)
@@ -218,10 +218,11 @@ def test_drill_driver_partitioned_for_twice_the_ttl_while_another_takes_over(
     assert not [t.number for t in trials if t.state == TrialState.RUNNING]  # 0 left RUNNING
     assert {n: _finished(postgres_url, name).get(n) for n in before} == before  # 0 completed lost
     failed = [t for t in trials if t.state == TrialState.FAIL]
-    # 0 told twice: the first driver's trials in flight were told FAIL once, by the second driver
-    # (never "interrupted" by the first), and each was retried once.
-    assert [t.number for t in failed] == list(LONG)
+    # 0 told twice: the first driver's trials in flight (and any it had asked ahead, never started)
+    # were told FAIL once, by the second driver (never "interrupted" by the first), and each was
+    # retried once.
+    assert set(LONG) <= {t.number for t in failed}
     assert all(t.user_attrs["error"] == ZOMBIE_REASON and t.user_attrs["needs_retry"] for t in failed)
     retries = sorted(t.user_attrs["retry_of"] for t in trials if "retry_of" in t.user_attrs)
-    assert retries == list(LONG) and len(trials) == 4 + len(LONG)
+    assert retries == [t.number for t in failed] and len(trials) == 4 + len(failed)
     assert read(lease_engine(postgres_url), name).state() == "stopped"

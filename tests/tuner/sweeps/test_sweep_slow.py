@@ -124,9 +124,10 @@ def test_sigterm_stops_cleanly_then_resume_finishes(tmp_path):
     ts = study.get_trials()
     assert count(ts, TrialState.RUNNING) == 0
     interrupted = [t for t in ts if t.state == TrialState.FAIL]
-    assert interrupted and all(
-        t.user_attrs["error"] == "interrupted: sweep stopped by SIGTERM" for t in interrupted
-    )
+    # Trials that ran were interrupted; the ones the driver had asked ahead never started.
+    reasons = {t.user_attrs["error"] for t in interrupted}
+    assert "interrupted: sweep stopped by SIGTERM" in reasons, reasons
+    assert reasons <= {"interrupted: sweep stopped by SIGTERM", "not started: sweep stopped by SIGTERM"}
     assert all(t.user_attrs["needs_retry"] for t in interrupted)
 
     proc, log = launch(tmp_path, ["--resume", "term", "--db", db])
