@@ -157,18 +157,23 @@ class StudySearcher(Searcher):
         if self._policies is not None and (reason := self._policies.stop_reason()) is not None:
             self.ended_early = reason  # no new trial; the ones in flight finish
             return Searcher.FINISHED
+        # Counted before a ready trial is taken: ask-ahead's bound (another thread) must never see
+        # a taken trial as neither ready nor asked, or it would ask one past the budget.
+        self._asked += 1
         try:
             if self._retries:
                 live = self._ask_retry(self._retries[0])
             else:
                 self._fenced()  # a trial asked ahead starts only while this driver holds the lease
                 live = self._ahead.take() or self._ask()
-        except LeaseLost as lost:
-            self.stop_reason = str(lost)
+        except BaseException as err:  # nothing was asked: uncount it, then stop or re-raise
+            self._asked -= 1
+            if not isinstance(err, LeaseLost):
+                raise
+            self.stop_reason = str(err)
             return Searcher.FINISHED
         if self._retries:
             self._retries.popleft()
-        self._asked += 1
         live.trial.set_user_attr("run_dir", live.run_dir)
         live.trial.set_user_attr("ray_trial_id", trial_id)
         self._live[trial_id] = live
