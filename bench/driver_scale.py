@@ -21,10 +21,13 @@ The target is under 1% of GPU time idle for the full run. On a small machine, sh
 
     python bench/driver_scale.py                                   # 1,000 trials, 16 nodes x 4 GPUs, 64 in flight
     python bench/driver_scale.py --trials 40 --nodes 2 --gpus-per-node 2 --in-flight 4 --trial-seconds 10
-    python bench/driver_scale.py --trials 100 --nodes 8 --gpus-per-node 2 --in-flight 16 --trial-seconds 20 --ask-ahead 0,2
+    python bench/driver_scale.py --trials 100 --nodes 8 --gpus-per-node 2 --in-flight 16 --trial-seconds 20 --ask-ahead 0,2,8
 
-`--ask-ahead 0,2` runs the same sweep without and with trials asked ahead (tuner/sweeps/ask_ahead.py),
-one after the other in one invocation, and prints the two side by side.
+`--ask-ahead 0,2,8` runs the same sweep without and with trials asked ahead (tuner/sweeps/ask_ahead.py),
+one after the other in one invocation, and prints them side by side (8 is what the driver uses for 16
+in flight). The driver's idle time is split at the moment Ray Tune called `suggest`: before it is
+Tune's own loop (noticing that a trial ended, the scheduler, the searcher's callbacks), after it the
+sampler.
 """
 
 from __future__ import annotations
@@ -97,10 +100,12 @@ def sleeping_trainable(step_s: float) -> Callable[[dict[str, Any]], dict[str, An
 
 
 class SuggestTimer:
-    """Wraps StudySearcher.suggest to record, per Tune trial id, when each suggestion was ready."""
+    """Wraps StudySearcher.suggest to record, per Tune trial id, when Ray Tune asked for each
+    suggestion and when it was ready."""
 
     def __init__(self) -> None:
         self.durations: list[float] = []
+        self.asked: dict[str, float] = {}  # when Ray Tune called suggest for the trial
         self.ready: dict[str, float] = {}
 
     def install(self) -> None:
@@ -109,10 +114,11 @@ class SuggestTimer:
         original = StudySearcher.suggest
 
         def timed(searcher: Any, trial_id: str) -> Any:
-            began = time.perf_counter()
+            began, asked = time.perf_counter(), time.time()
             result = original(searcher, trial_id)
             if isinstance(result, dict):
                 self.durations.append(time.perf_counter() - began)
+                self.asked[trial_id] = asked
                 self.ready[trial_id] = time.time()
             return result
 
@@ -155,14 +161,18 @@ class WriteCounter:
             event.remove(Engine, name, listener)
 
 
-def gpu_idle(timings: list[dict[str, Any]], ready: dict[str, float]) -> dict[str, float]:
+def gpu_idle(
+    timings: list[dict[str, Any]], ready: dict[str, float], asked: dict[str, float]
+) -> dict[str, float]:
     """Per GPU, the gaps between consecutive trials, split into waiting for the driver's suggestion
-    and Ray starting the trial; plus the busy time and the run's span."""
+    and Ray starting the trial; the driver's part split again at the moment Ray Tune asked for the
+    suggestion: before it, Tune's loop (noticing the end, the scheduler, the searcher's callbacks);
+    after it, the sampler. Plus the busy time and the run's span."""
     slots: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
     for t in timings:
         for gpu in t["gpus"] or ["none"]:
             slots[(t["node"], gpu)].append(t)
-    driver = launch = busy = 0.0
+    driver = launch = busy = sampler = 0.0
     for runs in slots.values():
         runs.sort(key=lambda t: t["start"])
         busy += sum(t["end"] - t["start"] for t in runs)
@@ -171,8 +181,19 @@ def gpu_idle(timings: list[dict[str, Any]], ready: dict[str, float]) -> dict[str
             waited = min(gap, max(0.0, ready.get(after["trial_id"], before["end"]) - before["end"]))
             driver += waited
             launch += gap - waited
+            asked_at = asked.get(after["trial_id"], before["end"])
+            sampler += min(
+                waited, max(0.0, ready.get(after["trial_id"], before["end"]) - max(asked_at, before["end"]))
+            )
     span = max(t["end"] for t in timings) - min(t["start"] for t in timings)
-    return {"driver": driver, "launch": launch, "busy": busy, "span": span, "slots": len(slots)}
+    return {
+        "driver": driver,
+        "sampler": sampler,
+        "launch": launch,
+        "busy": busy,
+        "span": span,
+        "slots": len(slots),
+    }
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -193,25 +214,28 @@ def main(argv: list[str] | None = None) -> None:
         "--ask-ahead",
         default=None,
         help="trials the searcher keeps asked ahead; a comma list (0,2) runs each in turn, side by side "
-        "(default: the searcher's ASK_AHEAD)",
+        "(default: what the sweep driver uses for --in-flight, tuner.sweeps.ask_ahead.depth_for)",
     )
     args = parser.parse_args(argv)
-    from tuner.sweeps import searcher
+    from tuner.sweeps import ask_ahead
 
-    depths = [int(d) for d in args.ask_ahead.split(",")] if args.ask_ahead else [searcher.ASK_AHEAD]
+    default_depth = ask_ahead.depth_for(args.in_flight)
+    depths = [int(d) for d in args.ask_ahead.split(",")] if args.ask_ahead else [default_depth]
     summary = []
     for depth in depths:
-        searcher.ASK_AHEAD = depth
-        print(f"--- ask-ahead {depth}")
+        # The sweep driver sizes the depth with `depth_for`; the benchmark pins it instead.
+        ask_ahead.depth_for = lambda parallel, depth=depth: depth  # type: ignore[assignment]
+        print(f"--- ask-ahead {depth}" + (" (the default)" if depth == default_depth else ""))
         summary.append((depth, one_run(args)))
     if len(summary) > 1:
         print(
-            "--- side by side: ask-ahead, idle GPU time caused by the driver, Ray start-up, s/suggestion (mean)"
+            "--- side by side: ask-ahead, idle GPU time caused by the driver (of it: the sampler), "
+            "Ray start-up, s/suggestion (mean)"
         )
         for depth, figures in summary:
             print(
-                f"ask-ahead {depth}: {figures['driver_pct']:.2f}%, {figures['launch_pct']:.2f}%, "
-                f"{figures['suggest_s']:.3f} s"
+                f"ask-ahead {depth}: {figures['driver_pct']:.2f}% ({figures['sampler_pct']:.2f}%), "
+                f"{figures['launch_pct']:.2f}%, {figures['suggest_s']:.3f} s"
             )
 
 
@@ -268,7 +292,7 @@ def one_run(args: argparse.Namespace) -> dict[str, float]:
         ray.shutdown()
         cluster.shutdown()
     timings = [json.loads(p.read_text()) for p in (workdir / "runs").glob(f"*/{TIMING_FILE}")]
-    idle = gpu_idle(timings, timer.ready)
+    idle = gpu_idle(timings, timer.ready, timer.asked)
     capacity = min(idle["slots"], args.in_flight) * idle["span"]
     d, tenth = sorted(timer.durations), max(1, len(timer.durations) // 10)
     print(
@@ -291,6 +315,11 @@ def one_run(args: argparse.Namespace) -> dict[str, float]:
         f"idle GPU-s caused by the driver: {idle['driver']:.1f} ({100 * idle['driver'] / capacity:.2f}% of GPU time); "
         f"Ray starting trials: {idle['launch']:.1f} ({100 * idle['launch'] / capacity:.2f}%)"
     )
+    tune_loop = idle["driver"] - idle["sampler"]
+    print(
+        f"  of the driver's: waiting for the sampler {idle['sampler']:.1f} ({100 * idle['sampler'] / capacity:.2f}%), "
+        f"Ray Tune's loop before it asked {tune_loop:.1f} ({100 * tune_loop / capacity:.2f}%)"
+    )
     print(
         f"study writes: {writes.writes / sweep_s:.1f} statements/s, {writes.commits / sweep_s:.1f} commits/s "
         f"({writes.writes} writing statements, {writes.commits} commits in {sweep_s:.0f} s)"
@@ -299,6 +328,7 @@ def one_run(args: argparse.Namespace) -> dict[str, float]:
     writes.uninstall()
     return {
         "driver_pct": 100 * idle["driver"] / capacity,
+        "sampler_pct": 100 * idle["sampler"] / capacity,
         "launch_pct": 100 * idle["launch"] / capacity,
         "suggest_s": statistics.fmean(d),
     }

@@ -1,6 +1,13 @@
 """rnntune's shared trainer: recurrent language models trained as the papers train them.
 
 The trainer never imports the tuner, Ray or Optuna: `train(config, report)` is all a tuner sees.
+
+* `config`: `TrainConfig`, every setting; `device`: where a run trains and in what precision.
+* `data`: the corpora; `reverse_copy`: the reverse copy task.
+* `cells/`: the recurrent cells; `model`: the language model; `mos`: its output layer's scores
+  and the Mixture of Softmaxes.
+* `objective`, `optim`, `averaging`, `divergence`, `loop`: training; `checkpoint`: checkpoints.
+* `evaluate`, `dyneval`, `figures`, `result`: evaluation and what a run ends with.
 """
 
 from .checkpoint import load_checkpoint

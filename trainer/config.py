@@ -27,6 +27,12 @@ LEGACY_ADAM_BETA1_0 = "adam_beta1_0"
 # Word-level datasets report perplexity and tie input/output embeddings (thesis §4.2);
 # the others are character-level and report bits per character.
 WORD_LEVEL_DATASETS = frozenset({"ptb", "wikitext2"})
+# Upper bounds of the run's counts: far above any paper's run (Enwik8: about 550k steps), low enough
+# that every derived number (rung steps, token counts, seconds) stays a finite float.
+MAX_STEPS = 10**9
+MAX_TOKENS = 10**12
+MAX_PARAMS = 10**12
+MAX_TIME_S = 10**8
 
 
 # Marks a field that search spaces may tune (`tunable(...)` instead of `Field(...)`): the tuner derives
@@ -66,6 +72,10 @@ class TrainConfig(BaseModel):
     cell_output_dropout: float = _dropout("on each cell's output in the residual architecture (§4.2)")
     state_dropout: float = _dropout("variational: one mask on h_prev per sequence and layer")
     output_dropout: float = _dropout("before the softmax, a fresh mask per time step")
+    mos_latent_dropout: float = _dropout(
+        "mos_components > 1: variational dropout on the mixture's latent contexts, one mask per sequence "
+        "(Yang et al. 2017's dropoutl); ignored with one component"
+    )
     mogrifier_rounds: int = tunable(
         5,
         ge=0,
@@ -95,6 +105,13 @@ class TrainConfig(BaseModel):
     architecture: Architecture = Field(
         "residual", description="residual (thesis §4.2 eq. 1) or skip (Mogrifier paper)"
     )
+    mos_components: int = Field(
+        1,
+        ge=1,
+        le=64,
+        description="K softmaxes mixed at the output (Yang et al. 2017 §2.4; Mogrifier paper Table 1's "
+        "Wikitext-2 models use 2, 'MoS2'); 1 is the plain softmax",
+    )
     multiplicative_form: MultiplicativeForm = Field(
         "default",
         description="mlstm/tmlstm/mgru/tmgru: default (h = o ⊙ tanh(c), intermediate size = hidden size) "
@@ -103,7 +120,7 @@ class TrainConfig(BaseModel):
     dataset: Dataset = "builtin"
     data_dir: Path | None = Field(None, description="folder holding the dataset's standard files")
     num_params: int | None = Field(
-        None, gt=0, description="parameter budget; the hidden size is solved from it"
+        None, gt=0, le=MAX_PARAMS, description="parameter budget; the hidden size is solved from it"
     )
     hidden_size: int | None = Field(
         None, gt=0, le=65536, description="explicit hidden size (overrides num_params)"
@@ -121,23 +138,39 @@ class TrainConfig(BaseModel):
         lt=1.0,
         description="β1 of RAdam/Adam; 0 as the baseline's Adam (Mogrifier paper §3.3), kept by thesis §4.6",
     )
-    grad_clip: float = Field(10.0, gt=0.0, description="clip the gradient to this global norm")
+    grad_clip: float = Field(10.0, gt=0.0, le=1e6, description="clip the gradient to this global norm")
     averaging: Averaging = Field(
         "2ta",
         description="2ta (thesis §3.4 Algorithm 2) or switch (Mogrifier paper §3.3: the raw weights until "
         "averaging_patience evaluations without improvement or 80% of max_steps, then their tail average)",
     )
     averaging_patience: int = Field(
-        50, ge=1, description="averaging: switch turns on after this many evaluations without improvement"
+        50,
+        ge=1,
+        le=MAX_STEPS,
+        description="averaging: switch turns on after this many evaluations without improvement",
     )
 
     # --- run control ---
-    max_steps: int = Field(1000, ge=1)
-    max_time_s: float | None = Field(None, gt=0.0, description="stop after this much training time")
-    eval_every: int = Field(100, ge=1, description="E: evaluate (and 2TA-adapt) every E steps")
-    eval_batch_size: int = Field(16, ge=1)
+    max_steps: int = Field(1000, ge=1, le=MAX_STEPS)
+    max_time_s: float | None = Field(
+        None, gt=0.0, le=MAX_TIME_S, description="stop after this much training time"
+    )
+    divergence_restores: int = Field(
+        10,
+        ge=0,
+        le=100,
+        description="on divergence, restore the best checkpoint with the learning rate x 0.9 up to this "
+        "many times, then fail (Circling Back §5 / thesis §4.4); 0: fail at once (the Mogrifier "
+        "paper has no restart)",
+    )
+    eval_every: int = Field(100, ge=1, le=MAX_STEPS, description="E: evaluate (and 2TA-adapt) every E steps")
+    eval_batch_size: int = Field(16, ge=1, le=65536)
     max_eval_tokens: int | None = Field(
-        None, gt=0, description="cap on validation tokens per evaluation (None: the whole split)"
+        None,
+        gt=0,
+        le=MAX_TOKENS,
+        description="cap on validation tokens per evaluation (None: the whole split)",
     )
     dyneval: bool = Field(False, description="also report dynamic evaluation at the end (§4.5)")
     mc_dropout_samples: int = Field(
@@ -158,7 +191,7 @@ class TrainConfig(BaseModel):
     reverse_copy_vocab: int = Field(
         1000, ge=2, le=1_000_000, description="reverse copy: symbols drawn uniformly (paper: 1000)"
     )
-    seed: int = Field(0, ge=0)
+    seed: int = Field(0, ge=0, le=2**32 - 1, description="seeds torch and the data order")
     device: str = Field("auto", description="auto, cpu, cuda or cuda:N")
     cuda_path: Literal["auto", "graphs", "eager"] = Field(
         "auto",
@@ -205,6 +238,7 @@ class TrainConfig(BaseModel):
                 "cell_output_dropout",
                 "state_dropout",
                 "output_dropout",
+                "mos_latent_dropout",
             )
             for name in dropouts:
                 if getattr(self, name) != 0.0:

@@ -89,8 +89,8 @@ def gradient_statistics(model: LanguageModel, train_ids: Tensor, cfg: TrainConfi
     try:
         for start in range(0, n - 1, steps):
             end = min(start + steps, n - 1)
-            logits, state = model(data[start:end], state)
-            loss = -token_log_likelihood(logits, data[start + 1 : end + 1]).sum(0).mean()
+            log_probs, state = model(data[start:end], state)
+            loss = -token_log_likelihood(log_probs, data[start + 1 : end + 1]).sum(0).mean()
             grads = torch.autograd.grad(loss, params)
             torch._foreach_addcmul_(ms, grads, grads)
             state = detach_state(state)
@@ -131,8 +131,8 @@ def dynamic_evaluate(model: LanguageModel, ids: Tensor, stats: GradientStatistic
         for start in range(0, n - 1, cfg.max_time_steps):
             end = min(start + cfg.max_time_steps, n - 1)
             y = data[start + 1 : end + 1]
-            logits, state = model(data[start:end], state)
-            ll = token_log_likelihood(logits, y)
+            log_probs, state = model(data[start:end], state)
+            ll = token_log_likelihood(log_probs, y)
             loss = -ll.sum()
             total += loss.item()
             count += y.numel()

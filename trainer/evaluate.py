@@ -1,6 +1,7 @@
 """Evaluation with deterministic dropout, softmax temperature chosen on validation data (thesis §4.6),
 or with Monte Carlo dropout (Mogrifier paper §3.3): predictions averaged over sampled masks, with
-the dropout rates optionally scaled ("in the MC case dropout rates are scaled", §3.3).
+the dropout rates optionally scaled ("in the MC case dropout rates are scaled", §3.3). With a
+mixture of softmaxes the temperature divides every component's logits (trainer/mos.py).
 
 Losses are mean cross-entropy in nats per token; `perplexity` and `bits_per_char` convert them
 to what word- and character-level papers report.
@@ -29,6 +30,7 @@ DROPOUT_RATES = (
     "cell_output_dropout",
     "state_dropout",
     "output_dropout",
+    "mos_latent_dropout",
 )
 
 
@@ -54,9 +56,10 @@ def evaluate(
             end = min(start + bptt, n - 1)
             x = data[start:end]
             y = data[start + 1 : end + 1]
-            logits, state = model(x, state)
+            features, state = model.features(x, state)
+            scores = model.scores(features)
             for k, temp in enumerate(temperatures):
-                totals[k] -= token_log_likelihood(logits, y, temp).sum().item()
+                totals[k] -= token_log_likelihood(scores.log_probs(temp), y).sum().item()
             count += y.numel()
             state = detach_state(state)
         return [t / count for t in totals]
@@ -98,9 +101,11 @@ def mc_evaluate(
             x, y = data[start:end], data[start + 1 : end + 1]
             log_sum: list[Tensor | None] = [None] * len(temperatures)  # ln Σ_n p(w_t | M^n)
             for c, k in enumerate(sizes):
-                logits, states[c] = model(repeat_for_samples(x, k), states[c])
+                features, states[c] = model.features(repeat_for_samples(x, k), states[c])
+                scores = model.scores(features)  # one latent dropout mask for every temperature
                 for i, temp in enumerate(temperatures):
-                    ll = token_log_likelihood(logits, y.repeat(1, k), temp).view(-1, k, batch).logsumexp(1)
+                    ll = token_log_likelihood(scores.log_probs(temp), y.repeat(1, k))
+                    ll = ll.view(-1, k, batch).logsumexp(1)
                     prev = log_sum[i]
                     log_sum[i] = ll if prev is None else torch.logaddexp(prev, ll)
             for i, acc in enumerate(log_sum):

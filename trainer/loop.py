@@ -34,9 +34,8 @@ from .optim import make_optimizer
 from .result import TrainingDiverged, TrainResult
 
 # On divergence the run restores its best checkpoint and multiplies the learning rate by this
-# (thesis §4.4); after MAX_RESTORES restores it fails with TrainingDiverged.
+# (Circling Back §5 / thesis §4.4); after `divergence_restores` restores it fails with TrainingDiverged.
 LR_DECAY_ON_RESTORE = 0.9
-MAX_RESTORES = 10
 # Settings that may change when a run resumes (they steer the run, not what it computes).
 RESUMABLE_CHANGES = frozenset({"max_steps", "max_time_s", "device", "cuda_path", "run_dir"})
 
@@ -168,11 +167,12 @@ class Trainer:
     def recover(self, reason: str) -> None:
         """Divergence (thesis §4.4): restore the best checkpoint, learning rate × 0.9."""
         self.restores += 1
-        if self.restores > MAX_RESTORES:
+        limit = self.cfg.divergence_restores
+        if self.restores > limit:
             raise TrainingDiverged(
-                f"training diverged at step {self.step} ({reason}) after {MAX_RESTORES} restores "
-                f"of the best checkpoint with the learning rate cut to {self.lr:.3g}; "
-                "try a lower learning_rate"
+                f"training diverged at step {self.step} ({reason}) after {limit} restores "
+                f"of the best checkpoint (divergence_restores) with the learning rate cut to "
+                f"{self.lr:.3g}; try a lower learning_rate"
             )
         best = self.run_dir / "best.pt"
         self._restore_weights(read_checkpoint(best, self.device) if best.is_file() else self.initial)
@@ -191,9 +191,9 @@ class Trainer:
                 return reverse_copy.log_likelihood(self.model, source).float(), self.state
         x, y = self._next_window()
         d = self.cfg.dropout_samples
-        with autocast(self.cfg, self.device):  # bf16: the matmuls; the loss below is float32
-            logits, state = self.model(repeat_for_samples(x, d), self.state)
-        return multi_sample_log_likelihood(logits.float(), y, d), state
+        with autocast(self.cfg, self.device):  # bf16: the matmuls; the model's ln p is float32
+            log_probs, state = self.model(repeat_for_samples(x, d), self.state)
+        return multi_sample_log_likelihood(log_probs, y, d), state
 
     def train_step(self) -> float:
         """One optimizer step on the next window; returns the training loss in nats per token. On

@@ -1,9 +1,11 @@
 """The language model of thesis §4.2 eq. (1), and the Mogrifier paper's skip-connection variant.
 
 Embedding → L recurrent layers (any cell of trainer.cells) → optional projection → softmax with
-input/output embeddings tied for word-level tasks. Dropout: input and output masks fresh at every
-time step, state dropout variational (one mask per sequence and layer), and cell-output dropout on
-the residual branch (or inter-layer dropout in the skip architecture).
+input/output embeddings tied for word-level tasks, or a mixture of `mos_components` softmaxes over
+the same output layer (trainer/mos.py; Mogrifier paper Table 1, "MoS2"). Dropout: input and output
+masks fresh at every time step, state dropout variational (one mask per sequence and layer),
+cell-output dropout on the residual branch (or inter-layer dropout in the skip architecture), and
+the mixture's latent dropout variational too.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from torch import Tensor, nn
 
 from .cells import RecurrentCell, State, make_cell
 from .config import TrainConfig
+from .mos import MixtureOfSoftmaxes, OutputScores
 
 
 def embedding_size(cfg: TrainConfig, hidden_size: int) -> int:
@@ -62,11 +65,15 @@ class LanguageModel(nn.Module):
             )
             for layer in range(cfg.num_layers)
         )
-        # A bias-free projection into the embedding space when the sizes differ (Mogrifier App. A).
-        self.projection = nn.Linear(n, e, bias=False) if e != n and output_layer else None
+        mixture = output_layer and cfg.mos_components > 1
+        # A bias-free projection into the embedding space when the sizes differ (Mogrifier App. A);
+        # a mixture's latent layer maps into that space itself (Yang et al. 2017 §2.4).
+        self.projection = nn.Linear(n, e, bias=False) if e != n and output_layer and not mixture else None
         untied = not self.tied and output_layer
         self.out_embedding = nn.Parameter(torch.empty(vocab_size, e).uniform_(-0.1, 0.1)) if untied else None
         self.out_bias = nn.Parameter(torch.zeros(vocab_size)) if output_layer else None
+        # Mixture of Softmaxes (Mogrifier paper Table 1, "d2, MoS2"; Yang et al. 2017 §2.4).
+        self.mos = MixtureOfSoftmaxes(n, e, cfg.mos_components) if mixture else None
 
     def zero_state(self, batch_size: int, device: torch.device | str | None = None) -> list[State]:
         p = self.embedding.weight
@@ -78,7 +85,8 @@ class LanguageModel(nn.Module):
         return self.embedding.weight if self.out_embedding is None else self.out_embedding
 
     def features(self, tokens: Tensor, state: list[State]) -> tuple[Tensor, list[State]]:
-        """The pre-softmax features Σ_l x̂^l ⊙ M^out (thesis §4.2 eq. 1), projected if needed."""
+        """The pre-softmax features Σ_l x̂^l ⊙ M^out (thesis §4.2 eq. 1), projected if needed (never
+        with a mixture of softmaxes, whose latent layer reads them at the hidden size)."""
         cfg, drop = self.cfg, self.training
         batch = tokens.shape[1]
         x = F.dropout(self.embedding(tokens), cfg.input_dropout, drop)  # x̂^0 = E^in[w] ⊙ M^in_t
@@ -111,10 +119,27 @@ class LanguageModel(nn.Module):
             out = self.projection(out)
         return out, new_state
 
+    def scores(self, features: Tensor) -> OutputScores:
+        """The output layer's scores for `features` [T, B, ·]: one softmax's logits, or with
+        `mos_components` > 1 every component's logits and the prior's (Yang et al. 2017 §2.4), the
+        latent contexts under variational dropout while training."""
+        if self.mos is None:
+            return OutputScores(F.linear(features, self.output_weight, self.out_bias))
+        mask = None
+        if self.training:
+            batch, p = features.shape[1], self.cfg.mos_latent_dropout
+            mask = variational_mask(batch, self.mos.latent_size, p, features)
+        contexts, prior_logits = self.mos(features, mask)
+        return OutputScores(F.linear(contexts, self.output_weight, self.out_bias), prior_logits)
+
     def forward(self, tokens: Tensor, state: list[State]) -> tuple[Tensor, list[State]]:
-        """Logits [T, B, V] and the carried state."""
+        """ln p(w_t | w_<t) [T, B, V] (float32 even under bf16 autocast) and the carried state.
+
+        Log-probabilities, not logits, since a mixture of softmaxes has no single logit vector;
+        `scores` gives what temperature scaling needs.
+        """
         out, new_state = self.features(tokens, state)
-        return F.linear(out, self.output_weight, self.out_bias), new_state
+        return self.scores(out).log_probs(), new_state
 
 
 class ReverseCopyModel(nn.Module):
@@ -138,10 +163,10 @@ class ReverseCopyModel(nn.Module):
         return []
 
     def forward(self, source: Tensor, decoder_input: Tensor) -> Tensor:
-        """Decoder logits [L, B, V] for source [L, B] and decoder input [L, B] (marker first)."""
+        """Decoder ln p [L, B, V] for source [L, B] and decoder input [L, B] (marker first)."""
         _, state = self.encoder.features(source, self.encoder.zero_state(source.shape[1]))
-        logits, _ = self.decoder(decoder_input, state)
-        return logits
+        log_probs, _ = self.decoder(decoder_input, state)
+        return log_probs
 
 
 def make_model(cfg: TrainConfig, vocab_size: int, hidden_size: int) -> LanguageModel | ReverseCopyModel:

@@ -9,21 +9,22 @@ import torch.nn.functional as F
 from torch import Tensor
 
 
-def token_log_likelihood(logits: Tensor, targets: Tensor, temperature: float = 1.0) -> Tensor:
-    """ln p(w_t | w_<t) for every position: logits [T, B, V], targets [T, B] → [T, B]."""
-    logp = F.log_softmax(logits / temperature if temperature != 1.0 else logits, dim=-1)
-    return logp.gather(-1, targets.unsqueeze(-1)).squeeze(-1)
+def token_log_likelihood(log_probs: Tensor, targets: Tensor) -> Tensor:
+    """ln p(w_t | w_<t) for every position: the model's log-probabilities [T, B, V] (its output,
+    `OutputScores.log_probs`) at the targets [T, B] → [T, B]."""
+    nll = F.nll_loss(log_probs.flatten(0, 1), targets.flatten(), reduction="none")
+    return -nll.view_as(targets)
 
 
-def multi_sample_log_likelihood(logits: Tensor, targets: Tensor, samples: int) -> Tensor:
+def multi_sample_log_likelihood(log_probs: Tensor, targets: Tensor, samples: int) -> Tensor:
     """ln (1/D Σ_d p(w_t | w_<t, M^d)) (thesis §4.3), computed stably as logsumexp − ln D.
 
-    `logits` is [T, D·B, V]: the batch repeated D times (sample-major, as `repeat_for_samples`
+    `log_probs` is [T, D·B, V]: the batch repeated D times (sample-major, as `repeat_for_samples`
     makes it), each copy seeing its own dropout masks; `targets` is [T, B].
     """
-    t, db, _ = logits.shape
+    t, db, _ = log_probs.shape
     b = db // samples
-    ll = token_log_likelihood(logits, targets.repeat(1, samples))  # [T, D·B]
+    ll = token_log_likelihood(log_probs, targets.repeat(1, samples))  # [T, D·B]
     return torch.logsumexp(ll.view(t, samples, b), dim=1) - math.log(samples)
 
 

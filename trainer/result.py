@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 
 class TrainingDiverged(RuntimeError):
-    """Training kept diverging after `trainer.loop.MAX_RESTORES` restores of the best checkpoint."""
+    """Training kept diverging after `divergence_restores` restores of the best checkpoint (or at once with 0)."""
 
 
 @dataclass

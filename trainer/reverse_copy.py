@@ -59,7 +59,8 @@ def split_examples(cfg: TrainConfig) -> dict[str, Tensor]:
 
 
 def logits_and_targets(model: ReverseCopyModel, source: Tensor) -> tuple[Tensor, Tensor]:
-    """Decoder logits [L, B, V] and the reversed targets [L, B] for source sequences [B, L]."""
+    """Decoder ln p [L, B, V] (normalised logits) and the reversed targets [L, B] for source
+    sequences [B, L]."""
     marker = model.vocab_size - 1
     src = source.t()  # time-major [L, B]
     target = src.flip(0)  # y = x reversed
@@ -70,8 +71,8 @@ def logits_and_targets(model: ReverseCopyModel, source: Tensor) -> tuple[Tensor,
 
 def log_likelihood(model: ReverseCopyModel, source: Tensor) -> Tensor:
     """ln p(y_t | x, y_<t) for the reversed half only [L, B]; the source half carries no loss."""
-    logits, target = logits_and_targets(model, source)
-    return token_log_likelihood(logits, target)
+    log_probs, target = logits_and_targets(model, source)
+    return token_log_likelihood(log_probs, target)
 
 
 @torch.no_grad()
@@ -86,9 +87,9 @@ def evaluate_examples(
     total, correct = 0.0, 0
     try:
         for batch in source.split(batch_size):
-            logits, target = logits_and_targets(model, batch)
-            total -= token_log_likelihood(logits, target).sum().item()
-            correct += int((logits.argmax(-1) == target).all(0).sum().item())
+            log_probs, target = logits_and_targets(model, batch)
+            total -= token_log_likelihood(log_probs, target).sum().item()
+            correct += int((log_probs.argmax(-1) == target).all(0).sum().item())
     finally:
         model.train(was_training)
     n = source.shape[0]

@@ -52,3 +52,20 @@ def write_ptb_documents(folder: Path, train: int = 1500, valid: int = 60, test: 
     for split, n, seed in (("train", train, 0), ("valid", valid, 1), ("test", test, 2)):
         (folder / f"ptb.{split}.txt").write_text("\n".join(documents(n, seed)) + "\n")
     return folder
+
+
+def write_wikitext2(folder: Path, train: int = 3000, valid: int = 200, test: int = 200) -> Path:
+    """wiki.{train,valid,test}.tokens with one sentence a line (Wikitext-2's file names)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for split, n, seed in (("train", train, 0), ("valid", valid, 1), ("test", test, 2)):
+        (folder / f"wiki.{split}.tokens").write_text("\n".join(sentences(n, seed)) + "\n")
+    return folder
+
+
+def write_hutter(folder: Path, name: str, n: int = 2000) -> Path:
+    """One raw file named `name` (`enwik8`: bytes; `text8`: lowercase letters and spaces), split 90/5/5
+    by the loader as the real ones are."""
+    folder.mkdir(parents=True, exist_ok=True)
+    text = " ".join(sentences(n, 0))
+    (folder / name).write_bytes((text if name == "text8" else f"<page>{text}</page>\n").encode())
+    return folder

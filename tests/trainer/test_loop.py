@@ -14,7 +14,7 @@ from trainer import Trainer, TrainingDiverged, load_checkpoint, make_config, tra
 from trainer.checkpoint import read_checkpoint
 from trainer.data import batchify, load_corpus
 from trainer.evaluate import evaluate
-from trainer.loop import LR_DECAY_ON_RESTORE, MAX_RESTORES
+from trainer.loop import LR_DECAY_ON_RESTORE
 
 
 def tiny(tmp_path, **kw):
@@ -89,12 +89,18 @@ def test_injected_nan_restores_best_checkpoint_with_lower_lr(tmp_path):
     assert all(math.isfinite(x) for x in losses) and trainer.step == 15
 
 
-def test_divergence_past_the_limit_fails_with_a_reason(tmp_path):
-    trainer = Trainer(tiny(tmp_path))
+@pytest.mark.parametrize("limit", [3, 0])
+def test_divergence_past_the_limit_fails_with_a_reason(tmp_path, limit):
+    """`divergence_restores` restores, then TrainingDiverged; 0 (the Mogrifier paper's recipe, no
+    restart) fails at the first divergence."""
+    trainer = Trainer(tiny(tmp_path, divergence_restores=limit))
     trainer.model.register_forward_hook(lambda mod, args, out: (out[0] * float("nan"), out[1]))
-    with pytest.raises(TrainingDiverged, match="restores"):
-        for _ in range(MAX_RESTORES + 2):
+    steps = 0
+    with pytest.raises(TrainingDiverged, match=f"after {limit} restores"):
+        for _ in range(limit + 2):
+            steps += 1
             trainer.train_step()
+    assert steps == limit + 1 and trainer.restores == limit + 1
 
 
 def test_resume_reaches_the_same_state(tmp_path):

@@ -14,7 +14,7 @@ def test_multi_sample_equals_log_mean_exp_of_likelihoods():
     t, b, d, v = 3, 2, 4, 7
     logits = torch.randn(t, d * b, v)
     targets = torch.randint(0, v, (t, b))
-    got = multi_sample_log_likelihood(logits, targets, d)
+    got = multi_sample_log_likelihood(torch.log_softmax(logits, -1), targets, d)  # the model's ln p
     probs = torch.softmax(logits, -1)
     for ti in range(t):
         for bi in range(b):
@@ -25,8 +25,9 @@ def test_multi_sample_equals_log_mean_exp_of_likelihoods():
 def test_one_sample_is_plain_log_likelihood():
     logits = torch.randn(2, 3, 5)
     targets = torch.randint(0, 5, (2, 3))
-    expected = torch.log_softmax(logits, -1).gather(-1, targets.unsqueeze(-1)).squeeze(-1)
-    assert torch.allclose(multi_sample_log_likelihood(logits, targets, 1), expected)
+    log_probs = torch.log_softmax(logits, -1)
+    expected = log_probs.gather(-1, targets.unsqueeze(-1)).squeeze(-1)
+    assert torch.equal(multi_sample_log_likelihood(log_probs, targets, 1), expected)
 
 
 def test_repeat_is_sample_major():

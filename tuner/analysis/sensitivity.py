@@ -3,9 +3,10 @@
 The trials looked at are the COMPLETE ones at their objective and, unless the caller asks for
 COMPLETE only, the PRUNED ones at the value they reported where ASHA stopped them (their last
 evaluation step: the rung where they were compared). The neighbourhood of the best COMPLETE trial is
-every other such trial whose hyperparameters each lie within `fraction` (default 0.15) of that
-hyperparameter's whole tuning range from the best trial's value — measured on the log scale for
-log-scale hyperparameters, equal for categorical ones. How far the neighbours' values lie from the
+every other such trial whose hyperparameters each lie within `fraction` of that hyperparameter's
+whole tuning range either side of the best trial's value — measured on the log scale for log-scale
+hyperparameters, equal for categorical ones. The default, 0.075 either side, is the thesis' window:
+"about 15% of its entire tuning range" in all (Appendix 2.B). How far the neighbours' values lie from the
 best's, at the same step, says how sensitive the result is to jitter in the hyperparameters;
 importances (see `importances`) say which hyperparameters matter overall.
 """
@@ -21,7 +22,8 @@ from typing import Any, Literal
 from tuner.analysis import importances
 from tuner.analysis.reads import ParamSpec, TrialRecord
 
-DEFAULT_FRACTION = 0.15
+# thesis App. 2.B: a window of 15% of each range in all, i.e. 7.5% either side of the best value.
+DEFAULT_FRACTION = 0.075
 INCLUDE = ("all", "complete")
 Include = Literal["all", "complete"]
 # Tolerance of the window test, relative to the range: params stored as floats round-trip exactly

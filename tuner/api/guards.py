@@ -45,8 +45,11 @@ class RequestGuard:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
-        host = headers.get("host", "")
+        hosts = [v.decode("latin-1") for k, v in scope["headers"] if k.lower() == b"host"]
+        if len(hosts) > 1:  # RFC 9112 §3.2: a request with more than one Host is a 400
+            await _answer(send, 400, {"detail": f"header Host: sent {len(hosts)} times; send it once"})
+            return
+        host = hosts[0] if hosts else ""
         allowed = self.settings.allowed_hosts
         if allowed is not None and host_name(host) not in allowed:
             detail = (

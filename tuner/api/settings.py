@@ -44,6 +44,10 @@ class ApiSettings:
     allowed_hosts: tuple[str, ...] | None = LOOPBACK_HOSTS  # None: any Host
     max_body_bytes: int = MAX_BODY_BYTES
     public_reads: bool = False  # `--public-reads`: reads open on a non-loopback address, knowingly
+    # The service's bounds (tuner.api.bounds): studies held, inline space size, processes run.
+    max_studies: int = 10_000
+    max_space_bytes: int = 65_536
+    max_runs: int = 8
 
     @property
     def write_token(self) -> str | None:
@@ -75,7 +79,32 @@ class ApiSettings:
             data_roots=tuple(_real(r) for r in roots),
             allowed_hosts=hosts,
             public_reads=public_reads,
+            **_bounds_from_env(),
         )
+
+
+BOUND_ENVS = {
+    "max_studies": "RNNTUNE_MAX_STUDIES",
+    "max_space_bytes": "RNNTUNE_MAX_SPACE_BYTES",
+    "max_runs": "RNNTUNE_MAX_RUNS",
+}
+
+
+def _bounds_from_env() -> dict[str, int]:
+    """The bounds set in the environment; a value that is not a positive integer is an error naming it."""
+    out = {}
+    for field, env in BOUND_ENVS.items():
+        raw = os.environ.get(env)
+        if raw is None or not raw.strip():
+            continue
+        try:
+            value = int(raw)
+        except ValueError:
+            value = 0
+        if not 1 <= value <= 10**9:
+            raise InvalidInput(f"{env}: must be a whole number from 1 to 1000000000, not {raw!r}")
+        out[field] = value
+    return out
 
 
 class ReadsExposed(InvalidInput):

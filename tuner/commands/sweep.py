@@ -87,8 +87,10 @@ def run(args: argparse.Namespace) -> int:
         elif args.widen:
             raise StudyError("--widen: widens the range of an existing study; use it with --resume NAME")
         else:
-            fields["budget"] = default_budget(fields.get("n_trials"), fields.get("budget"))
             space = load_space(fields.get("space", DEFAULT_SPACE))
+            # A space that names its own trial count (`sweep:` in its file) runs all its trials.
+            trials = fields.get("n_trials") or space.sweep.n_trials
+            fields["budget"] = default_budget(trials, fields.get("budget"))
             overrides = fields.get("overrides") or {}
             # Refuse a missing dataset folder before a study is created under the name.
             resolve_data_dir(space.with_overrides(fixed=overrides.get("set")))

@@ -4,12 +4,13 @@ A sweep of hundreds of trials writes a `best.pt` and a `last.pt` per trial; at P
 hundreds of megabytes each. Only the best few are ever downloaded or finalised, so once a trial is
 finished and outside the top N COMPLETE trials its weight files are removed. Its `config.yaml` and
 `metrics.jsonl` stay (and its params stay in the study), so any trial can be re-run exactly. Trials
-that may still resume (RUNNING, or FAILed and waiting for a retry) are never touched.
+that may still resume (RUNNING, or FAILed and waiting for a retry) are never touched, nor a weight
+file another study uses (`pinned`: a dynamic-evaluation study of that model).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -63,7 +64,11 @@ def _folder_size(run_dir: str, users: list[FrozenTrial], sizes: dict[str, int]) 
 
 
 def keep_top(
-    trials: Sequence[FrozenTrial], keep: int, root: Path, sizes: dict[str, int] | None = None
+    trials: Sequence[FrozenTrial],
+    keep: int,
+    root: Path,
+    sizes: dict[str, int] | None = None,
+    pinned: Collection[Path] = (),
 ) -> tuple[RetentionReport, list[FrozenTrial]]:
     """Remove the weight files of finished trials outside the `keep` best COMPLETE ones.
 
@@ -71,6 +76,7 @@ def keep_top(
     trials whose weights this pass removed (the caller marks them in the study). `sizes` caches the
     disk use of finished trials' folders between passes (a finished trial's folder changes only
     when this function removes its weights), so a pass walks only the running trials' folders.
+    A trial whose folder holds one of the `pinned` files (resolved paths) keeps all its weights.
     """
     sizes = {} if sizes is None else sizes
     if keep < 1:
@@ -89,7 +95,7 @@ def keep_top(
         if not _inside(folder, root):
             continue
         files = [folder / name for name in WEIGHT_FILES if (folder / name).is_file()]
-        if not files:
+        if not files or any(f.resolve() in pinned for f in files):
             continue
         for f in files:
             freed += f.stat().st_size

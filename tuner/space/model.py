@@ -54,17 +54,44 @@ def _default(setting: str) -> Any:
     return TrainConfig.model_fields[setting].default
 
 
+MAX_TEXT = 2000  # characters of a space's description, source or recipe
+
+
+class SweepDefaults(BaseModel):
+    """How the paper searched the space (e.g. Circling Back §7: "the best hyperparameters were
+    selected from a random pool of 60 candidates"): a sweep uses these unless it is told otherwise."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    sampler: str | None = Field(None, description="the sampler a sweep of this space uses by default")
+    n_trials: int | None = Field(
+        None, ge=1, le=100_000, description="the trials a sweep of this space runs by default"
+    )
+
+    def given(self) -> dict[str, Any]:
+        return self.model_dump(exclude_none=True)
+
+
 class SpaceFile(BaseModel):
     """A search-space file (search_spaces/*.yaml): what is tuned over which range, and the fixed task."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    description: str = ""
-    source: str = Field("", description="where the ranges come from, e.g. thesis Table 2.4")
+    # Text fields are bounded like everything a request may send (docs/api.md, service bounds).
+    description: str = Field("", max_length=MAX_TEXT)
+    source: str = Field(
+        "", max_length=MAX_TEXT, description="where the ranges come from, e.g. thesis Table 2.4"
+    )
     recipe: str = Field(
-        "", description="the training recipe in a line (optimizer, averaging, D, schedule), for listings"
+        "",
+        max_length=MAX_TEXT,
+        description="the training recipe in a line (optimizer, averaging, D, schedule), for listings",
     )
     fixed: FixedSettings = Field(default_factory=dict)
+    sweep: SweepDefaults = Field(
+        default_factory=lambda: SweepDefaults(sampler=None, n_trials=None),
+        description="the paper's search procedure (sampler, trial count), used unless a sweep says otherwise",
+    )
     params: dict[TunableName, ParamSpec] = Field(  # type: ignore[valid-type]
         min_length=1, description="the tuned hyperparameters, sampled in this order"
     )
@@ -199,6 +226,7 @@ class SearchSpace(SpaceFile):
             "source": self.source,
             "recipe": self.recipe,
             "fixed": dict(self.fixed),
+            **({"sweep": self.sweep.given()} if self.sweep.given() else {}),
             "params": {name: spec.to_dict() for name, spec in self.params.items()},
         }
 

@@ -43,14 +43,19 @@ def create_study(
     bad field.
     """
     given = {**(spec.model_dump() if isinstance(spec, SweepSpec) else dict(spec or {})), **fields}
+    explicit = explicit_fields(spec, fields)
     loaded = given.get("space") if isinstance(given.get("space"), SearchSpace) else None
     if loaded is not None:
         given["space"] = loaded.name
     try:
-        spec = validate({k: v for k, v in given.items() if v is not None})
+        raw = {k: v for k, v in given.items() if v is not None}
+        spec = validate(raw)
         space = resolve_space(loaded or spec.space, spec.overrides.model_dump() if _given(spec) else None)
+        if paper := {k: v for k, v in space.sweep.given().items() if k not in explicit}:
+            spec = validate({**raw, **paper})  # the space's own search procedure (`sweep:` in its file)
         spec = resolve(spec, space)
         spec, space = dyneval_study.check(spec, space)
+        space = with_absolute_data_dir(space)
     except (StudyError, SpaceError):
         raise
     except InvalidInput as err:
@@ -83,6 +88,25 @@ def create_study(
     for key, value in attrs.items():
         study.set_user_attr(key, value)
     return study
+
+
+def with_absolute_data_dir(space: SearchSpace) -> SearchSpace:
+    """The space with a relative `data_dir` made absolute against the creating process's folder, as
+    stored: a sweep resumed, or started by the API, from another folder reads the same data."""
+    data_dir = space.fixed.get("data_dir")
+    if data_dir is None or Path(str(data_dir)).expanduser().is_absolute():
+        return space
+    return space.with_overrides(fixed={"data_dir": str(Path(str(data_dir)).expanduser().resolve())})
+
+
+def explicit_fields(spec: SweepSpec | Mapping[str, Any] | None, fields: Mapping[str, Any]) -> set[str]:
+    """The spec fields the caller set (a model's fields set, a mapping's non-None keys): the space's
+    `sweep:` defaults fill only the others."""
+    if isinstance(spec, SweepSpec):
+        chosen = set(spec.model_fields_set)
+    else:
+        chosen = {k for k, v in (spec or {}).items() if v is not None}
+    return chosen | {k for k, v in fields.items() if v is not None}
 
 
 def _given(spec: SweepSpec) -> bool:

@@ -7,7 +7,8 @@ dynamic-evaluation settings (`trainer.dyneval.SETTINGS`), and a space that tunes
 without a checkpoint is refused: retraining a model in every trial to tune how it is evaluated
 is what the papers did not do.
 
-`check` runs at creation; `record_best` keeps the study's `dyneval_best` attribute (the best
+`check` runs at creation; `referenced_checkpoints` lists the models such studies use, which the
+trained studies' retention (`keep_top`) then never deletes; `record_best` keeps the study's `dyneval_best` attribute (the best
 COMPLETE trial's full setting, its value and the checkpoint) up to date as trials finish;
 `best_setting` is what `rnntune evaluate --dyneval-from STUDY` applies.
 """
@@ -109,3 +110,17 @@ def record_best(study: optuna.Study) -> None:
     best = best_setting(study)
     if best is not None and study.user_attrs.get(BEST_ATTR) != best:
         study.set_user_attr(BEST_ATTR, best)
+
+
+def referenced_checkpoints(storage: optuna.storages.BaseStorage) -> frozenset[Path]:
+    """The checkpoints the studies in `storage` evaluate (their spec's `checkpoint`), resolved:
+    a trained study's retention keeps these weight files whatever their rank."""
+    pinned = set()
+    for summary in optuna.get_all_study_summaries(storage, include_best_trial=False):
+        try:
+            spec = SweepSpec.stored_in(summary.user_attrs)
+        except Exception:  # another tool's study, or a spec this version cannot read: it pins nothing
+            continue
+        if spec is not None and spec.checkpoint:
+            pinned.add(Path(spec.checkpoint).expanduser().resolve())
+    return frozenset(pinned)

@@ -44,6 +44,10 @@ class FinalizeLauncher:
     def get(self, name: str) -> Handle | None:
         return self._launcher.get(name)
 
+    def live(self) -> list[Handle]:
+        """The finalize runs this launcher started that still run."""
+        return self._launcher.live()
+
     def start(
         self, name: str, attrs: dict, *, top: int, seeds: int, parallel: int, storage_path: Path
     ) -> Handle:

@@ -165,7 +165,7 @@ def terminate_after(handle: Handle, timeout_s: float) -> None:
         if sig is not None and handle.running:
             log.warning("%s ignored its stop request; sending %s", handle.name, sig.name)
             try:
-                handle.process.send_signal(sig)
+                signal_group(handle.process, sig)
             except ProcessLookupError:
                 return
         try:
@@ -173,3 +173,13 @@ def terminate_after(handle: Handle, timeout_s: float) -> None:
             return
         except subprocess.TimeoutExpired:
             continue
+
+
+def signal_group(process: subprocess.Popen, sig: signal.Signals) -> None:
+    """`sig` to the child's whole process group when it leads one (every child is started in its
+    own session), so what it started (an in-process Ray cluster's raylet and workers, which hold
+    GPUs) goes with it; to the child alone otherwise."""
+    if os.getpgid(process.pid) == process.pid:  # ProcessLookupError once it is gone
+        os.killpg(process.pid, sig)
+    else:
+        process.send_signal(sig)

@@ -36,13 +36,14 @@ from tuner.samplers.cost import COST_ATTR, step_cost
 from tuner.space import SearchSpace
 from tuner.storage.confine import resolve_within
 from tuner.storage.study import pending_retries
-from tuner.sweeps.ask_ahead import AskAhead
+from tuner.sweeps.ask_ahead import MIN_DEPTH, AskAhead
 from tuner.sweeps.lifecycle import METRIC, Evaluation, Outcome, TrialEnd, Verdict, decide
 from tuner.sweeps.trial_policies import SweepPolicies
 
 __all__ = ["METRIC", "Fence", "LiveTrial", "StudySearcher"]
-# Trials kept asked ahead of Ray Tune's requests (ask_ahead.py): a free slot starts one at once.
-ASK_AHEAD = 2
+# Trials kept asked ahead of Ray Tune's requests by default (ask_ahead.py): a free slot starts one
+# at once. The sweep driver sizes it to the trials in flight (`ask_ahead.depth_for`).
+ASK_AHEAD = MIN_DEPTH
 # A database out of reach, as SQLAlchemy raises it or as Optuna wraps it on commit.
 DB_ERRORS = (sa.exc.SQLAlchemyError, optuna.exceptions.StorageInternalError)
 
@@ -97,8 +98,9 @@ class StudySearcher(Searcher):
         policies: SweepPolicies | None = None,
         fence: Fence | None = None,
         checkpoint: str | None = None,
+        ask_ahead: int = ASK_AHEAD,
     ) -> None:
-        """`fence`: the lease every ask and tell is checked against (None: unfenced, for callers
+        """`ask_ahead`: trials kept asked ahead of Ray Tune's requests (0: none). `fence`: the lease every ask and tell is checked against (None: unfenced, for callers
         that hold no lease, such as benchmarks). `checkpoint`: the trained model each trial
         evaluates instead of training one (a dynamic-evaluation study, `tuner.sweeps.dyneval_trial`)."""
         super().__init__()
@@ -117,7 +119,7 @@ class StudySearcher(Searcher):
         self.ended_early: str | None = None  # the study-level stop rule ended the sweep: why
         self.tally = Tally()
         self._asking = threading.Lock()  # one ask of the study at a time (this thread or ask-ahead's)
-        self._ahead: AskAhead[LiveTrial] = AskAhead(self._ask, ASK_AHEAD, self._may_ask_ahead)
+        self._ahead: AskAhead[LiveTrial] = AskAhead(self._ask, ask_ahead, self._may_ask_ahead)
 
     # --- pickling: Tune saves the searcher in its experiment folder; keep the study (and its
     # database URL, which may hold a password) out of it. The study in SQL is the state to resume.

@@ -36,11 +36,14 @@ from tuner.storage.study import (
     finished_count,
     finished_curves,
     load_study,
+    open_storage,
     redact_url,
     set_status,
 )
+from tuner.sweeps import ask_ahead
 from tuner.sweeps.create import grid
 from tuner.sweeps.driver import LeaseKeeper, StopRequest, stop_on_signals
+from tuner.sweeps.dyneval_study import referenced_checkpoints
 from tuner.sweeps.trial_policies import SweepPolicies
 from tuner.sweeps.warm_start import prior_trials
 from tuner.sweeps.widen import describe as describe_widening
@@ -256,6 +259,9 @@ def _drive(
     # (bench/orchestration_overhead.py: 0.29 s vs 1.0 s per GP suggestion at 100 trials).
     torch.set_num_threads(1)
     os.environ["TUNE_DISABLE_STRICT_METRIC_CHECKING"] = "1"  # final summaries carry no new metric
+    # Tune's CSV, JSON and TensorBoard copies of every result: the study holds them all, and writing
+    # them in Tune's loop delays the next trial's start (bench/driver_scale.py, docs/gpu.md).
+    os.environ["TUNE_DISABLE_AUTO_CALLBACK_LOGGERS"] = "1"
     parallel = spec.parallel
     set_status(study, "running")
     resources = {"cpu": spec.cpus_per_trial, "gpu": spec.gpus_per_trial}
@@ -274,8 +280,24 @@ def _drive(
     if policy.brackets and policy.brackets > 1 and spec.seed is not None:
         # Ray's async Hyperband draws each trial's bracket from numpy's global RNG.
         np.random.seed(spec.seed)
-    policies = SweepPolicies(study, root, spec, max_steps=grid(space)[0])
-    searcher = StudySearcher(study, space, root, budget, policies, fence, checkpoint=spec.checkpoint)
+    pin_storage = open_storage(storage_url) if spec.keep_top else None
+    policies = SweepPolicies(
+        study,
+        root,
+        spec,
+        max_steps=grid(space)[0],
+        pins=(lambda: referenced_checkpoints(pin_storage)) if pin_storage is not None else frozenset,
+    )
+    searcher = StudySearcher(
+        study,
+        space,
+        root,
+        budget,
+        policies,
+        fence,
+        checkpoint=spec.checkpoint,
+        ask_ahead=ask_ahead.depth_for(parallel),
+    )
     progress = ProgressTable(study, searcher, target, parallel, out)
     warning = sqlite_on_cluster_warning(storage_url)
     # A trial of a trained model's study is one dynamic evaluation, reported once: nothing to stop early.

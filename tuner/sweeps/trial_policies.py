@@ -9,6 +9,7 @@ the same settings; what they did is written back to the study
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Callable, Collection
 from pathlib import Path
 
 import optuna
@@ -24,8 +25,17 @@ ENDED_ATTR = "ended_early"
 class SweepPolicies:
     """The stop rule and the retention of one study, as this run of its sweep applies them."""
 
-    def __init__(self, study: optuna.Study, root: Path, spec: SweepSpec, max_steps: int) -> None:
+    def __init__(
+        self,
+        study: optuna.Study,
+        root: Path,
+        spec: SweepSpec,
+        max_steps: int,
+        pins: Callable[[], Collection[Path]] = frozenset,
+    ) -> None:
+        """`pins()`: the weight files other studies use (read at each retention pass), never removed."""
         self._study = study
+        self._pins = pins
         self._root = root
         self.stop = spec.study_stop()
         self.keep: int | None = spec.keep_top
@@ -66,7 +76,8 @@ class SweepPolicies:
             record_best(self._study)
         if not self.keep:
             return
-        report, removed = keep_top(self._study.get_trials(deepcopy=False), self.keep, self._root, self._sizes)
+        trials = self._study.get_trials(deepcopy=False)
+        report, removed = keep_top(trials, self.keep, self._root, self._sizes, pinned=self._pins())
         self._study.set_user_attr("checkpoint_bytes", report.used_bytes)
         if removed:
             before = int(self._study.user_attrs.get("checkpoints_removed", 0))

@@ -70,3 +70,40 @@ def test_a_safe_inline_name_is_kept(url):
     )
     assert response.status_code == 201, response.text
     assert response.json()["space"] == "my_space.v2"
+
+
+def _int_settings() -> list[str]:
+    """The trainer's integer settings a space may fix (the ones an integer overflow could reach)."""
+    from trainer.config import TrainConfig
+
+    props = TrainConfig.model_json_schema()["properties"]
+    return sorted(
+        name
+        for name, prop in props.items()
+        if "integer" in {prop.get("type"), *(p.get("type") for p in prop.get("anyOf", []))}
+    )
+
+
+def test_every_numeric_trainer_setting_has_an_upper_bound():
+    """A number without a bound reaches the float arithmetic (rungs, token counts) and overflows:
+    the 10**400 in `max_steps` was a 500 (`OverflowError` in the early-stopping rungs)."""
+    from trainer.config import TrainConfig
+
+    props = TrainConfig.model_json_schema()["properties"]
+    unbounded = []
+    for name, prop in props.items():
+        variants = [prop, *prop.get("anyOf", [])]
+        numeric = [v for v in variants if v.get("type") in ("integer", "number")]
+        if numeric and not any("maximum" in v or "exclusiveMaximum" in v for v in numeric):
+            unbounded.append(name)
+    assert unbounded == []
+
+
+@pytest.mark.parametrize("setting", _int_settings())
+def test_a_huge_integer_in_a_fixed_setting_is_a_422_naming_it(url, setting):
+    fixed = {**INLINE["fixed"], setting: 10**400}
+    text = json.dumps({**BODY, "space": {**INLINE, "fixed": fixed}})
+    response = httpx.post(f"{url}/studies", content=text, headers={"Content-Type": "application/json"})
+    assert response.status_code == 422, response.text
+    assert setting in response.json()["detail"]
+    assert httpx.get(f"{url}/studies/s").status_code == 404

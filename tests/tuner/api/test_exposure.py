@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import hashlib
 import os
+import socket
 import subprocess
 import sys
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import httpx
 import pytest
@@ -60,6 +62,25 @@ def test_a_foreign_host_reads_nothing(server, path):
     assert "Host" in response.json()["detail"]
     assert b"fixed" not in response.content and WEIGHTS[:20] not in response.content
     assert httpx.get(server + path).status_code == 200
+
+
+@pytest.mark.parametrize("second", ["127.0.0.1", "rebind.attacker.example"])
+def test_two_host_headers_are_refused(server, second):
+    """A request naming two Hosts (the first allowed) is a 400 before any route reads a study:
+    which one a proxy or the app would believe is not defined (RFC 9112 §3.2)."""
+    address = urlsplit(server)
+    request = (
+        f"GET /studies/fixed HTTP/1.1\r\nHost: {address.netloc}\r\nHost: {second}\r\n"
+        "Connection: close\r\n\r\n"
+    ).encode()
+    with socket.create_connection((address.hostname, address.port), timeout=10) as conn:
+        conn.sendall(request)
+        answer = b""
+        while chunk := conn.recv(65536):
+            answer += chunk
+    status = answer.split(b"\r\n", 1)[0]
+    assert b" 400 " in status, answer[:300]
+    assert b"sent 2 times" in answer and b"fixed" not in answer
 
 
 def test_the_schema_documents_the_host_refusal(server):

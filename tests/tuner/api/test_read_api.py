@@ -100,7 +100,7 @@ def test_checkpoint_outside_storage_is_refused(client, study):
 
 def test_sensitivity_matches_hand_computed_neighbourhood(client):
     body = client.get("/studies/fixed/sensitivity", params={"include": "complete"}).json()
-    assert body["best"]["number"] == 0 and body["fraction"] == 0.15 and body["n_completed"] == 7
+    assert body["best"]["number"] == 0 and body["fraction"] == 0.075 and body["n_completed"] == 7
     got = {n["number"]: n["delta"] for n in body["neighbours"]}
     assert got.keys() == EXPECTED_NEIGHBOURS.keys()
     for number, delta in EXPECTED_NEIGHBOURS.items():
@@ -109,9 +109,9 @@ def test_sensitivity_matches_hand_computed_neighbourhood(client):
     assert body["summary"]["max_delta"] == pytest.approx(0.3)
     assert body["summary"]["mean_delta"] == pytest.approx(0.2)
     lr = body["windows"]["learning_rate"]
-    assert lr["window_low"] == pytest.approx(0.002 / 4**0.15, rel=1e-9)
-    assert lr["window_high"] == pytest.approx(0.002 * 4**0.15, rel=1e-9)
-    assert body["windows"]["mogrifier_rounds"]["window_low"] == pytest.approx(1.5)
+    assert lr["window_low"] == pytest.approx(0.002 / 4**0.075, rel=1e-9)
+    assert lr["window_high"] == pytest.approx(0.002 * 4**0.075, rel=1e-9)
+    assert body["windows"]["mogrifier_rounds"]["window_low"] == pytest.approx(2.25)
     assert set(body["importances"]) == set(BEST)
     assert sum(body["importances"].values()) == pytest.approx(1.0)
 

@@ -182,12 +182,12 @@ def test_big_run_config_is_served_by_url_not_header(open_server, env):
     assert url == "/studies/bigconfig/trials/0/config"
     assert httpx.get(open_server + url).json() == env["big"]
     small = httpx.get(f"{open_server}/studies/fixed/trials/1/config").json()
-    assert small == {"learning_rate": 0.0024, "input_dropout": 0.5, "mogrifier_rounds": 4}
+    assert small == {"learning_rate": 0.0022, "input_dropout": 0.5, "mogrifier_rounds": 3}
 
 
 def test_distinct_fractions_never_lock_a_study_out(env):
     """50 distinct neighbourhood fractions in a row on a finished study: every one answers 200 (the
-    analyses kept are evicted least-recently-used; fractions are rounded to 0.01)."""
+    analyses kept are evicted least-recently-used; fractions are rounded to 0.005)."""
     app = create_app(ApiSettings(db_url=env["db_url"], storage_root=env["storage"]))
     with live_app(app) as url, httpx.Client(base_url=url) as client:
         fractions = [round(0.02 + 0.0193 * i, 4) for i in range(50)]
@@ -195,7 +195,9 @@ def test_distinct_fractions_never_lock_a_study_out(env):
         for fraction in fractions:
             answer = client.get("/studies/fixed/sensitivity", params={"fraction": fraction})
             codes.append(answer.status_code)
-            assert answer.status_code != 200 or answer.json()["fraction"] == round(fraction, 2)
+            assert answer.status_code != 200 or answer.json()["fraction"] == round(
+                round(fraction / 0.005) * 0.005, 3
+            )
         assert codes.count(429) == 0 and set(codes) == {200}, codes
         plots = [
             client.get("/studies/fixed/plots/parallel-coordinates", params={"fraction": f})
@@ -206,7 +208,7 @@ def test_distinct_fractions_never_lock_a_study_out(env):
             app.state.rnntune.store.row("fixed")
         )
         assert len(snapshot._memo) <= MAX_COMPUTATIONS
-        too_fine = client.get("/studies/fixed/sensitivity", params={"fraction": 0.001})
+        too_fine = client.get("/studies/fixed/sensitivity", params={"fraction": 0.004})
         assert too_fine.status_code == 422 and "query.fraction" in too_fine.json()["detail"]
 
 

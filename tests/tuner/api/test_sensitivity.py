@@ -196,7 +196,10 @@ def test_conditional_and_categorical_hyperparameters(tmp_path):
         ({"cell": "mogrifier_lstm", "mogrifier_rounds": 3, "learning_rate": 0.002}, 4.0),  # best
         ({"cell": "mogrifier_lstm", "mogrifier_rounds": 3, "learning_rate": 0.0021}, 4.1),  # in
         ({"cell": "lstm", "learning_rate": 0.002}, 4.2),  # other cell, no rounds: out
-        ({"cell": "mogrifier_lstm", "mogrifier_rounds": 5, "learning_rate": 0.002}, 4.3),  # 2 > 0.15 * 6: out
+        (
+            {"cell": "mogrifier_lstm", "mogrifier_rounds": 5, "learning_rate": 0.002},
+            4.3,
+        ),  # 2 > 0.075 * 6: out
     ]
     for params, value in rows:
         dists = {

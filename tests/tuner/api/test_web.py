@@ -56,9 +56,16 @@ def test_study_page_plots_one_line_per_completed_and_pruned_trial(browser, serve
     page.wait_for_selector("#trials tbody tr")
     assert page.locator("#trials tbody tr").count() == 10
     page.wait_for_selector("#importances .bars path")
-    assert "2 completed and 1 pruned of 7 other trials" in page.locator("#nbhd").inner_text()
+    nbhd = page.locator("#nbhd").inner_text()
+    assert "2 completed and 1 pruned of 7 other trials" in nbhd
+    assert "within ±7.5% (a window of 15% in all)" in nbhd  # thesis App. 2.B, said on the page
+    assert page.locator("#window-width").inner_text() == "15%"
     ARTIFACTS.mkdir(exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / "study-page.png"), full_page=True)
+    page.fill("#fraction", "0.15")
+    page.dispatch_event("#fraction", "change")
+    page.wait_for_function("document.getElementById('nbhd').textContent.includes('±15%')", timeout=30_000)
+    assert page.locator("#window-width").inner_text() == "30%"
     assert (ARTIFACTS / "study-page.png").stat().st_size > 10_000
     assert all(url.startswith(server) for url in requests), "the page must not load anything off-server"
     assert not errors

@@ -19,6 +19,7 @@ CONTRACT = {
     "cell_output_dropout": "float",
     "state_dropout": "float",
     "output_dropout": "float",
+    "mos_latent_dropout": "float",
     "mogrifier_rounds": "int",
     "mogrifier_rank": "int",
     "t_max": "float",

@@ -14,7 +14,7 @@ from optuna.trial import TrialState
 from tests.tuner.sweeps.searcher_study import make_searcher
 from tuner.spec import SweepSpec
 from tuner.storage.study import load_study, pending_retries
-from tuner.sweeps.ask_ahead import AskAhead
+from tuner.sweeps.ask_ahead import MAX_DEPTH, MIN_DEPTH, AskAhead, depth_for
 from tuner.sweeps.searcher import ASK_AHEAD, StudySearcher
 from tuner.sweeps.trial_policies import SweepPolicies
 
@@ -126,3 +126,9 @@ def test_a_sweep_with_a_study_level_stop_rule_asks_nothing_ahead(tmp_path: Path)
     searcher.suggest("ray-0")
     assert searcher._ahead.settle(timeout=10) == 0
     assert len(optuna.load_study(study_name="rule", storage=db).trials) == 1
+
+
+def test_the_depth_is_half_the_trials_in_flight_within_its_bounds():
+    assert [depth_for(p) for p in (1, 4, 5, 16, 64, 1024)] == [2, 2, 2, 8, 8, 8]
+    assert [depth_for(p) for p in (6, 10, 14)] == [3, 5, 7]
+    assert all(MIN_DEPTH <= depth_for(p) <= MAX_DEPTH for p in range(1, 200))

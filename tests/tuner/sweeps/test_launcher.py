@@ -52,3 +52,37 @@ def test_a_sweep_that_obeys_sigterm_never_gets_sigkill(tmp_path):
     handle = launcher.Handle(name="polite", process=proc, log=Path(tmp_path / "x.log"))
     launcher.terminate_after(handle, timeout_s=0.5)
     assert proc.wait(5) == -15
+
+
+def _alive(pid: int) -> bool:
+    """Whether `pid` runs (a zombie waiting for its reaper counts as ended)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+    return state != "Z"
+
+
+def test_the_escalation_ends_what_the_sweep_started(tmp_path, monkeypatch):
+    """A sweep started in its own session (as the launcher starts every child) that ignores SIGTERM,
+    with a grandchild that ignores it too (as an in-process Ray worker holding a GPU might): the
+    SIGKILL goes to the process group, so the grandchild does not outlive the sweep."""
+    monkeypatch.setattr(launcher, "KILL_AFTER_S", 1.0)
+    code = (
+        "import signal, subprocess, sys, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); "
+        "child = subprocess.Popen([sys.executable, '-c', 'import signal, time; "
+        "signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(120)']); "
+        "print(child.pid, flush=True); time.sleep(120)"
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code], stdout=subprocess.PIPE, text=True, start_new_session=True
+    )
+    grandchild = int(proc.stdout.readline())
+    assert _alive(grandchild)
+    handle = launcher.Handle(name="stubborn-tree", process=proc, log=Path(tmp_path / "x.log"))
+    launcher.terminate_after(handle, timeout_s=0.5)
+    assert proc.wait(5) == -9
+    deadline = time.monotonic() + 5
+    while _alive(grandchild) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _alive(grandchild)

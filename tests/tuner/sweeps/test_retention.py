@@ -76,3 +76,36 @@ def test_cached_sizes_give_the_same_disk_use_as_a_fresh_walk(tmp_path):
     assert [t.number for t in removed] == [0]
     fresh, _ = keep_top(trials, 2, root)
     assert second.used_bytes == fresh.used_bytes == first.used_bytes + 2030 + 480 - 2000
+
+
+def test_a_checkpoint_another_study_evaluates_is_never_removed(tmp_path):
+    """A dynamic-evaluation study of trial 0's model pins its weights: retention keeps them though
+    the trial is outside the best N (the other study would lose its model)."""
+    root = tmp_path / "study"
+    trials = [
+        _trial(0, TrialState.COMPLETE, 4.5, root / "trial-0"),
+        _trial(1, TrialState.COMPLETE, 4.1, root / "trial-1"),
+        _trial(2, TrialState.COMPLETE, 4.6, root / "trial-2"),
+    ]
+    pinned = {(root / "trial-0" / "best.pt").resolve()}
+    report, _ = keep_top(trials, 1, root, pinned=pinned)
+    assert report.removed == (2,)
+    assert (root / "trial-0" / "best.pt").is_file() and (root / "trial-0" / "last.pt").is_file()
+
+
+def test_the_pins_are_the_checkpoints_of_the_databases_studies(tmp_path):
+    import optuna
+
+    from tuner.spec import SPEC_ATTR
+    from tuner.spec.sweep_spec import validate
+    from tuner.storage.study import open_storage
+    from tuner.sweeps.dyneval_study import referenced_checkpoints
+
+    storage = open_storage(f"sqlite:///{tmp_path / 's.db'}")
+    model = tmp_path / "study" / "trial-0" / "best.pt"
+    evaluating = optuna.create_study(study_name="dyn", storage=storage)
+    evaluating.set_user_attr(SPEC_ATTR, validate({"space": "dyneval", "checkpoint": str(model)}).stored())
+    trained = optuna.create_study(study_name="trained", storage=storage)
+    trained.set_user_attr(SPEC_ATTR, validate({"space": "tiny"}).stored())
+    optuna.create_study(study_name="foreign", storage=storage).set_user_attr(SPEC_ATTR, {"version": 99})
+    assert referenced_checkpoints(storage) == frozenset({model.resolve()})

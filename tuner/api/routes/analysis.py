@@ -17,16 +17,18 @@ from tuner.api.models import Importances, ParallelCoordinates, Sensitivity
 from tuner.api.routes.common import STUDY, StudyName, errors, memoised, snapshot_of
 
 router = APIRouter(prefix=STUDY, tags=["analysis"], dependencies=[Depends(require_read)])
-# Fractions are rounded to this step, so the distinct analyses of a study version are finite (at
-# most 100 per `include`) and each is computed once while it stays among the recently used.
-FRACTION_STEP = 0.01
+# Fractions are rounded to this step (fine enough for the default 0.075), so the distinct analyses
+# of a study version are finite (at most 200 per `include`) and each is computed once while it stays among the recently used.
+FRACTION_STEP = 0.005
 Fraction = Annotated[
     float,
     Query(
         ge=FRACTION_STEP,
         le=1.0,
         description="Neighbourhood half-width per hyperparameter, as a fraction of its range "
-        "(log scale for log-scale ones); rounded to the nearest 0.01 (the answer's `fraction`).",
+        "(log scale for log-scale ones), either side of the best value; rounded to the nearest "
+        "0.005 (the answer's `fraction`). The default 0.075 is the thesis' window (Appendix 2.B: "
+        "about 15% of each range in all).",
     ),
 ]
 IncludeParam = Annotated[
@@ -41,7 +43,7 @@ ERRORS = errors(401, 404, 422, 503)
 
 def quantised(fraction: float) -> float:
     """`fraction` rounded to `FRACTION_STEP`."""
-    return round(round(fraction / FRACTION_STEP) * FRACTION_STEP, 2)
+    return round(round(fraction / FRACTION_STEP) * FRACTION_STEP, 3)
 
 
 async def _completed(request: Request, name: str) -> StudySnapshot:

@@ -50,6 +50,12 @@ async def memoised(snapshot: StudySnapshot, key: Any, compute: Callable[[], Any]
     return found
 
 
+def live_runs(request: Request) -> int:
+    """Sweep and finalize processes this app started that still run (the `max_runs` bound)."""
+    finalize = getattr(request.app.state, "rnntune_finalize", None)
+    return len(state_of(request).launcher.live()) + (len(finalize.live()) if finalize is not None else 0)
+
+
 def json_body(model: type[BaseModel]) -> dict[str, Any]:
     """`openapi_extra` declaring `model` as the JSON body of a route that reads its body itself."""
     schema = model.model_json_schema()

@@ -8,12 +8,13 @@ from typing import Any
 from fastapi import APIRouter, Depends, Request, status
 from starlette.concurrency import run_in_threadpool
 
+from tuner.api import bounds
 from tuner.api import serializers as views
 from tuner.api.auth import require_read, require_write
 from tuner.api.errors import Conflict
 from tuner.api.finalize_models import FinalizeReport, FinalizeRequest, FinalizeStarted
 from tuner.api.paths import study_folder
-from tuner.api.routes.common import STUDY, StudyName, errors, json_body, read_json, state_of
+from tuner.api.routes.common import STUDY, StudyName, errors, json_body, live_runs, read_json, state_of
 from tuner.sweeps import finalize
 from tuner.sweeps.finalize_launch import FinalizeLauncher
 
@@ -59,6 +60,7 @@ def _start(request: Request, name: str, body: FinalizeRequest) -> dict:
         )
     # A path read from the database never decides where the server writes (409 outside its root).
     folder = study_folder(row.user_attrs, state.settings.storage_root, name)
+    bounds.check_runs(live_runs(request), state.settings)
     handle = launcher_of(request).start(
         name, row.user_attrs, top=body.top, seeds=body.seeds, parallel=body.parallel, storage_path=folder
     )

@@ -8,12 +8,12 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, HTTPException, Query, Request, status
 from starlette.concurrency import run_in_threadpool
 
-from tuner.api import serializers
+from tuner.api import bounds, serializers
 from tuner.api.auth import require_read, require_write
 from tuner.api.checkpoint import storage_root
 from tuner.api.models import Action, CreateStudy, StudyDetail, StudyPage, WidenRange, WidenResult
 from tuner.api.paths import study_folder
-from tuner.api.routes.common import StudyName, errors, json_body, read_json
+from tuner.api.routes.common import StudyName, errors, json_body, live_runs, read_json
 from tuner.api.settings import ApiSettings
 from tuner.api.state import ApiState
 from tuner.storage.confine import resolve_within
@@ -123,8 +123,11 @@ async def create_study(request: Request) -> dict:
     """Create a study from a search space (name or inline), sampler, trial count and overrides."""
     body: CreateStudy = await read_json(request, CreateStudy)
     state = _state(request)
+    bounds.check_space_size(body.space, state.settings)
     check_data_dirs(body, state.settings)
     check_checkpoint(body, state.settings)
+    total, _ = await run_in_threadpool(state.store.db.study_page, 0, 0)
+    bounds.check_study_count(total, state.settings)
     await run_in_threadpool(control.create, state, body.name, body.spec())
     return await run_in_threadpool(detail, state, body.name)
 
@@ -147,6 +150,7 @@ def start_study(request: Request, name: StudyName) -> dict:
     its stored storage_path lies outside this server's storage root)."""
     state = _state(request)
     study_folder(state.store.row(name).user_attrs, state.settings.storage_root, name)
+    bounds.check_runs(live_runs(request), state.settings)
     handle = control.start(state, name)
     return {
         "name": name,

@@ -7,7 +7,7 @@
 const studyName = decodeURIComponent(location.pathname.split("/").pop());
 const base = `/studies/${encodeURIComponent(studyName)}`;
 const PAGE = 50;
-const view = { offset: 0, compared: "", finished: -1, plot: null, fraction: 0.15, include: "all" };
+const view = { offset: 0, compared: "", finished: -1, plot: null, fraction: 0.075, include: "all" };
 const { el, fmt } = rnntune;
 
 function showError(message) {
@@ -112,13 +112,18 @@ async function renderPlot() {
   window.rnntunePlotReady = true;
 }
 
+/** A fraction of a range as a percentage, to 0.1% (the neighbourhood's half-width is 0.005 steps). */
+function percent(fraction) {
+  return `${Math.round(1000 * fraction) / 10}%`;
+}
+
 async function renderSensitivity() {
   const s = await rnntune.get(`${base}/sensitivity?fraction=${view.fraction}&include=${view.include}`);
   const summary = s.summary;
   const others = s.n_completed - 1 + s.n_pruned;
   const kinds = s.include === "all" ? `${summary.count_complete} completed and ${summary.count_pruned} pruned` : `${summary.count}`;
   document.getElementById("nbhd").textContent =
-    `${kinds} of ${others} other trials lie within ±${Math.round(100 * s.fraction)}% of every ` +
+    `${kinds} of ${others} other trials lie within ±${percent(s.fraction)} (a window of ${percent(2 * s.fraction)} in all) of every ` +
     `hyperparameter's range (log scale for log ones) of the best completed trial #${s.best.number} (objective ${fmt(s.best.value)})` +
     (summary.count_complete ? `; the completed ones are at most ${fmt(summary.max_delta)} worse (mean ${fmt(summary.mean_delta)})` : "") +
     (summary.pruned_mean_delta !== null
@@ -313,8 +318,9 @@ document.getElementById("export-csv").addEventListener("click", () => download("
 document.getElementById("export-parquet").addEventListener("click", () => download("/trials.parquet", `${studyName}-trials.parquet`));
 document.getElementById("fraction").addEventListener("change", (event) => {
   const value = Number(event.target.value);
-  if (!(value > 0 && value <= 1)) { showError("neighbourhood fraction must be in (0, 1]"); return; }
+  if (!(value >= 0.005 && value <= 1)) { showError("neighbourhood fraction must be in [0.005, 1]"); return; }
   view.fraction = value;
+  document.getElementById("window-width").textContent = percent(2 * value);
   renderAnalysis().catch((err) => showError(err.message));
 });
 document.getElementById("complete-only").addEventListener("change", (event) => {

@@ -1,0 +1,103 @@
+"""The service's stated bounds over real HTTP (tuner/api/bounds.py): studies held, an inline
+space's size, and sweep and finalize processes run at once; each refusal names what and the limit,
+and nothing is created or started past it."""
+
+from __future__ import annotations
+
+import stat
+import sys
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.tuner.api.fixtures import live_app, make_study
+from tuner.api import ApiSettings, create_app
+from tuner.api.settings import _bounds_from_env
+from tuner.errors import InvalidInput
+from tuner.sweeps.launcher import Launcher
+
+NEW = {"space": "tiny", "n_trials": 2, "parallel": 1, "sampler": "random"}
+INLINE = {
+    "fixed": {"cell": "lstm", "dataset": "builtin", "hidden_size": 16, "max_steps": 20},
+    "params": {"learning_rate": {"low": 0.001, "high": 0.004, "scale": "log"}},
+}
+
+
+@pytest.fixture
+def bounded(tmp_path):
+    """A live app holding one finished study, with 2 studies, 4 kB of inline space and 1 run allowed."""
+    db_url = f"sqlite:///{tmp_path / 's.db'}"
+    make_study(db_url, "fixed", tmp_path / "storage" / "fixed")
+    settings = ApiSettings(
+        db_url=db_url, storage_root=tmp_path / "storage", max_studies=2, max_space_bytes=4096, max_runs=1
+    )
+    app = create_app(settings)
+    with live_app(app) as url, httpx.Client(base_url=url, timeout=60) as client:
+        yield app, client
+
+
+def test_studies_past_the_limit_are_refused_naming_it(bounded):
+    _, client = bounded
+    assert client.post("/studies", json={**NEW, "name": "second"}).status_code == 201
+    refused = client.post("/studies", json={**NEW, "name": "third"})
+    assert refused.status_code == 409
+    assert (
+        "at most 2 studies" in refused.json()["detail"] and "RNNTUNE_MAX_STUDIES" in refused.json()["detail"]
+    )
+    assert client.get("/studies/third").status_code == 404
+
+
+def test_an_inline_space_past_the_limit_is_a_422_naming_the_field(bounded):
+    _, client = bounded
+    big = {**INLINE, "description": "x" * 5000}
+    refused = client.post("/studies", json={**NEW, "name": "big", "space": big})
+    assert refused.status_code == 422
+    detail = refused.json()["detail"]
+    assert detail.startswith("body.space:") and "at most 4,096" in detail
+    assert client.get("/studies/big").status_code == 404
+    assert client.post("/studies", json={**NEW, "name": "small", "space": INLINE}).status_code == 201
+
+
+def test_runs_past_the_limit_are_refused_and_nothing_starts(bounded, tmp_path):
+    """One sweep process running (a child that only sleeps, launched by the app's own launcher)
+    fills the one run allowed: another start is a 409 naming the limit, and nothing is launched."""
+    app, client = bounded
+    sleeper = tmp_path / "sleeper"
+    sleeper.write_text(f"#!{sys.executable}\nimport time\ntime.sleep(60)\n")
+    sleeper.chmod(sleeper.stat().st_mode | stat.S_IEXEC)
+    state = app.state.rnntune
+    state.launcher = Launcher(state.settings.db_url, on_exit=lambda handle, code: None, python=str(sleeper))
+    try:
+        assert client.post("/studies", json={**NEW, "name": "first"}).status_code == 201
+        started = client.post("/studies/first/start")
+        assert started.status_code == 202, started.text
+        refused = client.post("/studies/fixed/start")
+        assert refused.status_code == 409
+        assert "at most 1 sweep and finalize processes" in refused.json()["detail"]
+        assert [h.name for h in state.launcher.live()] == ["first"]
+    finally:
+        for handle in state.launcher.live():
+            handle.process.kill()
+            handle.process.wait(10)
+
+
+def test_bounds_come_from_the_environment_and_bad_values_name_the_variable(monkeypatch):
+    monkeypatch.setenv("RNNTUNE_MAX_RUNS", "3")
+    monkeypatch.setenv("RNNTUNE_MAX_STUDIES", "50")
+    assert _bounds_from_env() == {"max_runs": 3, "max_studies": 50}
+    for bad in ("0", "many", "-4"):
+        monkeypatch.setenv("RNNTUNE_MAX_SPACE_BYTES", bad)
+        with pytest.raises(InvalidInput, match="RNNTUNE_MAX_SPACE_BYTES"):
+            _bounds_from_env()
+    defaults = ApiSettings(db_url="sqlite://", storage_root=Path("."))
+    assert (defaults.max_studies, defaults.max_space_bytes, defaults.max_runs) == (10_000, 65_536, 8)
+
+
+def test_a_text_field_past_its_length_is_a_422_naming_it(bounded):
+    _, client = bounded
+    refused = client.post(
+        "/studies", json={**NEW, "name": "wordy", "space": {**INLINE, "source": "y" * 2001}}
+    )
+    assert refused.status_code == 422
+    assert "source" in refused.json()["detail"] and "2000" in refused.json()["detail"]
