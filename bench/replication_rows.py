@@ -122,32 +122,69 @@ def fmt(values: list[float], digits: int = 3) -> str:
     return "n/a" if math.isnan(mean) else f"{mean:.{digits}f} ± {sd:.{digits}f}{seeds}"
 
 
+# The stated test of every comparison: a two-sided Welch t-test across seeds at 5% (3 seeds an
+# arm give it 2 to 4 degrees of freedom, so a "yes" needs a large, consistent gap).
+ALPHA = 0.05
+
+
+def _finite(values: list[float]) -> list[float]:
+    return [v for v in values if v is not None and math.isfinite(v)]
+
+
+def welch_p(a: list[float], b: list[float]) -> float:
+    """Two-sided p of equal means (Welch's unequal-variance t-test; failed seeds left out).
+
+    One finite run on a side is a one-sample test of the other side against it; one run on each
+    side, no test (NaN). Equal means give 1; two constant samples with different means give 0.
+    """
+    from scipy import stats
+
+    x, y = _finite(a), _finite(b)
+    if not x or not y:
+        return math.nan
+    if statistics.fmean(x) == statistics.fmean(y):
+        return 1.0
+    if len(x) < 2 and len(y) < 2:
+        return math.nan
+    if len(x) < 2 or len(y) < 2:
+        single, sample = (x[0], y) if len(x) < 2 else (y[0], x)
+        if statistics.stdev(sample) == 0:
+            return 0.0
+        return float(stats.ttest_1samp(sample, single).pvalue)
+    if statistics.stdev(x) == 0 and statistics.stdev(y) == 0:
+        return 0.0
+    return float(stats.ttest_ind(x, y, equal_var=False).pvalue)
+
+
 def verdict(better: list[float], worse: list[float]) -> str:
     """Whether `better` is below `worse` as the paper says: yes / within noise / no.
 
-    "yes" needs the mean difference to exceed two standard errors of the difference (unpaired,
-    3 seeds each), "no" needs it to exceed them the other way; anything else is within noise, with
-    the direction of the difference, or "equal means" when there is none.
+    "yes" needs the difference of the means in the paper's direction with a Welch p below ALPHA,
+    "no" the same the other way; anything else is within noise, with the direction of the
+    difference, or "equal means" when there is none.
     """
-    (m1, s1), (m2, s2) = mean_sd(better), mean_sd(worse)
+    (m1, _), (m2, _) = mean_sd(better), mean_sd(worse)
     if math.isnan(m1) or math.isnan(m2):
         return "not run"
-    se = math.sqrt(s1**2 / max(1, len(better)) + s2**2 / max(1, len(worse)))
-    diff = m2 - m1
-    if diff > 2 * se:
-        return "yes"
-    if diff < -2 * se:
-        return "no"
+    diff, p = m2 - m1, welch_p(better, worse)
     if diff == 0:
         return "within noise (equal means)"
+    if p < ALPHA:
+        return "yes" if diff > 0 else "no"
     return "within noise (" + ("same direction" if diff > 0 else "opposite direction") + ")"
+
+
+def stated(better: list[float], worse: list[float]) -> str:
+    """`verdict` with the test's p, as the table prints it."""
+    p = welch_p(better, worse)
+    return verdict(better, worse) + ("" if math.isnan(p) else f", Welch p = {p:.2g}")
 
 
 def lower(a: str, b: str) -> Callable[[dict[str, list[float]]], tuple[str, str]]:
     """Judge 'arm a is lower than arm b'."""
 
     def judge(v: dict[str, list[float]]) -> tuple[str, str]:
-        return f"{a} < {b}", verdict(v[a], v[b])
+        return f"{a} < {b} ({stated(v[a], v[b])})", verdict(v[a], v[b])
 
     return judge
 
@@ -158,14 +195,17 @@ def judge_switch(v: dict[str, list[float]]) -> tuple[str, str]:
     2TA clearly better contradicts the claim; the switch clearly better is "partly" (2TA not
     improving, but not on par either)."""
     vs = verdict(v["2TA"], v["switch"])
-    return f"2TA vs switch: {vs}", ("no" if vs == "yes" else "partly" if vs == "no" else "yes")
+    return f"2TA vs switch: {stated(v['2TA'], v['switch'])}", (
+        "no" if vs == "yes" else "partly" if vs == "no" else "yes"
+    )
 
 
 def higher(a: str, b: str) -> Callable[[dict[str, list[float]]], tuple[str, str]]:
     """Judge 'arm a is higher than arm b' (accuracies)."""
 
     def judge(v: dict[str, list[float]]) -> tuple[str, str]:
-        return f"{a} > {b}", verdict([-x for x in v[b]], [-x for x in v[a]])
+        above, below = [-x for x in v[a]], [-x for x in v[b]]
+        return f"{a} > {b} ({stated(above, below)})", verdict(above, below)
 
     return judge
 
@@ -175,8 +215,9 @@ def judge_rounds(v: dict[str, list[float]]) -> tuple[str, str]:
     means = {int(k.split("=")[1]): mean_sd(x)[0] for k, x in v.items()}
     best = min(means, key=lambda r: means[r])
     falls = verdict(v[f"r={best}"], v["r=0"])
-    return f"lowest at r={best}; r={best} < r=0: {falls}", "yes" if best >= 4 and falls == "yes" else (
-        "partly" if falls == "yes" else "no"
+    return (
+        f"lowest at r={best}; r={best} < r=0: {stated(v[f'r={best}'], v['r=0'])}",
+        "yes" if best >= 4 and falls == "yes" else ("partly" if falls == "yes" else "no"),
     )
 
 
@@ -190,7 +231,8 @@ def judge_averaging(v: dict[str, list[float]]) -> tuple[str, str]:
     vs_raw = verdict(v["2TA"], v["raw iterate"])
     vs_tail = verdict(v["2TA"], v["best fixed tail"])
     on_par = vs_tail == "yes" or vs_tail.startswith("within noise")
-    return f"2TA < raw: {vs_raw}; 2TA vs best tail: {vs_tail}", (
+    shown = f"2TA < raw: {stated(v['2TA'], v['raw iterate'])}; 2TA vs best tail: {stated(v['2TA'], v['best fixed tail'])}"
+    return shown, (
         "yes" if vs_raw == "yes" and on_par else "no" if vs_raw == "no" or vs_tail == "no" else "partly"
     )
 
@@ -242,7 +284,7 @@ def rows(scale: str) -> list[Row]:
             "test_bpc",
             lambda v: (
                 "; ".join(
-                    f"{a} < {b}: {verdict(v[a], v[b])}"
+                    f"{a} < {b}: {stated(v[a], v[b])}"
                     for a, b in (("RLSTM", "LSTM"), ("Mogrifier RLSTM", "Mogrifier LSTM"))
                 ),
                 _all_yes(verdict(v["RLSTM"], v["LSTM"]), verdict(v["Mogrifier RLSTM"], v["Mogrifier LSTM"])),

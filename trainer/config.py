@@ -179,11 +179,12 @@ class TrainConfig(BaseModel):
         le=100000,
         description="> 0: also report Monte Carlo dropout evaluation over this many masks (Mogrifier §3.3: 200)",
     )
-    mc_dropout_scale: float = Field(
-        1.0,
+    mc_dropout_scale: float | None = Field(
+        None,
         gt=0.0,
         le=1.0,
-        description="Monte Carlo dropout multiplies every dropout rate by this (Mogrifier §3.3; 1 = unscaled)",
+        description="Monte Carlo dropout multiplies every dropout rate by this (Mogrifier §3.3; 1 = unscaled); "
+        "None: chosen on validation beside the temperature, as the paper's MC results are",
     )
     reverse_copy_length: int = Field(
         50, ge=1, le=100000, description="reverse copy: tokens per sequence (Mogrifier paper §4.3: 50-200)"

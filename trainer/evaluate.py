@@ -21,6 +21,9 @@ from .objective import repeat_for_samples, token_log_likelihood
 
 # Temperatures tried when choosing the softmax temperature on validation data.
 TEMPERATURE_GRID = tuple(round(0.70 + 0.05 * i, 2) for i in range(13))  # 0.70 … 1.30
+# Dropout-rate scales tried when choosing Monte Carlo dropout's on validation (Mogrifier paper
+# §3.3: "dropout rates are scaled", chosen like the temperature; lamb's test script uses 0.8).
+MC_SCALE_GRID = (0.6, 0.7, 0.8, 0.9, 1.0)
 # Monte Carlo dropout runs at most this many rows (samples × streams) through the model at once.
 MC_CHUNK_ROWS = 1024
 # The dropout rates Monte Carlo evaluation scales (every dropout of the model, trainer/model.py).
@@ -142,6 +145,23 @@ def select_temperature(
         losses = evaluate(model, valid, bptt, TEMPERATURE_GRID)
     best = min(range(len(losses)), key=losses.__getitem__)
     return TEMPERATURE_GRID[best], losses[best]
+
+
+def select_mc(
+    model: LanguageModel, valid: Tensor, bptt: int, samples: int, scale: float | None
+) -> tuple[float, float, float]:
+    """Monte Carlo dropout's (temperature, dropout scale, validation loss): the pair that minimizes
+    validation loss over TEMPERATURE_GRID and, with `scale` None, MC_SCALE_GRID (the given scale
+    otherwise). Each scale's masks start from the same seed state, so scales compare like for like."""
+    state = torch.get_rng_state()
+    best: tuple[float, float, float] | None = None
+    for candidate in MC_SCALE_GRID if scale is None else (scale,):
+        torch.set_rng_state(state)
+        temperature, loss = select_temperature(model, valid, bptt, samples, candidate)
+        if best is None or loss < best[2]:
+            best = (temperature, candidate, loss)
+    assert best is not None
+    return best
 
 
 def perplexity(loss: float) -> float:

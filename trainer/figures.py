@@ -1,7 +1,8 @@
 """The end-of-run figures of the best weights: what `result.json` reports besides the training curve.
 
 Language models: the test loss at the softmax temperature chosen on validation (thesis §4.6), with
-`mc_dropout_samples` > 0 the same for Monte Carlo dropout (Mogrifier paper §3.3), and with
+`mc_dropout_samples` > 0 the same for Monte Carlo dropout (Mogrifier paper §3.3; its dropout-rate
+scale chosen on validation too unless `mc_dropout_scale` fixes it), and with
 `dyneval` dynamic evaluation (thesis §4.5). Reverse copy: test loss and sequence accuracy.
 """
 
@@ -13,7 +14,7 @@ from . import reverse_copy
 from .config import TrainConfig
 from .data import Corpus
 from .dyneval import run_dynamic_evaluation
-from .evaluate import evaluate, mc_evaluate, select_temperature
+from .evaluate import evaluate, mc_evaluate, select_mc, select_temperature
 from .model import LanguageModel, ReverseCopyModel
 
 
@@ -30,9 +31,9 @@ def test_figures(
     temperature, _ = select_temperature(model, valid, cfg.bptt)
     out = {"temperature": temperature, "test_loss": evaluate(model, test, cfg.bptt, (temperature,))[0]}
     if cfg.mc_dropout_samples > 0:
-        samples, scale = cfg.mc_dropout_samples, cfg.mc_dropout_scale  # rates × scale (§3.3)
-        mc_temperature, _ = select_temperature(model, valid, cfg.bptt, samples, scale)
-        out["mc_temperature"] = mc_temperature
+        samples = cfg.mc_dropout_samples  # rates × scale, both chosen on validation (§3.3)
+        mc_temperature, scale, _ = select_mc(model, valid, cfg.bptt, samples, cfg.mc_dropout_scale)
+        out["mc_temperature"], out["mc_dropout_scale"] = mc_temperature, scale
         out["mc_test_loss"] = mc_evaluate(
             model, test, cfg.bptt, samples, (mc_temperature,), dropout_scale=scale
         )[0]

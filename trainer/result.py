@@ -25,4 +25,5 @@ class TrainResult:
     test_accuracy: float | None = None
     mc_test_loss: float | None = None
     mc_temperature: float | None = None
+    mc_dropout_scale: float | None = None  # the dropout-rate scale MC evaluation used (chosen on validation)
     cuda_path_used: str | None = None

@@ -1,4 +1,5 @@
-"""rnntune's tuner: search spaces, samplers, sweeps on Ray Tune, SQL studies, analysis, the API and CLI."""
+"""rnntune's tuner: search spaces, samplers, sweeps on Ray Tune, SQL studies, analysis, the API and CLI;
+`tuner.python_api` is the same from Python (a notebook)."""
 
 import importlib.metadata
 

@@ -7,7 +7,7 @@ import math
 import pytest
 
 
-def test_verdict_needs_two_standard_errors(replicate):
+def test_verdict_is_a_welch_test_at_five_percent(replicate):
     from bench.replication_rows import verdict
 
     low, high = [1.0, 1.1, 0.9], [2.0, 2.1, 1.9]
@@ -19,6 +19,19 @@ def test_verdict_needs_two_standard_errors(replicate):
     assert verdict([None], high) == "not run"
     assert verdict([0.0, 0.0, 0.0], [0.0, 0.0, 0.0]) == "within noise (equal means)"  # a tie has no direction
     assert verdict([1.0, 2.0, 3.0], [3.0, 1.0, 2.0]) == "within noise (equal means)"
+
+
+def test_two_standard_errors_are_not_enough_at_three_seeds(replicate):
+    """The RLSTM row's figures (3.302 ± 0.014 against 3.387 ± 0.040 bpc): the gap is more than two
+    standard errors of the difference (0.085 > 0.049), but Welch's p is 0.054, so not a "yes"."""
+    from bench.replication_rows import stated, verdict, welch_p
+
+    rlstm, lstm = [3.288, 3.302, 3.316], [3.347, 3.387, 3.427]
+    se = math.sqrt(0.014**2 / 3 + 0.040**2 / 3)
+    assert 2 * se < 3.387 - 3.302
+    assert welch_p(rlstm, lstm) == pytest.approx(0.054, abs=0.002)
+    assert verdict(rlstm, lstm) == "within noise (same direction)"
+    assert stated(rlstm, lstm) == "within noise (same direction), Welch p = 0.054"
 
 
 def test_rounds_judge_wants_the_minimum_at_four_to_six(replicate):

@@ -118,6 +118,9 @@ def test_trainer_reports_mc_and_evaluate_command_takes_mc_samples(tmp_path, caps
     result = train(cfg)
     assert result.mc_test_loss is not None and math.isfinite(result.mc_test_loss)
     assert result.mc_temperature is not None and result.mc_test_loss != result.test_loss
+    from trainer.evaluate import MC_SCALE_GRID
+
+    assert result.mc_dropout_scale in MC_SCALE_GRID  # chosen on validation (no scale was set)
 
     def command(*extra):
         assert main(["evaluate", result.best_checkpoint, "--json", *extra]) == 0
@@ -127,5 +130,31 @@ def test_trainer_reports_mc_and_evaluate_command_takes_mc_samples(tmp_path, caps
     mc = command("--mc-samples", "3")
     assert mc["mc_samples"] == 3 and math.isfinite(mc["loss"]) and mc["loss"] != result.test_loss
     assert command("--mc-samples", "3")["loss"] == mc["loss"]  # seeded masks: a repeatable figure
-    scaled = command("--mc-samples", "3", "--set", "mc_dropout_scale=0.5")["loss"]  # rates halved
-    assert math.isfinite(scaled) and scaled != mc["loss"]
+    assert mc["mc_dropout_scale"] in MC_SCALE_GRID
+    scaled = command("--mc-samples", "3", "--set", "mc_dropout_scale=0.5")  # rates halved, as set
+    assert scaled["mc_dropout_scale"] == 0.5
+    assert math.isfinite(scaled["loss"]) and scaled["loss"] != mc["loss"]
+
+
+def test_mc_scale_and_temperature_are_chosen_together_on_validation():
+    """Mogrifier paper §3.3: MC dropout runs at scaled rates, chosen like the temperature. With no
+    scale set, the pair minimizing validation loss over both grids; a set scale is kept."""
+    from trainer.evaluate import MC_SCALE_GRID, TEMPERATURE_GRID, select_mc
+
+    model, data = model_and_data(**DROPOUT)
+    torch.manual_seed(5)
+    temperature, scale, loss = select_mc(model, data, bptt=4, samples=4, scale=None)
+    losses = {}
+    for candidate in MC_SCALE_GRID:
+        torch.manual_seed(5)
+        per_t = mc_evaluate(
+            model, data, bptt=4, samples=4, temperatures=TEMPERATURE_GRID, dropout_scale=candidate
+        )
+        for t, value in zip(TEMPERATURE_GRID, per_t):
+            losses[(t, candidate)] = value
+    assert (temperature, scale) == min(losses, key=losses.__getitem__)
+    assert loss == pytest.approx(min(losses.values()), rel=1e-9)
+    assert len({round(v, 6) for v in losses.values()}) > len(TEMPERATURE_GRID)  # the scales differ
+    torch.manual_seed(5)
+    kept = select_mc(model, data, bptt=4, samples=4, scale=0.7)
+    assert kept[1] == 0.7 and kept[2] == pytest.approx(min(v for (t, s), v in losses.items() if s == 0.7))

@@ -16,7 +16,7 @@ from trainer import DataError, load_checkpoint, make_config
 from trainer.config import parse_set
 from trainer.data import batchify, load_corpus
 from trainer.dyneval import SETTINGS, run_dynamic_evaluation
-from trainer.evaluate import evaluate, headline, mc_evaluate, select_temperature
+from trainer.evaluate import evaluate, headline, mc_evaluate, select_mc, select_temperature
 from trainer.model import LanguageModel
 from trainer.reverse_copy import evaluate_examples
 from tuner.errors import RnntuneError
@@ -53,7 +53,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         metavar="N",
         help="Monte Carlo dropout: average predictions over N sampled dropout masks "
         "(Mogrifier paper §3.3 uses 200; default: the checkpoint's mc_dropout_samples, 0 = off); "
-        "--set mc_dropout_scale=0.8 scales the dropout rates for it",
+        "its dropout-rate scale is chosen on validation unless --set mc_dropout_scale=0.8 fixes it",
     )
     p.add_argument(
         "--set",
@@ -91,29 +91,37 @@ def run(args: argparse.Namespace) -> int:
         # The trainer's own dynamic evaluation (trainer/dyneval.py): batch 1, statistics at 1024.
         split_ids = corpus.valid if args.split == "valid" else corpus.test
         loss = run_dynamic_evaluation(model, corpus.train, {args.split: split_ids}, cfg)[args.split]
-        temperature = 1.0
+        temperature, scale = 1.0, None
     else:
         samples = cfg.mc_dropout_samples
         torch.manual_seed(cfg.seed)  # Monte Carlo masks: the same figure on every call
-        temperature = args.temperature
-        if temperature is None:
-            temperature, _ = select_temperature(model, valid, cfg.bptt, samples, cfg.mc_dropout_scale)
-        if samples > 0:  # dropout rates × mc_dropout_scale (Mogrifier paper §3.3)
-            loss = mc_evaluate(
-                model, data, cfg.bptt, samples, (temperature,), dropout_scale=cfg.mc_dropout_scale
-            )[0]
+        temperature, scale = args.temperature, cfg.mc_dropout_scale
+        if samples > 0:  # dropout rates × the scale, chosen on validation unless set (Mogrifier §3.3)
+            if temperature is None or scale is None:
+                chosen_t, scale, _ = select_mc(model, valid, cfg.bptt, samples, scale)
+                temperature = chosen_t if temperature is None else temperature
+            loss = mc_evaluate(model, data, cfg.bptt, samples, (temperature,), dropout_scale=scale)[0]
         else:
+            if temperature is None:
+                temperature, _ = select_temperature(model, valid, cfg.bptt)
             loss = evaluate(model, data, cfg.bptt, (temperature,))[0]
     name, value = headline(loss, cfg.word_level)
     mc = cfg.mc_dropout_samples if not args.dyneval else 0
     if args.json:
         print(
             json.dumps(
-                {"split": args.split, "loss": loss, name: value, "temperature": temperature, "mc_samples": mc}
+                {
+                    "split": args.split,
+                    "loss": loss,
+                    name: value,
+                    "temperature": temperature,
+                    "mc_samples": mc,
+                    **({"mc_dropout_scale": scale} if mc else {}),
+                }
             )
         )
     else:
-        how = f", Monte Carlo dropout over {mc} masks" if mc else ""
+        how = f", Monte Carlo dropout over {mc} masks at rates x {scale}" if mc else ""
         print(f"{args.split}: {loss:.4f} nats/token, {name} {value:.3f} (temperature {temperature}{how})")
     return 0
 

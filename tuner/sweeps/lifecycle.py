@@ -29,7 +29,15 @@ EVALUATION_ATTRS = (
     ("cuda_path_used", "cuda_path_used"),  # graphs, compiled, eager or cpu (trainer/cells/fallback.py)
 )
 # Summary fields stored as user attrs when present.
-SUMMARY_ATTRS = ("best_step", "test_loss", "dyneval_val_loss", "dyneval_test_loss")
+SUMMARY_ATTRS = (
+    "best_step",
+    "test_loss",
+    "dyneval_val_loss",
+    "dyneval_test_loss",
+    "mc_test_loss",  # with mc_dropout_samples > 0: Monte Carlo dropout's test loss,
+    "mc_temperature",  # its temperature
+    "mc_dropout_scale",  # and its dropout-rate scale, both chosen on validation (Mogrifier §3.3)
+)
 
 
 class Verdict(enum.Enum):

@@ -259,9 +259,6 @@ def _drive(
     # (bench/orchestration_overhead.py: 0.29 s vs 1.0 s per GP suggestion at 100 trials).
     torch.set_num_threads(1)
     os.environ["TUNE_DISABLE_STRICT_METRIC_CHECKING"] = "1"  # final summaries carry no new metric
-    # Tune's CSV, JSON and TensorBoard copies of every result: the study holds them all, and writing
-    # them in Tune's loop delays the next trial's start (bench/driver_scale.py, docs/gpu.md).
-    os.environ["TUNE_DISABLE_AUTO_CALLBACK_LOGGERS"] = "1"
     parallel = spec.parallel
     set_status(study, "running")
     resources = {"cpu": spec.cpus_per_trial, "gpu": spec.gpus_per_trial}

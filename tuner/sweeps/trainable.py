@@ -65,6 +65,9 @@ def run_trial(config: dict[str, Any]) -> dict[str, Any]:
         "stopped": result.stopped,
         "dyneval_val_loss": result.dyneval_val_loss,
         "dyneval_test_loss": result.dyneval_test_loss,
+        "mc_test_loss": result.mc_test_loss,
+        "mc_temperature": result.mc_temperature,
+        "mc_dropout_scale": result.mc_dropout_scale,
         "cuda_path_used": result.cuda_path_used,
     }
 
