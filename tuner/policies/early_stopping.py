@@ -23,6 +23,7 @@ from collections.abc import Mapping
 from fractions import Fraction
 from typing import Any
 
+import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from tuner.errors import InvalidInput
@@ -125,7 +126,16 @@ class EarlyStopping(BaseModel):
         or to max_steps: no comparison) until `n_trials` trials expect MIN_COMPLETE to finish."""
         for grace in [*self.rungs(max_steps, eval_every), max_steps]:
             later = self.model_copy(update={"grace_steps": grace})
-            if grace == max_steps or later.expected_complete(n_trials, max_steps, eval_every) >= MIN_COMPLETE:
+            # Every arrival at a rung passes with probability at least 1/η, so n/η^rungs trials are
+            # expected to finish at least: enough, without the exact count, for all but small studies.
+            surely = (
+                n_trials / self.reduction_factor ** len(later.rungs(max_steps, eval_every)) >= MIN_COMPLETE
+            )
+            if (
+                grace == max_steps
+                or surely
+                or later.expected_complete(n_trials, max_steps, eval_every) >= MIN_COMPLETE
+            ):
                 return later
         return self
 
@@ -136,25 +146,25 @@ class EarlyStopping(BaseModel):
         interpolation, as numpy's percentile), which a random value is with probability
         (m - (m - 1)(1 - 1/η)) / (m + 1) (1 for the first); trials that pass arrive at the next rung.
         Relative ranks of exchangeable values are independent (Rényi), so each rung's count of
-        passes is a sum of independent Bernoulli draws, propagated rung to rung as a distribution."""
+        passes is a sum of independent Bernoulli draws, propagated rung to rung as a distribution:
+        the count among the first n arrivals is built from the count among the first n - 1, so a
+        rung costs O(n_trials²)."""
         q = 1 - 1 / self.reduction_factor
-        arrivals = [0.0] * n_trials + [1.0]  # P(k trials reach the rung), k = 0..n_trials
+        passes = np.array([1.0] + [(m - (m - 1) * q) / (m + 1) for m in range(1, n_trials)])
+        arrivals = np.zeros(n_trials + 1)  # P(k trials reach the rung), k = 0..n_trials
+        arrivals[n_trials] = 1.0
         for _ in self.rungs(max_steps, eval_every):
-            passed = [0.0] * (n_trials + 1)
-            for n, p_n in enumerate(arrivals):
-                if p_n == 0.0:
-                    continue
-                count = [1.0]  # distribution of passes among the first m arrivals
-                for m in range(n):
-                    p = 1.0 if m == 0 else (m - (m - 1) * q) / (m + 1)
-                    count = [
-                        (count[k] if k < len(count) else 0.0) * (1 - p) + (count[k - 1] * p if k else 0.0)
-                        for k in range(len(count) + 1)
-                    ]
-                for k, p_k in enumerate(count):
-                    passed[k] += p_n * p_k
+            passed = arrivals[0] * np.eye(1, n_trials + 1).ravel()
+            count = np.zeros(n_trials + 1)  # distribution of passes among the first n arrivals
+            count[0] = 1.0
+            for n in range(1, n_trials + 1):
+                p = passes[n - 1]
+                count[1 : n + 1] = count[1 : n + 1] * (1 - p) + count[:n] * p
+                count[0] *= 1 - p
+                if arrivals[n] != 0.0:
+                    passed += arrivals[n] * count
             arrivals = passed
-        return sum(k * p for k, p in enumerate(arrivals))
+        return float(np.arange(n_trials + 1) @ arrivals)
 
     def expected_length(self, max_steps: int, eval_every: int) -> float:
         """A trial's expected length in full trials' worth under this policy if the values ranked

@@ -76,7 +76,9 @@ def api_factory(tmp_path):
     return serve
 
 
-def create(client: httpx.Client, name: str, gpus_per_trial: float, n_trials: int, parallel: int) -> None:
+def create(
+    client: httpx.Client, name: str, gpus_per_trial: float, n_trials: int, parallel: int, **settings
+) -> None:
     body = {
         "name": name,
         "space": "tiny",
@@ -86,7 +88,7 @@ def create(client: httpx.Client, name: str, gpus_per_trial: float, n_trials: int
         "sampler": "random",
         "seed": 0,
         "scheduler": "none",
-        "overrides": {"set": SETTINGS},
+        "overrides": {"set": {**SETTINGS, **settings}},
     }
     response = client.post("/studies", json=body, headers=AUTH)
     assert response.status_code == 201, response.text
@@ -113,9 +115,18 @@ def test_half_a_gpu_per_trial_runs_four_trials_on_two_gpus(ray_head, api_factory
             time.sleep(1)
         assert study["status"] == "finished" and study["counts"]["COMPLETE"] == 4, study
         trials = [api.get(f"/studies/packed/trials/{n}").json() for n in range(4)]
+        # `auto` with a reserved GPU and CPU-only torch: the trial fails with the cause instead of
+        # training on the CPU while it holds the GPU.
+        create(api, "unusable", gpus_per_trial=1, n_trials=1, parallel=1, device="auto")
+        assert api.post("/studies/unusable/start", headers=AUTH).status_code == 202
+        while api.get("/studies/unusable").json()["status"] not in ("finished", "failed"):
+            assert time.monotonic() < deadline
+            time.sleep(1)
+        unusable = api.get("/studies/unusable/trials/0").json()
+    assert unusable["state"] == "FAIL" and "reserved GPU 0 but cannot use CUDA" in unusable["error"], unusable
     attrs = [t["user_attrs"] for t in trials]
     assert sorted(i for a in attrs for i in a["gpu_ids"]) == ["0", "0", "1", "1"], attrs
-    assert {a["device"] for a in attrs} == {"cpu"}
+    assert {a["device"] for a in attrs} == {"cpu"} and {a["cuda_path_used"] for a in attrs} == {"cpu"}
     spans = [
         (
             (Path(a["run_dir"]) / "config.yaml").stat().st_mtime,

@@ -52,6 +52,7 @@ def test_warm_started_study_links_its_source(browser, studies):  # noqa: F811
 
 def test_widen_and_continue_widens_the_range_and_runs_the_sweep(browser, studies):  # noqa: F811
     url, db = studies
+    before = {t.number: (t.state, t.params, t.value) for t in load_study("edgy", db).trials}
     page, _, errors = _page(browser, url)
     page.goto(f"{url}/web/studies/edgy")
     button = page.locator('#alerts li[data-param="learning_rate"][data-edge="low"] button.widen')
@@ -78,7 +79,8 @@ def test_widen_and_continue_widens_the_range_and_runs_the_sweep(browser, studies
         assert time.monotonic() < deadline, f"the continued sweep did not end: {study}"
         time.sleep(1)
     assert study["status"] == "finished" and study["n_trials"] == 11, study
-    new = load_study("edgy", db).trials[10]
-    assert new.distributions["learning_rate"].low == 0.0005  # sampled from the wider range
+    trials = load_study("edgy", db).trials
+    assert {t.number: (t.state, t.params, t.value) for t in trials[:10]} == before  # the old ones untouched
+    assert trials[10].distributions["learning_rate"].low == 0.0005  # sampled from the wider range
     assert not errors
     page.close()

@@ -232,6 +232,21 @@ def test_small_study_rule_keeps_what_the_user_set(tmp_path) -> None:
     assert first_stop(study_policy(small.user_attrs)) == 150
 
 
+@pytest.mark.parametrize("eta", [2, 3, 4])
+@pytest.mark.parametrize("grace", [25, 50, 100])
+def test_expected_complete_is_at_least_the_bound_the_small_study_rule_skips_it_with(
+    eta: int, grace: int
+) -> None:
+    """Every arrival at a rung passes with probability at least 1/η, so at least n/η^rungs of n
+    trials finish on average: the bound that spares large studies the exact count (whose cost grows
+    with the square of the trials); above it the rule keeps the default grace."""
+    policy = EarlyStopping(grace_steps=grace, reduction_factor=eta)
+    rungs = len(policy.rungs(200, 25))
+    for n_trials in (1, 2, 5, 13, 40, 120):
+        assert policy.expected_complete(n_trials, 200, 25) >= n_trials / eta**rungs - 1e-9
+    assert EarlyStopping(reduction_factor=eta).resolved(200, 25, 100_000).grace_steps == 50
+
+
 @pytest.mark.parametrize("n_trials, policy", [(8, EarlyStopping()), (12, EarlyStopping(reduction_factor=2))])
 def test_expected_complete_is_what_rays_scheduler_finishes(n_trials: int, policy: EarlyStopping) -> None:
     """Studies of trials with random values finish, under Ray's own ASHA, as many trials as

@@ -4,8 +4,6 @@ RUNNING, the study's status true, and the sweep resumed or finished through REST
 
 from __future__ import annotations
 
-import io
-import math
 import os
 import signal
 import subprocess
@@ -20,7 +18,11 @@ from optuna.trial import TrialState
 from tests.postgres import DATABASE, USER, _call, _run_as, free_port, pg_bin
 from tests.tuner.api.fixtures import live_server
 from tests.tuner.api.test_sweep_api import AUTH, TOKEN, create, wait_for
+from tests.tuner.sweep_checks import check_trials
+from tests.tuner.sweep_process import snapshot
 from tuner.api import ApiSettings
+from tuner.storage.study import finished_count, load_study
+from tuner.sweeps.sweep import ZOMBIE_REASON
 
 pytestmark = pytest.mark.slow
 
@@ -87,9 +89,17 @@ def test_drill_ray_worker_killed_mid_trial(api):
     before, dead = _finished(client, "worker"), victim()
     os.kill(int(dead.user_attrs["pid"]), signal.SIGKILL)
     _recovered(client, "worker", before)
-    trials = _trials(db, "worker")
-    assert trials[dead.number].state == TrialState.FAIL and trials[dead.number].user_attrs["needs_retry"]
-    assert any(t.user_attrs.get("retry_of") == dead.number and t.state != TrialState.FAIL for t in trials)
+    study = load_study("worker", db)
+    failed = study.trials[dead.number]
+    assert failed.state == TrialState.FAIL and failed.user_attrs["needs_retry"] is True
+    assert (
+        failed.user_attrs["error"].startswith("worker failed: ") and "retrying" in failed.user_attrs["error"]
+    )
+    # The retry is a linked trial with the dead one's parameters.
+    retry = next(t for t in study.trials if t.user_attrs.get("retry_of") == dead.number)
+    assert retry.params == failed.params and retry.state in (TrialState.COMPLETE, TrialState.PRUNED)
+    assert finished_count(study) == 3
+    check_trials(study)
 
 
 def test_drill_sweep_driver_killed(api):
@@ -103,67 +113,26 @@ def test_drill_sweep_driver_killed(api):
         300,
         "a trial completing while others run",
     )
-    before = _finished(client, "driver")
+    before, stored_before = _finished(client, "driver"), snapshot(_trials(db, "driver"))
     os.kill(pid, signal.SIGKILL)
     study, _ = wait_for(client, "driver", lambda s: s["status"] == "failed", 30, "the dead driver's status")
     assert study["counts"]["RUNNING"] >= 1  # left behind until the next driver marks them
     _recovered(client, "driver", before)  # started again at once: the dead pid's lease has expired
-    zombies = [
-        t for t in _trials(db, "driver") if t.user_attrs.get("error", "").startswith("sweep process died")
-    ]
-    assert zombies and all(t.user_attrs["needs_retry"] for t in zombies)
-
-
-def _nan_on_second_trial(config):
-    """The real trial, except that trial #1 reports a NaN evaluation and ends with a NaN loss."""
-    from ray import tune
-
-    from tuner.sweeps.lifecycle import FINAL
-    from tuner.sweeps.trainable import run_trial
-
-    if config["trial_number"] != 1:
-        return run_trial(config)
-    tune.report({"step": 10, "val_loss": float("nan")})
-    return {"step": 10, "val_loss": float("nan"), FINAL: True, "best_val_loss": float("nan")}
-
-
-def test_drill_nan_in_a_trial(tmp_path, ray_cluster):
-    from tests.conftest import TINY_SETTINGS
-    from tuner.sweeps.create import create_study
-    from tuner.sweeps.sweep import run_sweep
-
-    db = f"sqlite:///{tmp_path / 's.db'}"
-    create_study(
-        "nan",
-        storage_url=db,
-        space="tiny",
-        n_trials=3,
-        parallel=1,
-        scheduler="none",
-        storage_path=tmp_path / "storage",
-        overrides={"set": TINY_SETTINGS},
-        sampler="random",
-        seed=0,
-    )
-    outcome = run_sweep("nan", db, num_cpus=2, out=io.StringIO(), trainable=_nan_on_second_trial)
-    assert outcome.status == "finished" and outcome.finished == 3
-    trials = _trials(db, "nan")
-    poisoned = trials[1]
-    assert (
-        poisoned.state == TrialState.FAIL
-        and poisoned.user_attrs["error"] == "no finite validation loss (best nan)"
-    )
-    assert poisoned.intermediate_values == {}  # the NaN never reached the curve
-    assert all(t.state == TrialState.COMPLETE and math.isfinite(t.value) for t in (trials[0], trials[2]))
-    settings = ApiSettings(db_url=db, storage_root=tmp_path / "storage")
-    with live_server(settings) as url:
-        study = httpx.get(f"{url}/studies/nan").json()  # strict JSON: a NaN would not parse
-        assert study["status"] == "finished" and study["counts"] == {
-            **study["counts"],
-            "FAIL": 1,
-            "RUNNING": 0,
-        }
-        assert httpx.get(f"{url}/studies/nan/trials/1").json()["value"] is None
+    study = load_study("driver", db)
+    after = study.get_trials()
+    # Finished trials are unchanged down to their curves, end times and attributes.
+    assert {n: v for n, v in snapshot(after).items() if n in stored_before} == stored_before
+    assert finished_count(study) == 6
+    zombies = [t for t in after if t.user_attrs.get("error") == ZOMBIE_REASON]
+    assert zombies and all(t.user_attrs["needs_retry"] is True for t in zombies)
+    retried = {t.user_attrs.get("retry_of"): t for t in after if t.user_attrs.get("retry_of") is not None}
+    for dead in zombies:
+        # The retry reruns what the dead trial stored; a kill while its parameters were being
+        # suggested leaves only some stored, and the retry draws the rest.
+        retry = retried[dead.number]
+        assert dead.params.items() <= retry.params.items()
+        assert retry.state in (TrialState.COMPLETE, TrialState.PRUNED)
+    check_trials(study)
 
 
 class _Postgres:
@@ -334,15 +303,14 @@ def shared_ray_head(tmp_path, monkeypatch):
         subprocess.run(["rm", "-rf", str(root)], check=False)
 
 
-def test_drill_eight_sweeps_in_one_postgres_database_while_the_api_reads(
+def test_drill_four_sweeps_in_one_postgres_database_while_the_api_reads(
     tmp_path, postgres_url, shared_ray_head
 ):
+    """Four drivers write one database at once (one more than this machine's cores can run at full
+    speed) while two clients read without pause: every read answers 200, nothing is lost or doubled."""
     import threading
 
-    from tests.tuner.sweep_checks import check_trials
-    from tuner.storage.study import finished_count, load_study
-
-    names = [f"many-{i}" for i in range(8)]
+    names = [f"many-{i}" for i in range(4)]
     settings = ApiSettings(db_url=postgres_url, storage_root=tmp_path / "storage", api_token=TOKEN)
     with live_server(settings) as url, httpx.Client(base_url=url, timeout=30, headers=AUTH) as client:
         for name in names:

@@ -5,9 +5,11 @@ dynamic evaluation), the dict boundary, and the searcher applying outcomes to a 
 
 from __future__ import annotations
 
+import json
 import math
 from pathlib import Path
 
+import httpx
 import optuna
 import pytest
 from hypothesis import given
@@ -15,7 +17,9 @@ from hypothesis import strategies as st
 from optuna.trial import TrialState
 
 from tests.conftest import TINY_SETTINGS
+from tests.tuner.api.fixtures import live_server
 from tests.tuner.sweeps.searcher_study import Fence, make_searcher
+from tuner.api import ApiSettings
 from tuner.space import SearchSpace
 from tuner.sweeps.lifecycle import FINAL, Evaluation, Outcome, TrialEnd, Verdict, decide
 from tuner.sweeps.searcher import StudySearcher
@@ -189,3 +193,38 @@ def test_a_retry_resumes_only_a_run_folder_inside_the_study_storage(tmp_path, se
     assert retried[first["trial_number"]].intermediate_values == {10: 5.0}  # the attempt's curve
     assert retried[second["trial_number"]].intermediate_values == {}  # a fresh start
     resumed.interrupt_all("done")
+
+
+def _strict_json(text: str):
+    """JSON as RFC 8259 has it: NaN and Infinity are not numbers (Python's json accepts them)."""
+
+    def refuse(constant: str):
+        raise AssertionError(f"{constant} in a JSON answer")
+
+    return json.loads(text, parse_constant=refuse)
+
+
+def test_a_nan_evaluation_never_reaches_the_curve_and_the_api_reads_the_failed_trial(tmp_path, searcher):
+    """The NaN drill's rules without Ray: a trial that reports a NaN evaluation and ends with a NaN
+    loss FAILs with the reason, its curve stays empty, the sweep's other trials are untouched, and
+    the API answers the study and the trial in strict JSON."""
+    s, trials = searcher
+    for k in range(3):
+        s.suggest(f"ray-{k}")
+    max_steps = TINY_SETTINGS["max_steps"]
+    for k in (0, 2):
+        s.on_trial_result(f"ray-{k}", {"step": 10, "val_loss": 5.0 - k})
+        s.on_trial_complete(f"ray-{k}", summary(step=max_steps, best_val_loss=4.5 - k, best_step=10))
+    s.on_trial_result("ray-1", {"step": 10, "val_loss": math.nan})
+    s.on_trial_complete("ray-1", {"step": 10, "val_loss": math.nan, FINAL: True, "best_val_loss": math.nan})
+    poisoned = trials()[1]
+    assert poisoned.state == TrialState.FAIL
+    assert poisoned.user_attrs["error"] == "no finite validation loss (best nan)"
+    assert poisoned.intermediate_values == {}  # the NaN never reached the curve
+    assert [t.state for t in trials()[:3]] == [TrialState.COMPLETE, TrialState.FAIL, TrialState.COMPLETE]
+    db = f"sqlite:///{tmp_path / 's.db'}"
+    with live_server(ApiSettings(db_url=db, storage_root=tmp_path)) as url:
+        study = _strict_json(httpx.get(f"{url}/studies/life").text)
+        assert study["counts"]["FAIL"] == 1 and study["counts"]["COMPLETE"] == 2
+        trial = _strict_json(httpx.get(f"{url}/studies/life/trials/1").text)
+        assert trial["value"] is None and trial["error"] == "no finite validation loss (best nan)"

@@ -1,4 +1,6 @@
-"""Widening and warm starts end to end: `rnntune sweep` processes on real Ray and a real SQLite study."""
+"""Warm starts end to end: `rnntune sweep` processes on real Ray and a real SQLite study. (Widening end to
+end runs from the web page: tests/tuner/api/test_web_lifecycle.py; the CLI's `--widen` in
+tests/tuner/sweeps/test_widen.py.)"""
 
 from __future__ import annotations
 
@@ -44,30 +46,3 @@ def test_a_warm_started_sweep_reports_and_uses_its_prior_trials(source):
     space = SearchSpace.from_dict(study.user_attrs["space_def"])
     cold = optuna.create_study(sampler=make_sampler("gp_fidelity", seed=1)).ask()
     assert study.trials[0].params != space.suggest(cold)
-
-
-def test_widen_and_resume_samples_beyond_the_old_bound(source):
-    cwd, db = source
-    before = {t.number: (t.params, t.value) for t in load_study("src", db).trials}
-    args = [
-        "--resume",
-        "src",
-        "--widen",
-        "learning_rate:both",
-        "--trials",
-        "16",
-        "--db",
-        db,
-    ]
-    proc, log = launch(cwd, args)
-    assert finish(proc, log, 600) == 0, log.read_text()
-    out = log.read_text()
-    assert "widened learning_rate (both): [0.002, 0.0025] -> [0.00178885, 0.00279508]" in out
-    study = load_study("src", db)
-    assert {t.number: (t.params, t.value) for t in study.trials if t.number in before} == before
-    new = [t for t in study.trials if t.number not in before]
-    assert len(new) == 6 and all(t.state == TrialState.COMPLETE for t in new)
-    rates = [t.params["learning_rate"] for t in new]
-    assert all(0.00178885 <= r <= 0.00279508 for r in rates)
-    assert any(r < 0.002 or r > 0.0025 for r in rates), rates  # the wider range is sampled
-    assert study.user_attrs["widened"][0]["trials_before"] == 10
