@@ -81,7 +81,8 @@ from bench.multifidelity import (  # noqa: E402 (after the sys.path insert)
     replay,
     surrogate,
 )
-from tuner.policies.early_stopping import ASHA_SCHEDULERS, ATTR, DEFAULT_SCHEDULER, EarlyStopping  # noqa: E402
+from tuner import study_attrs  # noqa: E402
+from tuner.policies.early_stopping import ASHA_SCHEDULERS, DEFAULT_SCHEDULER, EarlyStopping  # noqa: E402
 from tuner.samplers import make_sampler  # noqa: E402
 from tuner.samplers.cost import COST_ATTR  # noqa: E402 (the attribute a sweep sets)
 
@@ -163,7 +164,7 @@ def run_one(job: dict[str, Any]) -> dict[str, Any]:
     sampler = make_sampler("gp_fidelity", seed=job["seed"], cost_aware=METHODS[job["method"]])
     study = optuna.create_study(sampler=sampler)
     study.set_user_attr("task", dict(sur.fixed))  # what tuner.storage.study.create_study stores
-    study.set_user_attr(ATTR, policy.model_dump())
+    study.set_user_attr(study_attrs.EARLY_STOPPING, policy.model_dump())
     scheduler = make_scheduler(job["scheduler"], sur.fixed, policy)
     scheduler.set_search_properties("val_loss", "min")
     noise = np.random.default_rng(2000 + job["seed"])  # the trials' costs: the same draws for both methods

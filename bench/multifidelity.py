@@ -73,7 +73,8 @@ import optuna
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-from tuner.policies.early_stopping import ATTR, EarlyStopping  # noqa: E402
+from tuner import study_attrs  # noqa: E402
+from tuner.policies.early_stopping import EarlyStopping  # noqa: E402
 from tuner.samplers import DEFAULT_SAMPLER, BOHBRule, GPSampler, Subset, make_sampler  # noqa: E402
 from tuner.space import SearchSpace  # noqa: E402
 from tuner.spec.defaults import DEFAULT_BUDGET, DEFAULT_PARALLEL, DEFAULT_TRIALS  # noqa: E402 (after the sys.path insert)
@@ -340,7 +341,7 @@ def run_one(job: dict[str, Any]) -> dict[str, Any]:
     made = factory(job["seed"])
     study: Any = made if isinstance(made, BOHBStudy) else optuna.create_study(sampler=made)
     study.set_user_attr("task", dict(sur.fixed))  # what tuner.storage.study.create_study stores
-    study.set_user_attr(ATTR, policy.model_dump())
+    study.set_user_attr(study_attrs.EARLY_STOPPING, policy.model_dump())
     every, max_steps = int(sur.fixed["eval_every"]), int(sur.fixed["max_steps"])
     scheduler = make_scheduler(scheduler_name, sur.fixed, policy)
     scheduler.set_search_properties("val_loss", "min")
@@ -688,7 +689,7 @@ def suggest_timing(n: int, data: str, policy: EarlyStopping, name: str) -> None:
     rungs = policy.rungs(max_steps, every)
     study = optuna.create_study(sampler=optuna.samplers.RandomSampler(seed=0))
     study.set_user_attr("task", dict(sur.fixed))
-    study.set_user_attr(ATTR, policy.model_dump())
+    study.set_user_attr(study_attrs.EARLY_STOPPING, policy.model_dump())
     rng = np.random.default_rng(0)
     for _ in range(n):
         trial = study.ask()

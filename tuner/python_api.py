@@ -26,6 +26,7 @@ from typing import Any, TextIO
 import pandas as pd
 import yaml
 
+from tuner import study_attrs
 from tuner.analysis import importances as importance_estimates
 from tuner.analysis import sensitivity as neighbourhood
 from tuner.analysis.export import trials_frame
@@ -120,7 +121,7 @@ def start(name: str, *, db: str | None = None, log: str | os.PathLike | None = N
     (default: `<name>-sweep.log` in the study's storage folder)."""
     url = resolve_db_url(db)
     study = load_study(name, url)
-    folder = Path(study.user_attrs.get("storage_path") or ".")
+    folder = Path(study.user_attrs.get(study_attrs.STORAGE_PATH) or ".")
     return Background(name, url, Path(log) if log is not None else folder / f"{name}-sweep.log")
 
 

@@ -16,6 +16,8 @@ from optuna.distributions import (
     json_to_distribution,
 )
 
+from tuner import study_attrs
+
 
 @lru_cache(maxsize=4096)
 def parse_distribution(text: str) -> BaseDistribution:
@@ -102,4 +104,4 @@ class StudyRow:
 
     @property
     def status(self) -> str:
-        return str(self.user_attrs.get("status", "created"))
+        return str(self.user_attrs.get(study_attrs.STATUS, "created"))

@@ -23,6 +23,7 @@ from typing import Any, BinaryIO
 
 import yaml
 
+from tuner import study_attrs
 from tuner.api.paths import PathRefused, open_within
 
 # Above this many bytes the run config is not sent as a header (curl and proxies choke on big
@@ -132,10 +133,10 @@ def headers(
     return found
 
 
-def storage_root(study_attrs: dict[str, Any], default: Path) -> Path:
+def storage_root(user_attrs: dict[str, Any], default: Path) -> Path:
     """The study's `storage_path` attr, else `default`: where the launcher runs a sweep. Never a
     root to serve files from (that is the server's `--storage` alone)."""
-    raw = study_attrs.get("storage_path")
+    raw = user_attrs.get(study_attrs.STORAGE_PATH)
     if isinstance(raw, str) and raw and "\x00" not in raw:
         return Path(os.path.expanduser(raw))
     return default

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from tuner import study_attrs
 from tuner.analysis.reads import StudyRow, TrialRecord
 from tuner.errors import InvalidInput
 from tuner.spec import SweepSpec
@@ -39,11 +40,13 @@ def study_summary(row: StudyRow, handle: Handle | None) -> dict[str, Any]:
         "name": row.name,
         "status": status(row, handle),
         "direction": row.direction,
-        "space": attrs.get("space") if isinstance(attrs.get("space"), str) else None,
+        "space": attrs.get(study_attrs.SPACE) if isinstance(attrs.get(study_attrs.SPACE), str) else None,
         "sampler": spec.sampler if spec else None,
         "n_trials": n_trials,
         "parallel": spec.parallel if spec else None,
-        "created_at": attrs.get("created_at") if isinstance(attrs.get("created_at"), str) else None,
+        "created_at": attrs.get(study_attrs.CREATED_AT)
+        if isinstance(attrs.get(study_attrs.CREATED_AT), str)
+        else None,
         "counts": {state: n for state, n in row.counts.items()},
         "best_value": finite(row.best_value),
         "progress": min(1.0, finished / n_trials) if n_trials else None,

@@ -16,6 +16,7 @@ import os
 import sys
 from pathlib import Path
 
+from tuner import study_attrs
 from tuner.storage.study import DB_ENV, StudyError, redact_url, resolve_db_url
 
 
@@ -137,11 +138,11 @@ def run(args: argparse.Namespace) -> int:
         folder = (
             Path(args.storage).expanduser().resolve()
             if args.storage
-            else Path(study.user_attrs.get("storage_path") or Path("studies") / args.name)
+            else Path(study.user_attrs.get(study_attrs.STORAGE_PATH) or Path("studies") / args.name)
         )
         root = folder / "finalize"
         if args.best_by:
-            study.set_user_attr(finalize.BEST_BY_ATTR, args.best_by)
+            study.set_user_attr(study_attrs.BEST_BY, args.best_by)
         todo = finalize.plan(study, args.top, args.seeds, root)
     except StudyError as err:
         print(f"error: {err}", file=sys.stderr)
@@ -183,5 +184,5 @@ def run(args: argparse.Namespace) -> int:
             ray.shutdown()
     wanted = {t.number for t in finalize.top_trials(study, args.top)}
     rows = [r for r in rows if r["trial"] in wanted]
-    print(report(rows, study.user_attrs.get(finalize.BEST_BY_ATTR)))
+    print(report(rows, study.user_attrs.get(study_attrs.BEST_BY)))
     return 1 if any(r["failed"] for r in rows) else 0

@@ -13,6 +13,7 @@ import json
 import sys
 from typing import Any
 
+from tuner import study_attrs
 from tuner.analysis import importances
 from tuner.analysis.reads import StudyNotFound, StudyStore
 from tuner.space import SearchSpace, SpaceError
@@ -50,7 +51,7 @@ def build(store: StudyStore, name: str, include: str) -> dict[str, Any]:
     row = store.row(name)
     snapshot = store.snapshot(row)
     completed, pruned = snapshot.analysed(include)
-    space_def = row.user_attrs.get("space_def") or {}
+    space_def = row.user_attrs.get(study_attrs.SPACE_DEF) or {}
     space = space_def.get("params", {})
     attrs = row.user_attrs
     return {
@@ -65,11 +66,11 @@ def build(store: StudyStore, name: str, include: str) -> dict[str, Any]:
             {**a.to_dict(), "widen_error": _widen_error(space_def, a.param, a.edge)}
             for a in crowded_edges(space, snapshot.complete_points())
         ],
-        "widened": attrs.get("widened") or [],
-        "warm_start": attrs.get("warm_start"),
-        "ended_early": attrs.get("ended_early"),
-        "checkpoint_bytes": attrs.get("checkpoint_bytes"),
-        "checkpoints_removed": attrs.get("checkpoints_removed"),
+        "widened": attrs.get(study_attrs.WIDENED) or [],
+        "warm_start": attrs.get(study_attrs.WARM_START),
+        "ended_early": attrs.get(study_attrs.ENDED_EARLY),
+        "checkpoint_bytes": attrs.get(study_attrs.CHECKPOINT_BYTES),
+        "checkpoints_removed": attrs.get(study_attrs.CHECKPOINTS_REMOVED),
     }
 
 

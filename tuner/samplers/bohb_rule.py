@@ -15,6 +15,7 @@ import numpy as np
 from optuna.study import Study
 from optuna.trial import FrozenTrial, TrialState
 
+from tuner import study_attrs
 from tuner.policies.early_stopping import stores_policy, study_policy
 from tuner.samplers.observations import FidelityModel, Observations
 from tuner.samplers.warping import Warping
@@ -43,7 +44,7 @@ class BOHBRule(FidelityModel):
         return Observations(chosen, warp(np.array(chosen_values, dtype=float)))
 
 
-def study_attrs(study: Study) -> dict:
+def user_attrs_of(study: Study) -> dict:
     """The study's user attrs; empty for HyperbandPruner's bracket view, which has none."""
     try:
         return dict(study.user_attrs)
@@ -53,8 +54,8 @@ def study_attrs(study: Study) -> dict:
 
 def budgets(study: Study, trials: list[FrozenTrial]) -> set[int]:
     """The rung steps of the study's policy, else the steps where its trials were pruned."""
-    attrs = study_attrs(study)
-    task = attrs.get("task") or {}
+    attrs = user_attrs_of(study)
+    task = attrs.get(study_attrs.TASK) or {}
     if stores_policy(attrs) and "max_steps" in task and "eval_every" in task:
         return set(study_policy(attrs).rungs(int(task["max_steps"]), int(task["eval_every"])))
     return {

@@ -22,7 +22,8 @@ import numpy as np
 from optuna.study import Study
 from optuna.trial import FrozenTrial, TrialState
 
-from tuner.samplers.bohb_rule import BOHBRule, study_attrs
+from tuner import study_attrs
+from tuner.samplers.bohb_rule import BOHBRule, user_attrs_of
 from tuner.samplers.observations import FidelityModel, Observations
 from tuner.samplers.warping import Warping
 
@@ -61,7 +62,7 @@ class FidelityGP(FidelityModel):
 def full_steps(study: Study, trials: list[FrozenTrial]) -> int | None:
     """The full run's length in steps: the study's task (`max_steps`), else the last step any
     COMPLETE trial reported, else the last step any trial reported; None without reports."""
-    task = study_attrs(study).get("task") or {}
+    task = user_attrs_of(study).get(study_attrs.TASK) or {}
     if "max_steps" in task:
         return int(task["max_steps"])
     complete = [

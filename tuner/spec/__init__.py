@@ -12,7 +12,6 @@ from tuner.spec.defaults import (
 from tuner.spec.sweep_spec import (
     NAME_PATTERN,
     RESUME_SAFE,
-    SPEC_ATTR,
     SPEC_VERSION,
     Overrides,
     SweepSpec,
@@ -27,7 +26,6 @@ __all__ = [
     "DEFAULT_TRIALS",
     "NAME_PATTERN",
     "RESUME_SAFE",
-    "SPEC_ATTR",
     "SPEC_VERSION",
     "Overrides",
     "SweepSpec",

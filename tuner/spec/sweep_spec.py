@@ -16,6 +16,7 @@ from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
 
+from tuner import study_attrs
 from tuner.errors import InvalidInput
 from tuner.policies.early_stopping import DEFAULT_SCHEDULER, SCHEDULERS, EarlyStopping
 from tuner.policies.study_stop import StudyStop
@@ -24,7 +25,6 @@ from tuner.space import NAME_PATTERN
 from tuner.space.params import Scalar
 from tuner.spec.defaults import DEFAULT_PARALLEL, DEFAULT_SPACE, DEFAULT_TRIALS
 
-SPEC_ATTR = "spec"
 SPEC_VERSION = 1
 # NAME_PATTERN (tuner.space): the one pattern of study and space names on every path.
 SamplerName = Literal[SAMPLERS]  # type: ignore[valid-type]
@@ -187,13 +187,13 @@ class SweepSpec(BaseModel):
     def stored_in(cls, attrs: Mapping[str, Any]) -> SweepSpec | None:
         """The spec of a study rnntune created (it stores a spec, or the separate settings written
         before the spec existed), None for any other Optuna study."""
-        return cls.of(attrs) if SPEC_ATTR in attrs or "n_trials" in attrs else None
+        return cls.of(attrs) if study_attrs.SPEC in attrs or "n_trials" in attrs else None
 
     @classmethod
     def of(cls, attrs: Mapping[str, Any]) -> SweepSpec:
         """The spec a study stored (its `spec` attribute), or one read from the separate
         attributes of a study written before the spec existed."""
-        raw = attrs.get(SPEC_ATTR)
+        raw = attrs.get(study_attrs.SPEC)
         if isinstance(raw, Mapping):
             version = raw.get("version", SPEC_VERSION)
             if version != SPEC_VERSION:
@@ -222,12 +222,12 @@ def describe(err: ValidationError) -> str:
 
 def _legacy(attrs: Mapping[str, Any]) -> dict[str, Any]:
     """A spec from the separate attributes a study stored before the spec existed."""
-    policy = attrs.get("early_stopping") or {}
+    policy = attrs.get(study_attrs.EARLY_STOPPING) or {}
     stop = attrs.get("study_stop") or {}
-    warm = attrs.get("warm_start")
+    warm = attrs.get(study_attrs.WARM_START)
     sampler = attrs.get("sampler") or DEFAULT_SAMPLER
     raw: dict[str, Any] = {
-        "space": attrs.get("space") or DEFAULT_SPACE,
+        "space": attrs.get(study_attrs.SPACE) or DEFAULT_SPACE,
         "overrides": attrs.get("overrides") or {},
         "sampler": RETIRED_SAMPLERS.get(sampler, sampler),
         "n_trials": attrs.get("n_trials") or DEFAULT_TRIALS,

@@ -23,6 +23,7 @@ from optuna.trial import FrozenTrial, TrialState
 from sqlalchemy import event
 from sqlalchemy.engine import make_url
 
+from tuner import study_attrs
 from tuner.errors import StudyError, StudyExistsError, StudyNotFoundError
 from tuner.storage.database_url import DB_ENV as DB_ENV  # re-exported: the sweep command and launcher use it
 from tuner.storage.database_url import DatabaseUrlError, from_environment
@@ -114,8 +115,8 @@ def load_study(
 def set_status(study: optuna.Study, status: str) -> None:
     if status not in STATUSES:
         raise StudyError(f"status must be one of {', '.join(STATUSES)}, not {status!r}")
-    study.set_user_attr("status", status)
-    study.set_user_attr("status_at", now())
+    study.set_user_attr(study_attrs.STATUS, status)
+    study.set_user_attr(study_attrs.STATUS_AT, now())
 
 
 def counts_towards_total(trial: FrozenTrial) -> bool:

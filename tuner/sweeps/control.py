@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import logging
 
+from tuner import study_attrs
 from tuner.errors import InvalidInput, InvalidStudy, LaunchFailed, NotFound, SweepConflict
 from tuner.space import list_spaces
 from tuner.spec import SweepSpec
@@ -152,5 +153,5 @@ def record_exit(state: ControlState, name: str, returncode: int, stop_requested:
         status = "finished" if row.status != "created" else "stopped"
     else:
         status = "failed"
-    state.store.storage.set_study_user_attr(row.study_id, "status", status)
+    state.store.storage.set_study_user_attr(row.study_id, study_attrs.STATUS, status)
     state.store.invalidate(name)

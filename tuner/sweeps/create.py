@@ -18,9 +18,10 @@ from typing import Any
 import optuna
 
 from trainer import TrainConfig
+from tuner import study_attrs
 from tuner.errors import InvalidInput, StudyError, StudyExistsError
 from tuner.space import SearchSpace, SpaceError, resolve_space
-from tuner.spec import NAME_PATTERN, SPEC_ATTR, SweepSpec
+from tuner.spec import NAME_PATTERN, SweepSpec
 from tuner.spec.sweep_spec import validate
 from tuner.storage.study import DEFAULT_STORAGE_ROOT, generate_study_name, now, open_storage, redact_url
 from tuner.sweeps import dyneval_study
@@ -76,14 +77,14 @@ def create_study(
             f"resume it with `rnntune sweep --resume {name}` or choose another name"
         ) from None
     attrs = {
-        SPEC_ATTR: spec.stored(),
-        "space": space.name,
-        "space_def": space.to_dict(),
-        "task": dict(space.fixed),
-        "warm_start": prior,
-        "status": "created",
-        "created_at": now(),
-        "storage_path": str(root.expanduser().resolve()),
+        study_attrs.SPEC: spec.stored(),
+        study_attrs.SPACE: space.name,
+        study_attrs.SPACE_DEF: space.to_dict(),
+        study_attrs.TASK: dict(space.fixed),
+        study_attrs.WARM_START: prior,
+        study_attrs.STATUS: "created",
+        study_attrs.CREATED_AT: now(),
+        study_attrs.STORAGE_PATH: str(root.expanduser().resolve()),
     }
     for key, value in attrs.items():
         study.set_user_attr(key, value)

@@ -22,12 +22,12 @@ import optuna
 
 from trainer import load_checkpoint
 from trainer.dyneval import SETTINGS
+from tuner import study_attrs
 from tuner.errors import StudyError
 from tuner.space import SearchSpace
 from tuner.spec import SweepSpec
 from tuner.storage.study import best_trial
 
-BEST_ATTR = "dyneval_best"
 # Settings a checkpoint study's space may fix besides SETTINGS: where the data is, which device
 # evaluates, how many validation tokens a trial reads. The model's own settings are the checkpoint's.
 EVALUATION_SETTINGS = frozenset({"dyneval", "data_dir", "device", "max_eval_tokens"})
@@ -93,7 +93,7 @@ def best_setting(study: optuna.Study) -> dict[str, Any] | None:
     if not any(k in SETTINGS for k in best.params):
         return None
     attrs = study.user_attrs
-    fixed = (attrs.get("space_def") or {}).get("fixed") or {}
+    fixed = (attrs.get(study_attrs.SPACE_DEF) or {}).get("fixed") or {}
     params = {k: fixed[k] for k in SETTINGS if k in fixed}
     params.update({k: v for k, v in best.params.items() if k in SETTINGS})
     spec = SweepSpec.stored_in(attrs)
@@ -108,8 +108,8 @@ def best_setting(study: optuna.Study) -> dict[str, Any] | None:
 def record_best(study: optuna.Study) -> None:
     """Store the best setting so far as the study's `dyneval_best` attribute (when it changed)."""
     best = best_setting(study)
-    if best is not None and study.user_attrs.get(BEST_ATTR) != best:
-        study.set_user_attr(BEST_ATTR, best)
+    if best is not None and study.user_attrs.get(study_attrs.DYNEVAL_BEST) != best:
+        study.set_user_attr(study_attrs.DYNEVAL_BEST, best)
 
 
 def referenced_checkpoints(storage: optuna.storages.BaseStorage) -> frozenset[Path]:

@@ -27,11 +27,9 @@ import yaml
 from optuna.trial import FrozenTrial, TrialState
 
 from trainer.evaluate import headline
+from tuner import study_attrs
 from tuner.storage.study import StudyError
 
-ATTR = "finalize"
-STATUS_ATTR = "finalize_status"
-BEST_BY_ATTR = "best_by"
 BEST_BY = ("tuning", "rerun_mean")
 
 
@@ -55,7 +53,7 @@ def top_trials(study: optuna.Study, k: int) -> list[FrozenTrial]:
 def source_config(study: optuna.Study, trial: FrozenTrial) -> dict[str, Any]:
     """The trainer config the trial ran: its run folder's config.yaml, else rebuilt from the stored space.
     A study of a trained model (`checkpoint`) trained nothing: StudyError, there is nothing to rerun."""
-    checkpoint = (study.user_attrs.get("spec") or {}).get("checkpoint")
+    checkpoint = (study.user_attrs.get(study_attrs.SPEC) or {}).get("checkpoint")
     if checkpoint:
         raise StudyError(
             f"study {study.study_name!r} tunes dynamic evaluation of {checkpoint}: its trials train "
@@ -69,11 +67,11 @@ def source_config(study: optuna.Study, trial: FrozenTrial) -> dict[str, Any]:
     from tuner.space import SearchSpace
     from tuner.sweeps.sweep import resolve_data_dir
 
-    if "space_def" not in study.user_attrs:
+    if study_attrs.SPACE_DEF not in study.user_attrs:
         raise StudyError(
             f"trial {trial.number}: no config.yaml in its run folder and no stored space to rebuild it"
         )
-    space = resolve_data_dir(SearchSpace.from_dict(study.user_attrs["space_def"]))
+    space = resolve_data_dir(SearchSpace.from_dict(study.user_attrs[study_attrs.SPACE_DEF]))
     return space.trial_config(trial.params, run_dir or "")
 
 
@@ -90,7 +88,7 @@ def done_seeds(entry: Mapping[str, Any] | None) -> set[int]:
 
 def plan(study: optuna.Study, top: int, seeds: int, root: Path) -> list[Rerun]:
     """The reruns still to do for the `top` best trials with `seeds` fresh seeds each."""
-    stored = study.user_attrs.get(ATTR) or {}
+    stored = study.user_attrs.get(study_attrs.FINALIZE) or {}
     todo = []
     for trial in top_trials(study, top):
         config = source_config(study, trial)
@@ -104,27 +102,28 @@ def plan(study: optuna.Study, top: int, seeds: int, root: Path) -> list[Rerun]:
 
 def record(study: optuna.Study, trial: FrozenTrial, result: Mapping[str, Any]) -> None:
     """Store one finished rerun under its source trial (replacing an earlier attempt at that seed)."""
-    stored = dict(study.user_attrs.get(ATTR) or {})
+    stored = dict(study.user_attrs.get(study_attrs.FINALIZE) or {})
     entry = dict(
         stored.get(str(trial.number)) or {"value": trial.value, "params": trial.params, "reruns": []}
     )
     reruns = [r for r in entry["reruns"] if int(r["seed"]) != int(result["seed"])]
     entry["reruns"] = sorted([*reruns, dict(result)], key=lambda r: int(r["seed"]))
     stored[str(trial.number)] = entry
-    study.set_user_attr(ATTR, stored)
+    study.set_user_attr(study_attrs.FINALIZE, stored)
 
 
 def set_finalize_status(study: optuna.Study, state: str, **extra: Any) -> None:
     """The finalize run's state (`running`, `finished`, `stopped`, `failed`) with who runs it and when."""
     now = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
     study.set_user_attr(
-        STATUS_ATTR, {"state": state, "host": socket.gethostname(), "pid": os.getpid(), "at": now, **extra}
+        study_attrs.FINALIZE_STATUS,
+        {"state": state, "host": socket.gethostname(), "pid": os.getpid(), "at": now, **extra},
     )
 
 
 def live_run(attrs: Mapping[str, Any]) -> int | None:
     """The pid of a finalize run of this study alive on this host (its `finalize_status`), else None."""
-    status = attrs.get(STATUS_ATTR)
+    status = attrs.get(study_attrs.FINALIZE_STATUS)
     if (
         not isinstance(status, Mapping)
         or status.get("state") != "running"
@@ -191,10 +190,10 @@ def best_by_rerun_mean(rows: list[dict[str, Any]]) -> dict[str, Any] | None:
     return min(ranked, key=lambda r: (r["val_loss_mean"], r["trial"])) if ranked else None
 
 
-def word_level_of(study_attrs: Mapping[str, Any]) -> bool:
+def word_level_of(user_attrs: Mapping[str, Any]) -> bool:
     from trainer.config import WORD_LEVEL_DATASETS
 
-    return (study_attrs.get("task") or {}).get("dataset", "builtin") in WORD_LEVEL_DATASETS
+    return (user_attrs.get(study_attrs.TASK) or {}).get("dataset", "builtin") in WORD_LEVEL_DATASETS
 
 
 def rerun_trial(config: dict[str, Any]) -> dict[str, Any]:
@@ -278,4 +277,4 @@ def run_finalize(
         )
         raise
     set_finalize_status(study, "finished", top=top, seeds=seeds, todo=len(todo))
-    return summarize(study.user_attrs.get(ATTR) or {}, word_level_of(study.user_attrs))
+    return summarize(study.user_attrs.get(study_attrs.FINALIZE) or {}, word_level_of(study.user_attrs))

@@ -12,9 +12,10 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from tuner import study_attrs
 from tuner.errors import Conflict
 from tuner.storage.study import load_study
-from tuner.sweeps.finalize import STATUS_ATTR, live_run, set_finalize_status
+from tuner.sweeps.finalize import live_run, set_finalize_status
 from tuner.sweeps.launcher import Handle, Launcher
 
 
@@ -57,7 +58,7 @@ class FinalizeLauncher:
                 raise Conflict(f"study {name!r} already has a finalize run in progress")
             # Until the child records `running`, the study says the run is queued (not an old `finished`).
             load_study(name, self.db_url).set_user_attr(
-                STATUS_ATTR, {"state": "queued", "top": top, "seeds": seeds}
+                study_attrs.FINALIZE_STATUS, {"state": "queued", "top": top, "seeds": seeds}
             )
             return self._launcher.start(
                 name, self.command(name, top, seeds, parallel, storage_path), storage_path / "finalize.log"
@@ -65,7 +66,7 @@ class FinalizeLauncher:
 
     def _record_exit(self, handle: Handle, code: int) -> None:
         study = load_study(handle.name, self.db_url)
-        status = study.user_attrs.get(STATUS_ATTR) or {}
+        status = study.user_attrs.get(study_attrs.FINALIZE_STATUS) or {}
         if status.get("state") in ("queued", "running") and status.get("pid") in (None, handle.process.pid):
             set_finalize_status(
                 study, "failed", error=f"finalize process exited with {code}; see {handle.log}"

@@ -24,11 +24,12 @@ import optuna
 from optuna.trial import FrozenTrial, TrialState
 from ray.tune.stopper import Stopper
 
+from tuner import study_attrs
 from tuner.policies.early_stopping import ASHA_SCHEDULERS
 from tuner.policies.rank_agreement import describe_adaptive
 from tuner.samplers import RETIRED_SAMPLERS, make_sampler
 from tuner.space import SearchSpace
-from tuner.spec import SPEC_ATTR, SweepSpec
+from tuner.spec import SweepSpec
 from tuner.storage.study import (
     StudyError,
     best_trial,
@@ -166,7 +167,7 @@ def run_sweep(
     request = StopRequest()
     with stop_on_signals(request):
         study = load_study(name, storage_url)
-        if "space_def" not in study.user_attrs:
+        if study_attrs.SPACE_DEF not in study.user_attrs:
             raise StudyError(f"study {name!r} was not created by rnntune (no space_def attr)")
         keeper = LeaseKeeper(storage_url, name, request, generation)
         keeper.acquire()
@@ -216,20 +217,20 @@ def _drive(
             raise StudyError(
                 f"--trials {spec.n_trials} is below the {done} trials study {name!r} already has"
             )
-    if SPEC_ATTR not in attrs and attrs.get("sampler") in RETIRED_SAMPLERS:
+    if study_attrs.SPEC not in attrs and attrs.get("sampler") in RETIRED_SAMPLERS:
         # Written before the spec existed, naming a sampler since retired (docs/samplers.md).
         study.set_user_attr(
-            "sampler_note",
+            study_attrs.SAMPLER_NOTE,
             f"sampler {attrs['sampler']} was retired; the study continues with {spec.sampler} (docs/samplers.md)",
         )
-    study.set_user_attr(SPEC_ATTR, spec.stored())
+    study.set_user_attr(study_attrs.SPEC, spec.stored())
     target = spec.n_trials
     if storage_path is not None:
-        study.set_user_attr("storage_path", str(Path(storage_path).expanduser().resolve()))
-    root = Path(study.user_attrs["storage_path"])
-    space = resolve_data_dir(SearchSpace.from_dict(attrs["space_def"]))
+        study.set_user_attr(study_attrs.STORAGE_PATH, str(Path(storage_path).expanduser().resolve()))
+    root = Path(study.user_attrs[study_attrs.STORAGE_PATH])
+    space = resolve_data_dir(SearchSpace.from_dict(attrs[study_attrs.SPACE_DEF]))
     claim_storage(root, name)
-    priors = prior_trials(storage_url, attrs.get("warm_start"))
+    priors = prior_trials(storage_url, attrs.get(study_attrs.WARM_START))
     sampler = make_sampler(
         spec.sampler,
         seed=spec.seed,
@@ -314,7 +315,7 @@ def _drive(
             f"db {redact_url(storage_url)}  storage {root}",
             *(
                 [f"warm start: {len(priors)} prior trials from {', '.join(attrs['warm_start']['studies'])}"]
-                if attrs.get("warm_start")
+                if attrs.get(study_attrs.WARM_START)
                 else []
             ),
             f"trials {target - budget}/{target} done"

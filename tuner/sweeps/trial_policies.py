@@ -14,12 +14,11 @@ from pathlib import Path
 
 import optuna
 
+from tuner import study_attrs
 from tuner.policies.retention import keep_top
 from tuner.policies.study_stop import compute_hours, steps_trained
 from tuner.spec import SweepSpec
 from tuner.sweeps.dyneval_study import record_best
-
-ENDED_ATTR = "ended_early"
 
 
 class SweepPolicies:
@@ -66,7 +65,7 @@ class SweepPolicies:
             trials, self.started, now, steps=steps, max_steps=self._max_steps, hours=hours
         )
         if reason is not None:
-            self._study.set_user_attr(ENDED_ATTR, reason)
+            self._study.set_user_attr(study_attrs.ENDED_EARLY, reason)
         return reason
 
     def after_trial(self) -> None:
@@ -78,7 +77,7 @@ class SweepPolicies:
             return
         trials = self._study.get_trials(deepcopy=False)
         report, removed = keep_top(trials, self.keep, self._root, self._sizes, pinned=self._pins())
-        self._study.set_user_attr("checkpoint_bytes", report.used_bytes)
+        self._study.set_user_attr(study_attrs.CHECKPOINT_BYTES, report.used_bytes)
         if removed:
-            before = int(self._study.user_attrs.get("checkpoints_removed", 0))
-            self._study.set_user_attr("checkpoints_removed", before + len(removed))
+            before = int(self._study.user_attrs.get(study_attrs.CHECKPOINTS_REMOVED, 0))
+            self._study.set_user_attr(study_attrs.CHECKPOINTS_REMOVED, before + len(removed))

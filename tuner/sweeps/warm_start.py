@@ -15,10 +15,9 @@ from typing import Any
 import optuna
 from optuna.trial import FrozenTrial, TrialState
 
+from tuner import study_attrs
 from tuner.space import SearchSpace
 from tuner.storage.study import StudyError, StudyNotFoundError, load_study
-
-ATTR = "warm_start"
 
 
 def _usable(trial: FrozenTrial) -> bool:
@@ -36,7 +35,7 @@ def _source(name: str, storage_url: str) -> optuna.Study:
 
 def _tuned(study: optuna.Study) -> set[str]:
     """The parameters a study tunes: its stored space's, else those its trials hold."""
-    space = study.user_attrs.get("space_def")
+    space = study.user_attrs.get(study_attrs.SPACE_DEF)
     if isinstance(space, dict) and space.get("params"):
         return set(space["params"])
     return {p for t in study.get_trials(deepcopy=False) for p in t.params}

@@ -16,13 +16,12 @@ from typing import Any
 import optuna
 from optuna.trial import TrialState
 
+from tuner import study_attrs
 from tuner.space import SearchSpace
 from tuner.space.boundaries import crowded_edges
 from tuner.space.params import fmt
 from tuner.space.widen import EDGES, check_widenable, widen
 from tuner.storage.study import StudyError, finished_count
-
-ATTR = "widened"
 
 
 def parse_widen(item: str) -> tuple[str, str | None]:
@@ -37,7 +36,7 @@ def parse_widen(item: str) -> tuple[str, str | None]:
 def alert_edge(study: optuna.Study, param: str) -> str:
     """The edge of `param` the study's boundary alert names (`both` if it names the two);
     StudyError naming the parameter when there is no alert for it."""
-    params = study.user_attrs["space_def"]["params"]
+    params = study.user_attrs[study_attrs.SPACE_DEF]["params"]
     complete = [
         (t.value, t.params)
         for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
@@ -56,7 +55,7 @@ def widen_study(study: optuna.Study, param: str, edge: str | None = None) -> dic
     """Widen `param`'s range in the study's stored space at `edge` (None: the edge its boundary
     alert names); returns the change as stored in the `widened` attr. SpaceError or StudyError
     name the parameter and what is allowed; nothing is stored then."""
-    space = SearchSpace.from_dict(study.user_attrs["space_def"])
+    space = SearchSpace.from_dict(study.user_attrs[study_attrs.SPACE_DEF])
     check_widenable(space, param)
     widened, change = widen(space, param, edge or alert_edge(study, param))
     change = {
@@ -64,9 +63,9 @@ def widen_study(study: optuna.Study, param: str, edge: str | None = None) -> dic
         "at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         "trials_before": finished_count(study),
     }
-    history = list(study.user_attrs.get(ATTR) or [])
-    study.set_user_attr("space_def", widened.to_dict())
-    study.set_user_attr(ATTR, [*history, change])
+    history = list(study.user_attrs.get(study_attrs.WIDENED) or [])
+    study.set_user_attr(study_attrs.SPACE_DEF, widened.to_dict())
+    study.set_user_attr(study_attrs.WIDENED, [*history, change])
     return change
 
 

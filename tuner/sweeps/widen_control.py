@@ -14,9 +14,10 @@ from typing import Any, Protocol
 
 import optuna
 
+from tuner import study_attrs
 from tuner.errors import InvalidStudy, SweepConflict
 from tuner.space import SpaceError
-from tuner.spec import SPEC_ATTR, SweepSpec
+from tuner.spec import SweepSpec
 from tuner.storage.lease import acquire, new_owner, read, release
 from tuner.storage.study import StudyError, set_status
 from tuner.sweeps.api_state import ControlState
@@ -60,7 +61,7 @@ def widen(state: ControlState, name: str, body: WidenRequest) -> dict[str, Any]:
 def _widen(state: ControlState, name: str, body: WidenRequest) -> dict[str, Any]:
     """The write itself, run while this API holds the study's lease."""
     study = optuna.load_study(study_name=name, storage=state.store.storage)
-    space = study.user_attrs.get("space_def")
+    space = study.user_attrs.get(study_attrs.SPACE_DEF)
     if not isinstance(space, dict) or not isinstance(space.get("params"), dict):
         raise InvalidStudy(f"study {name!r} was not created by rnntune: it has no stored space to widen")
     spec = space["params"].get(body.param)
@@ -73,12 +74,12 @@ def _widen(state: ControlState, name: str, body: WidenRequest) -> dict[str, Any]
     sweep = SweepSpec.of(study.user_attrs)
     if body.add_trials:
         sweep = sweep.resume_changes({"n_trials": sweep.n_trials + body.add_trials})
-        study.set_user_attr(SPEC_ATTR, sweep.stored())
-        if study.user_attrs.get("status") == "finished":
+        study.set_user_attr(study_attrs.SPEC, sweep.stored())
+        if study.user_attrs.get(study_attrs.STATUS) == "finished":
             set_status(study, "stopped")  # trials left to run: the start action continues it
     return {
         "name": name,
         "change": change,
         "n_trials": sweep.n_trials,
-        "status": study.user_attrs["status"],
+        "status": study.user_attrs[study_attrs.STATUS],
     }

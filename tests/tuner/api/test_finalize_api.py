@@ -1,19 +1,24 @@
 """POST/GET /studies/{name}/finalize over a live uvicorn server: validation, 404/409 on the fixed
-studies (fast), and a real finalize run on a real sweep's study (slow)."""
+studies (fast), and a real finalize run on a real sweep's study (slow), then `rnntune finalize` on
+the same study (the one end-to-end run of both paths: the API launches the same command)."""
 
 from __future__ import annotations
 
 import statistics
+import subprocess
+import sys
 import time
+from pathlib import Path
 
 import httpx
 import pytest
+import yaml
 from optuna.trial import TrialState
 
 from tests.tuner.api.fixtures import live_server
+from tuner import study_attrs
 from tuner.api import ApiSettings
 from tuner.storage.study import load_study
-from tuner.sweeps import finalize
 
 
 @pytest.mark.parametrize(
@@ -75,7 +80,7 @@ def test_post_runs_reruns_and_get_reports_mean_sd_and_gap(tmp_path):
             time.sleep(1.0)
     assert report["state"] == "finished" and report["process"]["returncode"] == 0, report
     assert "running" in seen or "queued" in seen
-    stored = load_study("fin-api", db).user_attrs[finalize.ATTR]
+    stored = load_study("fin-api", db).user_attrs[study_attrs.FINALIZE]
     losses = [r["val_loss"] for r in stored[str(best.number)]["reruns"]]
     assert len(losses) == 2
     (config,) = report["configurations"]
@@ -87,3 +92,29 @@ def test_post_runs_reruns_and_get_reports_mean_sd_and_gap(tmp_path):
     assert report["best_by_rerun_mean"]["trial"] == best.number
     assert report["best"] == {"trial": best.number, "value": best.value, "by": "tuning"}
     assert (tmp_path / "studies" / "fin-api" / "finalize.log").is_file()
+    entry = stored[str(best.number)]
+    assert entry["value"] == best.value and entry["params"] == best.params
+    assert [r["seed"] for r in entry["reruns"]] == [1, 2]  # fresh: the sweep trained with seed 0
+    for r in entry["reruns"]:
+        assert Path(r["best_checkpoint"]).is_file()
+        assert (
+            Path(r["run_dir"])
+            == tmp_path / "studies" / "fin-api" / "finalize" / f"trial-{best.number}-seed-{r['seed']}"
+        )
+        saved = yaml.safe_load((Path(r["run_dir"]) / "config.yaml").read_text())
+        assert saved["seed"] == r["seed"] and saved["learning_rate"] == best.params["learning_rate"]
+
+    # The same run from the command line: nothing left to rerun, the table, the best chosen by reruns.
+    again = subprocess.run(
+        [sys.executable, "-m", "tuner.cli", "finalize", "fin-api", "--top", "1", "--seeds", "2", "--db", db,
+         "--best-by", "rerun_mean", "--num-cpus", "2"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=600, check=False,
+    )  # fmt: skip
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert "0 reruns to do" in again.stdout and f"{best.number:>5}   2" in again.stdout
+    assert f"best by rerun mean: trial #{best.number}" in again.stdout
+    study = load_study("fin-api", db)
+    assert (
+        study.user_attrs[study_attrs.FINALIZE] == stored
+        and study.user_attrs[study_attrs.BEST_BY] == "rerun_mean"
+    )

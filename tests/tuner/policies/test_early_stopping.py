@@ -14,10 +14,10 @@ from optuna.trial import TrialState
 from ray.tune.schedulers import TrialScheduler
 
 from tests.tuner.api.fixtures import live_server, make_study
+from tuner import study_attrs
 from tuner.api import ApiSettings
 from tuner.cli import main
 from tuner.policies.early_stopping import (
-    ATTR,
     AUTO_BRACKETS,
     AUTO_BRACKETS_FROM,
     MIN_COMPLETE,
@@ -146,7 +146,7 @@ def test_expected_length_is_what_rays_scheduler_trains(brackets: int) -> None:
 
 def test_policy_stored_before_brackets_reads_as_plain_asha() -> None:
     stored = {"grace_steps": 50, "reduction_factor": 3}  # what studies stored before the field
-    policy = study_policy({ATTR: stored})
+    policy = study_policy({study_attrs.EARLY_STOPPING: stored})
     assert policy.resolved(200, 25).brackets == 1
     assert set(first_stops(policy)) == {50}
     assert "brackets" not in policy.describe(200, 25)

@@ -165,13 +165,14 @@ def test_startup_counts_observations_not_complete_trials() -> None:
 
 def test_bohb_rule_reads_the_rungs_of_the_study_policy() -> None:
     """In an rnntune study the budgets are the policy's rungs: values at other steps are ignored."""
-    from tuner.policies.early_stopping import ATTR, EarlyStopping
+    from tuner import study_attrs
+    from tuner.policies.early_stopping import EarlyStopping
 
     policy = EarlyStopping(grace_steps=50, reduction_factor=3)
     assert policy.rungs(200, 25) == [50, 150]
     study = optuna.create_study(sampler=build("bohb_rule", 0, n_startup_trials=5))
     study.set_user_attr("task", {"max_steps": 200, "eval_every": 25})
-    study.set_user_attr(ATTR, policy.model_dump())
+    study.set_user_attr(study_attrs.EARLY_STOPPING, policy.model_dump())
     rng = np.random.default_rng(0)
     for _ in range(8):
         x, y = rng.uniform(0, 10, size=2)
@@ -188,7 +189,9 @@ def test_bohb_rule_reads_the_rungs_of_the_study_policy() -> None:
     # Ordered like the values at the rung (step 50), whatever the values at step 25.
     at_rung = [t.intermediate_values[50] for t in trials]
     assert list(np.argsort(targets)) == list(np.argsort(at_rung))
-    study.set_user_attr(ATTR, EarlyStopping(grace_steps=100, reduction_factor=2).model_dump())
+    study.set_user_attr(
+        study_attrs.EARLY_STOPPING, EarlyStopping(grace_steps=100, reduction_factor=2).model_dump()
+    )
     assert observations(study.sampler, study).trials == []
 
 

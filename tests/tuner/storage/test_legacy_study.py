@@ -12,8 +12,9 @@ from pathlib import Path
 import optuna
 import pytest
 
+from tuner import study_attrs
 from tuner.samplers import DEFAULT_SAMPLER, RETIRED_SAMPLERS
-from tuner.spec import SPEC_ATTR, SweepSpec
+from tuner.spec import SweepSpec
 from tuner.sweeps.sweep import run_sweep
 
 FIXTURE = Path(__file__).parent / "data" / "legacy-main.db"
@@ -28,7 +29,7 @@ def legacy(tmp_path) -> str:
 
 def test_the_spec_is_read_from_the_old_attributes(legacy):
     attrs = optuna.load_study(study_name="legacy-main", storage=legacy).user_attrs
-    assert SPEC_ATTR not in attrs
+    assert study_attrs.SPEC not in attrs
     spec = SweepSpec.of(attrs)
     assert (spec.space, spec.n_trials, spec.parallel, spec.seed) == ("tiny", 3, 2, 11)
     assert (spec.reduction_factor, spec.grace_steps, spec.brackets) == (4, 25, 1)
@@ -43,7 +44,7 @@ def test_resuming_stores_the_spec_and_keeps_the_trials(legacy, tmp_path):
     assert (outcome.status, outcome.finished, outcome.n_trials) == ("finished", 2, 2)
     study = optuna.load_study(study_name="legacy-main", storage=legacy)
     stored = SweepSpec.of(study.user_attrs)
-    assert study.user_attrs[SPEC_ATTR]["version"] == 1
+    assert study.user_attrs[study_attrs.SPEC]["version"] == 1
     assert (stored.n_trials, stored.reduction_factor, stored.keep_top, stored.seed) == (2, 4, 2, 11)
     assert [t.value for t in study.get_trials(states=(optuna.trial.TrialState.COMPLETE,))] == [5.0, 4.0]
     if "gp_bohb" in RETIRED_SAMPLERS:

@@ -1,13 +1,11 @@
-"""Noise-aware finalisation: the statistics and the rerun plan (fast), and `rnntune finalize` on a
-real sweep's study with real Ray (slow)."""
+"""Noise-aware finalisation: the statistics, the rerun plan and the command's refusals (fast). A real
+finalize run, through the API and then `rnntune finalize`, is in tests/tuner/api/test_finalize_api.py."""
 
 from __future__ import annotations
 
 import math
-import statistics
 import subprocess
 import sys
-from pathlib import Path
 
 import optuna
 import pytest
@@ -15,6 +13,7 @@ import yaml
 from optuna.distributions import FloatDistribution
 from optuna.trial import TrialState, create_trial
 
+from tuner import study_attrs
 from tuner.storage.study import load_study
 from tuner.sweeps import finalize
 
@@ -106,64 +105,10 @@ def test_plan_reruns_the_top_configs_from_their_config_and_skips_done_seeds(tmp_
     finalize.record(study, trials[1], {"seed": 7, "val_loss": None, "error": "boom"})
     assert [(j.trial, j.seed) for j in finalize.plan(study, 2, 2, root)] == [(1, 7), (0, 6), (0, 7)]
     finalize.record(study, trials[1], {"seed": 7, "val_loss": 4.3, "run_dir": "y"})  # replaces the failure
-    stored = load_study("s", db).user_attrs[finalize.ATTR]
+    stored = load_study("s", db).user_attrs[study_attrs.FINALIZE]
     assert stored["1"]["value"] == 4.0 and [r["seed"] for r in stored["1"]["reruns"]] == [6, 7]
     assert [r["val_loss"] for r in stored["1"]["reruns"]] == [4.1, 4.3]
     assert [(j.trial, j.seed) for j in finalize.plan(study, 2, 2, root)] == [(0, 6), (0, 7)]
-
-
-def _finalize(cwd: Path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "tuner.cli", "finalize", *args, "--num-cpus", "2"],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-    )
-
-
-@pytest.mark.slow
-def test_finalize_reruns_the_two_best_of_a_real_sweep_with_two_seeds(tmp_path):
-    from tests.tuner.finalize_study import swept_study
-
-    db = swept_study(tmp_path, "fin")
-    study = load_study("fin", db)
-    top = sorted((t for t in study.trials if t.state == TrialState.COMPLETE), key=lambda t: t.value)[:2]
-    assert len(top) == 2
-
-    done = _finalize(tmp_path, "fin", "--top", "2", "--seeds", "2", "--db", db, "--best-by", "rerun_mean")
-    assert done.returncode == 0, done.stdout + done.stderr
-    study = load_study("fin", db)
-    stored = study.user_attrs[finalize.ATTR]
-    assert sorted(stored) == sorted(str(t.number) for t in top)
-    for t in top:
-        entry = stored[str(t.number)]
-        assert entry["value"] == t.value and entry["params"] == t.params
-        assert [r["seed"] for r in entry["reruns"]] == [1, 2]  # fresh: the sweep trained with seed 0
-        for r in entry["reruns"]:
-            assert math.isfinite(r["val_loss"]) and Path(r["best_checkpoint"]).is_file()
-            assert (
-                Path(r["run_dir"])
-                == tmp_path / "studies" / "fin" / "finalize" / f"trial-{t.number}-seed-{r['seed']}"
-            )
-            saved = yaml.safe_load((Path(r["run_dir"]) / "config.yaml").read_text())
-            assert saved["seed"] == r["seed"] and saved["learning_rate"] == t.params["learning_rate"]
-    assert study.user_attrs[finalize.STATUS_ATTR]["state"] == "finished"
-    assert study.user_attrs[finalize.BEST_BY_ATTR] == "rerun_mean"
-    rows = {r["trial"]: r for r in finalize.summarize(stored, word_level=False)}
-    for t in top:
-        losses = [r["val_loss"] for r in stored[str(t.number)]["reruns"]]
-        assert rows[t.number]["val_loss_mean"] == pytest.approx(statistics.fmean(losses))
-        assert rows[t.number]["val_loss_sd"] == pytest.approx(statistics.stdev(losses))
-        assert rows[t.number]["gap"] == pytest.approx(statistics.fmean(losses) - t.value)
-        assert f"{t.number:>5}   2" in done.stdout
-    assert "best by rerun mean: trial #" in done.stdout
-
-    again = _finalize(tmp_path, "fin", "--top", "2", "--seeds", "2", "--db", db)
-    assert again.returncode == 0, again.stdout + again.stderr
-    assert "0 reruns to do" in again.stdout
-    assert load_study("fin", db).user_attrs[finalize.ATTR] == stored
 
 
 def test_bad_options_name_the_flag_and_range(tmp_path, capsys):
@@ -190,7 +135,7 @@ def test_a_second_run_is_refused_while_one_is_alive(tmp_path, capsys):
     other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
     try:
         study.set_user_attr(
-            finalize.STATUS_ATTR, {"state": "running", "host": socket.gethostname(), "pid": other.pid}
+            study_attrs.FINALIZE_STATUS, {"state": "running", "host": socket.gethostname(), "pid": other.pid}
         )
         assert finalize.live_run(study.user_attrs) == other.pid
         assert main(["finalize", "busy", "--db", db]) == 2

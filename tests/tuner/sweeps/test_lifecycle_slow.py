@@ -1,5 +1,5 @@
-"""Warm starts end to end: `rnntune sweep` processes on real Ray and a real SQLite study. (Widening end to
-end runs from the web page: tests/tuner/api/test_web_lifecycle.py; the CLI's `--widen` in
+"""Warm starts end to end: an `rnntune sweep` process on real Ray and a real SQLite study. (Widening end to
+end runs from the web page: tests/tuner/api/web/test_web_lifecycle.py; the CLI's `--widen` in
 tests/tuner/sweeps/test_widen.py.)"""
 
 from __future__ import annotations
@@ -8,10 +8,12 @@ import optuna
 import pytest
 from optuna.trial import TrialState
 
+from tests.conftest import TINY_SETTINGS
 from tests.tuner.sweep_process import finish, launch, tiny_set_args
 from tuner.samplers import make_sampler
 from tuner.space import SearchSpace
-from tuner.storage.study import load_study
+from tuner.storage.study import load_study, set_status
+from tuner.sweeps.create import create_study
 
 pytestmark = pytest.mark.slow
 COMMON = ["--parallel", "2", "--scheduler", "none", *tiny_set_args()]
@@ -19,13 +21,20 @@ COMMON = ["--parallel", "2", "--scheduler", "none", *tiny_set_args()]
 
 @pytest.fixture(scope="module")
 def source(tmp_path_factory):
-    """A finished study of 10 random trials (as many as the GP samplers' startup trials), narrow
-    learning-rate range: (cwd, db URL)."""
+    """A finished study of 10 trials drawn at random (as many as the GP samplers' startup trials)
+    and told a value each, without training: a warm start reads only their params and values.
+    (cwd, db URL)."""
     cwd = tmp_path_factory.mktemp("lifecycle")
     db = f"sqlite:///{cwd / 'studies.db'}"
-    args = ["--name", "src", "--trials", "10", "--sampler", "random", "--seed", "3", "--db", db]
-    proc, log = launch(cwd, [*args, "--range", "learning_rate=0.002:0.0025", *COMMON])
-    assert finish(proc, log, 600) == 0, log.read_text()
+    study = create_study("src", storage_url=db, space="tiny", n_trials=10, sampler="random", seed=3,
+                         storage_path=cwd / "studies" / "src", overrides={"set": TINY_SETTINGS})  # fmt: skip
+    space = SearchSpace.from_dict(study.user_attrs["space_def"])
+    study.sampler = optuna.samplers.RandomSampler(seed=3)
+    for _ in range(10):
+        trial = study.ask()
+        params = space.suggest(trial)
+        study.tell(trial, 4.0 + 1000 * abs(params["learning_rate"] - 0.002))
+    set_status(study, "finished")
     return cwd, db
 
 

@@ -96,7 +96,7 @@ def test_a_checkpoint_another_study_evaluates_is_never_removed(tmp_path):
 def test_the_pins_are_the_checkpoints_of_the_databases_studies(tmp_path):
     import optuna
 
-    from tuner.spec import SPEC_ATTR
+    from tuner import study_attrs
     from tuner.spec.sweep_spec import validate
     from tuner.storage.study import open_storage
     from tuner.sweeps.dyneval_study import referenced_checkpoints
@@ -104,8 +104,12 @@ def test_the_pins_are_the_checkpoints_of_the_databases_studies(tmp_path):
     storage = open_storage(f"sqlite:///{tmp_path / 's.db'}")
     model = tmp_path / "study" / "trial-0" / "best.pt"
     evaluating = optuna.create_study(study_name="dyn", storage=storage)
-    evaluating.set_user_attr(SPEC_ATTR, validate({"space": "dyneval", "checkpoint": str(model)}).stored())
+    evaluating.set_user_attr(
+        study_attrs.SPEC, validate({"space": "dyneval", "checkpoint": str(model)}).stored()
+    )
     trained = optuna.create_study(study_name="trained", storage=storage)
-    trained.set_user_attr(SPEC_ATTR, validate({"space": "tiny"}).stored())
-    optuna.create_study(study_name="foreign", storage=storage).set_user_attr(SPEC_ATTR, {"version": 99})
+    trained.set_user_attr(study_attrs.SPEC, validate({"space": "tiny"}).stored())
+    optuna.create_study(study_name="foreign", storage=storage).set_user_attr(
+        study_attrs.SPEC, {"version": 99}
+    )
     assert referenced_checkpoints(storage) == frozenset({model.resolve()})

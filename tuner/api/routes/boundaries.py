@@ -7,6 +7,7 @@ from typing import Any
 from fastapi import APIRouter, Depends, Request
 from starlette.concurrency import run_in_threadpool
 
+from tuner import study_attrs
 from tuner.api.auth import require_read
 from tuner.api.routes.common import STUDY, StudyName, errors, memoised, snapshot_of, state_of
 from tuner.space.boundaries import MIN_SHARE, MIN_TOP, NEAR, TOP_FRACTION, crowded_edges
@@ -25,7 +26,7 @@ async def get_boundaries(request: Request, name: StudyName) -> dict[str, Any]:
     snapshot = await snapshot_of(request, name)
     store = state_of(request).store
     row = await run_in_threadpool(store.row, name)
-    space = (row.user_attrs.get("space_def") or {}).get("params", {})
+    space = (row.user_attrs.get(study_attrs.SPACE_DEF) or {}).get("params", {})
     complete = snapshot.complete_points()
 
     def compute() -> dict[str, Any]:
@@ -37,4 +38,6 @@ async def get_boundaries(request: Request, name: StudyName) -> dict[str, Any]:
         }
 
     # A widened range changes the alerts but not the trials the snapshot is keyed on.
-    return await memoised(snapshot, ("boundaries", len(row.user_attrs.get("widened") or [])), compute)
+    return await memoised(
+        snapshot, ("boundaries", len(row.user_attrs.get(study_attrs.WIDENED) or [])), compute
+    )

@@ -17,6 +17,7 @@ from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import FileResponse, Response
 from starlette.concurrency import run_in_threadpool
 
+from tuner import study_attrs
 from tuner.analysis import compare
 from tuner.api import serializers as views
 from tuner.api.auth import require_read
@@ -24,7 +25,6 @@ from tuner.api.compare_models import Comparison
 from tuner.api.routes.common import errors, state_of
 from tuner.api.routes.web import STATIC
 from tuner.space import NAME_PATTERN
-from tuner.sweeps import finalize
 
 router = APIRouter(tags=["compare"])
 _NAME = NAME_PATTERN.removeprefix("^").removesuffix("$")
@@ -75,7 +75,7 @@ def _build(request: Request, names: list[str]) -> str:
             row.status,
             store.snapshot(row).fingerprint,
             json.dumps(
-                [row.user_attrs.get(finalize.ATTR), row.user_attrs.get(finalize.STATUS_ATTR)],
+                [row.user_attrs.get(study_attrs.FINALIZE), row.user_attrs.get(study_attrs.FINALIZE_STATUS)],
                 sort_keys=True,
                 default=str,
             ),

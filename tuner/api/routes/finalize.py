@@ -8,6 +8,7 @@ from typing import Any
 from fastapi import APIRouter, Depends, Request, status
 from starlette.concurrency import run_in_threadpool
 
+from tuner import study_attrs
 from tuner.api import bounds
 from tuner.api import serializers as views
 from tuner.api.auth import require_read, require_write
@@ -54,7 +55,7 @@ def _start(request: Request, name: str, body: FinalizeRequest) -> dict:
     row = state.store.row(name)
     if not row.counts.get("COMPLETE"):
         raise Conflict(f"study {name!r} has no COMPLETE trial to rerun")
-    if "space_def" not in row.user_attrs:
+    if study_attrs.SPACE_DEF not in row.user_attrs:
         raise Conflict(
             f"study {name!r} was not created by rnntune (no stored space); its trials cannot be rerun"
         )
@@ -82,16 +83,18 @@ def get_finalize(request: Request, name: StudyName) -> dict:
     state = state_of(request)
     row = state.store.row(name)
     attrs = row.user_attrs
-    rows = views.clean(finalize.summarize(attrs.get(finalize.ATTR) or {}, finalize.word_level_of(attrs)))
+    rows = views.clean(
+        finalize.summarize(attrs.get(study_attrs.FINALIZE) or {}, finalize.word_level_of(attrs))
+    )
     winner = finalize.best_by_rerun_mean(rows)
-    best_by = attrs.get(finalize.BEST_BY_ATTR) or "tuning"
+    best_by = attrs.get(study_attrs.BEST_BY) or "tuning"
     best: dict[str, Any] | None
     if best_by == "rerun_mean" and winner is not None:
         best = {"trial": winner["trial"], "value": winner["val_loss_mean"], "by": "rerun_mean"}
     else:
         tuned = state.store.snapshot(row).best
         best = {"trial": tuned.number, "value": views.finite(tuned.value), "by": "tuning"} if tuned else None
-    run_status = attrs.get(finalize.STATUS_ATTR)
+    run_status = attrs.get(study_attrs.FINALIZE_STATUS)
     handle = launcher_of(request).get(name)
     return {
         "name": name,

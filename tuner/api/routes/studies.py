@@ -8,6 +8,7 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, HTTPException, Query, Request, status
 from starlette.concurrency import run_in_threadpool
 
+from tuner import study_attrs
 from tuner.api import bounds, serializers
 from tuner.api.auth import require_read, require_write
 from tuner.api.checkpoint import storage_root
@@ -70,8 +71,8 @@ def detail(state: ApiState, name: str) -> dict:
         **summary,
         "storage_path": str(storage_root(row.user_attrs, state.settings.storage_root / name)),
         "user_attrs": serializers.clean(row.user_attrs),
-        "warm_start": row.user_attrs.get("warm_start"),
-        "widened": row.user_attrs.get("widened") or [],
+        "warm_start": row.user_attrs.get(study_attrs.WARM_START),
+        "widened": row.user_attrs.get(study_attrs.WIDENED) or [],
         "best_trial": serializers.trial_summary(best) if best else None,
         "process": handle.as_dict() if handle else None,
         "driver": control.driver_info(lease),

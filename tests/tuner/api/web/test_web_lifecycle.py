@@ -10,14 +10,14 @@ import pytest
 
 from tests.conftest import TINY_SETTINGS
 from tests.tuner.api.fixtures import live_server
-from tests.tuner.api.test_web import ARTIFACTS, _page, browser  # noqa: F401  (the browser fixture)
-from tests.tuner.api.test_web import pytestmark as web_marks
+from tests.tuner.api.web.conftest import ARTIFACTS, WEB
+from tests.tuner.api.web.test_web import _page
 from tests.tuner.edge_study import edge_study
 from tuner.api import ApiSettings
 from tuner.storage.study import load_study
 from tuner.sweeps.create import create_study
 
-pytestmark = web_marks
+pytestmark = WEB
 
 
 @pytest.fixture
@@ -36,7 +36,7 @@ def studies(tmp_path):
         yield url, db
 
 
-def test_warm_started_study_links_its_source(browser, studies):  # noqa: F811
+def test_warm_started_study_links_its_source(browser, studies):
     url, _ = studies
     page, _, errors = _page(browser, url)
     page.goto(f"{url}/web/studies/wt2")
@@ -50,7 +50,7 @@ def test_warm_started_study_links_its_source(browser, studies):  # noqa: F811
     page.close()
 
 
-def test_widen_and_continue_widens_the_range_and_runs_the_sweep(browser, studies):  # noqa: F811
+def test_widen_and_continue_widens_the_range_and_runs_the_sweep(browser, studies):
     url, db = studies
     before = {t.number: (t.state, t.params, t.value) for t in load_study("edgy", db).trials}
     page, _, errors = _page(browser, url)

@@ -4,22 +4,16 @@ two tasks, and the link from the studies list."""
 
 from __future__ import annotations
 
-import os
-
 import httpx
 import numpy as np
 import pytest
-from playwright import sync_api as playwright
 
 from tests.tuner.api.fixtures import live_server
-from tests.tuner.api.test_web import ARGS, ARTIFACTS, CHROMIUM
+from tests.tuner.api.web.conftest import ARTIFACTS, WEB
 from tests.tuner.compare_studies import make_compared
 from tuner.api import ApiSettings
 
-pytestmark = [
-    pytest.mark.slow,
-    pytest.mark.skipif(not os.path.exists(CHROMIUM), reason=f"{CHROMIUM} is not installed"),
-]
+pytestmark = WEB
 
 
 @pytest.fixture(scope="module")
@@ -46,14 +40,6 @@ def url(tmp_path_factory):
     mog.set_user_attr("finalize_status", {"state": "finished"})
     with live_server(ApiSettings(db_url=db_url, storage_root=root)) as base:
         yield base
-
-
-@pytest.fixture(scope="module")
-def browser():
-    with playwright.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS, headless=True)
-        yield browser
-        browser.close()
 
 
 def _open(browser, address, ready="window.rnntuneCompareReady === true"):

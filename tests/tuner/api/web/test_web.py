@@ -2,31 +2,11 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
-import pytest
-from playwright import sync_api as playwright
+from tests.tuner.api.web.conftest import ARTIFACTS, WEB
 
-CHROMIUM = "/usr/bin/chromium"
-ARGS = [
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-    "--disable-component-update", "--disable-sync", "--no-first-run",
-]  # fmt: skip
-ARTIFACTS = Path(__file__).resolve().parents[3] / "test-artifacts"
-
-pytestmark = [
-    pytest.mark.slow,
-    pytest.mark.skipif(not os.path.exists(CHROMIUM), reason=f"{CHROMIUM} is not installed"),
-]
-
-
-@pytest.fixture(scope="module")
-def browser():
-    with playwright.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS, headless=True)
-        yield browser
-        browser.close()
+pytestmark = WEB
 
 
 def _page(browser, server):
