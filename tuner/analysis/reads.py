@@ -185,7 +185,8 @@ def _stripe(locks: list[threading.Lock], key: Any) -> threading.Lock:
 
 
 class StudySnapshot:
-    """Trials of one study at one fingerprint; immutable apart from its memo of derived results."""
+    """Trials of one study at one fingerprint; immutable apart from its memo of derived results and
+    `loaded_at`, which a re-read that finds the same trials moves on (the memo survives it)."""
 
     def __init__(self, fingerprint: tuple, direction: str, trials: list[TrialRecord]):
         self.fingerprint = fingerprint
@@ -370,13 +371,15 @@ class StudyStore:
 
         def load(cached: StudySnapshot | None) -> StudySnapshot:
             fingerprint = self.db.fingerprint(row.study_id)
-            if (
-                cached is not None
-                and cached.fingerprint == fingerprint
-                and time.monotonic() - cached.loaded_at < self._max_age
-            ):
+            same = cached is not None and cached.fingerprint == fingerprint
+            if same and cached is not None and time.monotonic() - cached.loaded_at < self._max_age:
                 return cached
-            return StudySnapshot(fingerprint, row.direction, self.db.trials(row.study_id))
+            trials = self.db.trials(row.study_id)
+            if same and cached is not None and cached.trials == trials:
+                # Read again at its age and found unchanged: keep it, with the analyses it holds.
+                cached.loaded_at = time.monotonic()
+                return cached
+            return StudySnapshot(fingerprint, row.direction, trials)
 
         return self._cached(row.name, load)
 

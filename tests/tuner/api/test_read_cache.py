@@ -131,3 +131,27 @@ def _number(engine: sqlalchemy.Engine, trial_id: int) -> int:
         return conn.execute(
             sqlalchemy.text("SELECT number FROM trials WHERE trial_id = :id"), {"id": trial_id}
         ).scalar_one()
+
+
+def test_an_unchanged_study_read_again_at_its_age_keeps_its_analyses(db):
+    """At `max_age_s` the trials are read again; found the same, the snapshot (and every analysis
+    computed on it) is kept, and only a real change replaces it."""
+    url, engine = db
+    store = _store(url)
+    first = _snapshot(store, "a")
+    first.memo("analysis", lambda: "computed once")
+    time.sleep(MAX_AGE_S + REVALIDATE_S)
+    again = _snapshot(store, "a")
+    assert again is first and again.peek("analysis") == "computed once"
+    assert time.monotonic() - again.loaded_at < MAX_AGE_S  # read again, not merely kept
+    with engine.begin() as conn:
+        conn.execute(
+            sqlalchemy.text(
+                "UPDATE trial_user_attributes SET value_json = '\"moved\"' WHERE key = 'node' AND "
+                "trial_id IN (SELECT trial_id FROM trials WHERE study_id = :sid)"
+            ),
+            {"sid": first.fingerprint[0]},
+        )
+    _seen_within(store, "a", lambda s: s.trials[0].user_attrs["node"] == "moved", MAX_AGE_S)
+    assert _snapshot(store, "a").peek("analysis") is None  # a new version computes anew
+    store.close()
