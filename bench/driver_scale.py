@@ -3,7 +3,7 @@
 `ray.cluster_utils.Cluster` starts real Ray nodes on this machine (a head without resources, where
 the driver runs, and `--nodes` nodes each offering `--gpus-per-node` logical GPUs and as many CPUs).
 The study (the `tiny` space, each trial reserving 1 CPU and 1 GPU, `--in-flight` at once, the
-default sampler and ASHA unless told otherwise) is driven by the real sweep driver
+default sampler and scheduler, adaptive ASHA, unless told otherwise) is driven by the real sweep driver
 (`tuner.sweeps.sweep.run_sweep`); only the trainable is simulated: it sleeps through its steps
 (`--trial-seconds` for a full trial), reports the trainer's evaluations with a synthetic learning
 curve, and notes when and on which node and GPU it ran.
@@ -49,6 +49,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from tuner.policies.early_stopping import DEFAULT_SCHEDULER, SCHEDULERS
 from tuner.samplers import DEFAULT_SAMPLER
 from tuner.sweeps.lifecycle import FINAL
 
@@ -208,7 +209,12 @@ def main(argv: list[str] | None = None) -> None:
         "--trial-seconds", type=float, default=60.0, help="a full trial's length (default: 60)"
     )
     parser.add_argument("--sampler", default=DEFAULT_SAMPLER, help=f"default: {DEFAULT_SAMPLER}")
-    parser.add_argument("--scheduler", default="asha", choices=("asha", "median", "none"))
+    parser.add_argument(
+        "--scheduler",
+        default=DEFAULT_SCHEDULER,
+        choices=SCHEDULERS,
+        help=f"default: {DEFAULT_SCHEDULER}, the product's (asha: the burstiest)",
+    )
     parser.add_argument("--db", help="study database URL (default: a SQLite file in a temporary folder)")
     parser.add_argument(
         "--ask-ahead",
