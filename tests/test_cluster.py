@@ -271,8 +271,10 @@ class Cluster:
         return json.loads(body)
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def cluster(postgres_url: str) -> Iterator[Cluster]:
+    """One cluster for this module's two tests: the sweep on both nodes, then the worker node killed
+    (last: it leaves the cluster with the head alone)."""
     if not shutil.which("bash") or not Path("/proc").is_dir():
         pytest.skip("needs bash and /proc (Linux)")
     # Short: Ray's unix sockets live under the temp dirs and their paths are limited to 107 bytes.
