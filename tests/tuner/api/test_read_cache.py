@@ -5,6 +5,7 @@ and a row rewritten in place within `max_age_s`: the staleness bounds stated in 
 
 from __future__ import annotations
 
+import json
 import time
 
 import pytest
@@ -51,6 +52,18 @@ def _seen_within(store: StudyStore, name: str, predicate, limit_s: float) -> flo
         assert time.monotonic() - start < limit_s + SLACK_S, f"not seen within {limit_s} s"
         time.sleep(0.02)
     return time.monotonic() - start
+
+
+def _rewrite_node(engine: sqlalchemy.Engine, study_id: int, value: str) -> None:
+    """Set every trial's `node` attr of the study to `value` in place: a row rewritten, none added."""
+    with engine.begin() as conn:
+        conn.execute(
+            sqlalchemy.text(
+                "UPDATE trial_user_attributes SET value_json = :v WHERE key = 'node' AND "
+                "trial_id IN (SELECT trial_id FROM trials WHERE study_id = :sid)"
+            ),
+            {"sid": study_id, "v": json.dumps(value)},
+        )
 
 
 def test_a_write_to_another_study_keeps_the_snapshot(db):
@@ -113,14 +126,7 @@ def test_a_row_rewritten_in_place_is_seen_within_max_age(db):
     url, engine = db
     store = _store(url)
     first = _snapshot(store, "a")
-    with engine.begin() as conn:
-        conn.execute(
-            sqlalchemy.text(
-                "UPDATE trial_user_attributes SET value_json = '\"rewritten\"' WHERE key = 'node' AND "
-                "trial_id IN (SELECT trial_id FROM trials WHERE study_id = :sid)"
-            ),
-            {"sid": first.fingerprint[0]},
-        )
+    _rewrite_node(engine, first.fingerprint[0], "rewritten")
     elapsed = _seen_within(store, "a", lambda s: s.trials[0].user_attrs["node"] == "rewritten", MAX_AGE_S)
     assert elapsed <= MAX_AGE_S + REVALIDATE_S + SLACK_S
     store.close()
@@ -144,14 +150,7 @@ def test_an_unchanged_study_read_again_at_its_age_keeps_its_analyses(db):
     again = _snapshot(store, "a")
     assert again is first and again.peek("analysis") == "computed once"
     assert time.monotonic() - again.loaded_at < MAX_AGE_S  # read again, not merely kept
-    with engine.begin() as conn:
-        conn.execute(
-            sqlalchemy.text(
-                "UPDATE trial_user_attributes SET value_json = '\"moved\"' WHERE key = 'node' AND "
-                "trial_id IN (SELECT trial_id FROM trials WHERE study_id = :sid)"
-            ),
-            {"sid": first.fingerprint[0]},
-        )
+    _rewrite_node(engine, first.fingerprint[0], "moved")
     _seen_within(store, "a", lambda s: s.trials[0].user_attrs["node"] == "moved", MAX_AGE_S)
     assert _snapshot(store, "a").peek("analysis") is None  # a new version computes anew
     store.close()
