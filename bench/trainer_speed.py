@@ -7,7 +7,8 @@ table reports the median step. Achieved FLOP/s counts matrix-multiply FLOPs (tra
 and is given as a fraction of this machine's float32 matmul peak, measured in the same run.
 On a CPU that other processes share, read the CPU-time columns (see Stopwatch).
 
-On CUDA each model runs alone (a GPU is not shared): for float32 and for bf16 autocast, cuDNN's
+On CUDA each model runs alone (a GPU is not shared): for each of the trainer's precisions (fp32,
+tf32: TensorFloat-32 matmuls and cuDNN, bf16: autocast), cuDNN's
 nn.LSTM and every cell on both of its CUDA paths (`cuda_path`: eager, and graphs, which captures
 each layer's window as CUDA graphs, trainer/cells/graphed.py), with the ratio to nn.LSTM in the
 same precision, the peak GPU memory of the row (torch.cuda.max_memory_allocated, model and
@@ -232,25 +233,43 @@ def label(name: str) -> str:
     return name
 
 
-PRECISIONS: dict[str, torch.dtype | None] = {"float32": None, "bf16 autocast": torch.bfloat16}
+# The trainer's `precision` settings: (autocast dtype, TensorFloat-32 matmuls and cuDNN).
+PRECISIONS: dict[str, tuple[torch.dtype | None, bool]] = {
+    "fp32": (None, False),
+    "tf32": (None, True),
+    "bf16": (torch.bfloat16, False),
+}
 
 
-def run_cuda(names: list[str], size: Size, device: torch.device, steps: int) -> None:
+def run_cuda(
+    names: list[str],
+    size: Size,
+    device: torch.device,
+    steps: int,
+    paths: tuple[CudaPath, ...] = ("graphs", "eager"),
+    precisions: tuple[str, ...] = tuple(PRECISIONS),
+) -> None:
     """One model at a time per precision: nn.LSTM (cuDNN), then each cell on each CUDA path."""
     watch = Stopwatch(device)
     tokens = size.bptt * size.batch
-    print(f"device {device}, torch {torch.__version__}, {size}")
+    cuda = torch.version.cuda
+    print(
+        f"device {device}, torch {torch.__version__}, CUDA {cuda}, cuDNN {torch.backends.cudnn.version()}, {size}"
+    )
     print(processor(device))
-    print(f"medians of {steps} training steps after one warm-up step; TF32 off; peak = max_memory_allocated")
+    print(f"medians of {steps} training steps after one warm-up step; peak = max_memory_allocated")
     print(
         f"{'model':<30}{'path':>8}{'precision':>15}{'ms/step':>9}{'tokens/s':>10}"
         f"{'vs cuDNN':>10}{'peak MiB':>10}{'1st step s':>12}"
     )
-    for precision, dtype in PRECISIONS.items():
+    for precision in precisions:
+        dtype, tf32 = PRECISIONS[precision]
+        torch.backends.cuda.matmul.allow_tf32 = tf32
+        torch.backends.cudnn.allow_tf32 = tf32
         base = None
         for name in names:
-            paths: tuple[CudaPath | None, ...] = (None,) if name == "torch.nn.LSTM" else CUDA_PATHS
-            for path in paths:
+            row_paths: tuple[CudaPath | None, ...] = (None,) if name == "torch.nn.LSTM" else paths
+            for path in row_paths:
                 torch.cuda.empty_cache()
                 torch.cuda.reset_peak_memory_stats(device)
                 try:
@@ -290,13 +309,29 @@ def main(argv: list[str] | None = None) -> None:
         help="comma-separated subset of torch.nn.LSTM, lstm, mogrifier_lstm, rlstm, mogrifier_rlstm "
         "(default: all but mogrifier_rlstm on CPU, all on CUDA)",
     )
+    parser.add_argument(
+        "--paths",
+        default="graphs,eager",
+        help=f"CUDA only: comma-separated cuda_path values of {', '.join(CUDA_PATHS)} (default: graphs,eager; "
+        "auto is graphs unless something fails)",
+    )
+    parser.add_argument(
+        "--precisions",
+        default=",".join(PRECISIONS),
+        help=f"CUDA only: comma-separated subset of {', '.join(PRECISIONS)} (default: all)",
+    )
     args = parser.parse_args(argv)
+    paths = tuple(args.paths.split(","))
+    precisions = tuple(args.precisions.split(","))
+    for value, allowed, flag in (
+        (paths, CUDA_PATHS, "--paths"),
+        (precisions, tuple(PRECISIONS), "--precisions"),
+    ):
+        if not set(value) <= set(allowed):
+            parser.error(f"{flag} takes a subset of {', '.join(allowed)}, got {','.join(value)}")
 
     torch.set_num_threads(args.threads)
     device = torch.device(args.device)
-    if device.type == "cuda":
-        torch.backends.cuda.matmul.allow_tf32 = False  # compare against the float32 peak
-        torch.backends.cudnn.allow_tf32 = False
     size = QUICK if args.quick else PTB_LIKE
     default_models = "torch.nn.LSTM,lstm,mogrifier_lstm,rlstm"
     if device.type == "cuda":
@@ -305,7 +340,7 @@ def main(argv: list[str] | None = None) -> None:
     if "torch.nn.LSTM" not in names:
         names.insert(0, "torch.nn.LSTM")
     if device.type == "cuda":
-        run_cuda(names, size, device, args.steps)
+        run_cuda(names, size, device, args.steps, paths, precisions)  # type: ignore[arg-type]
         return
 
     watch = Stopwatch(device)

@@ -5,8 +5,8 @@ the window's mathematics (windows.py, pointwise steps fused by torch.compile) is
 layer, input shapes, dtypes and autocast state as a forward graph and a backward graph over static
 buffers; each later call copies its inputs into those buffers and replays the graph, one launch
 for the whole window. torch.compile's compilation is paid once per process for every shape
-(windows.compiled_steps), a capture once per layer and key; the speed they buy is still to be
-measured on a GPU (docs/gpu.md).
+(windows.compiled_steps), a capture once per layer and key; measured on an H200 at PTB size, the
+LSTM trains at 0.92x cuDNN's speed this way and at 0.16x eagerly (docs/gpu.md).
 
 Hand-written rather than torch.cuda.make_graphed_callables, which returns its static output
 buffers (the next replay would overwrite a caller's outputs) and cannot tell when a second forward

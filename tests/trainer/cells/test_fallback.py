@@ -124,7 +124,7 @@ with warnings.catch_warnings(record=True) as seen:
             "dataset": "ptb", "data_dir": root + "/data", "cell": cell, "mogrifier_rounds": rounds,
             "mogrifier_rank": rank, "hidden_size": hidden, "batch_size": batch, "bptt": 5, "eval_every": 4,
             "max_steps": 4, "max_eval_tokens": 100, "state_dropout": dropout, "run_dir": f"{root}/run{k}",
-            "seed": k,
+            "seed": k, "device": sys.argv[3],
         })
         used.append(train(cfg).cuda_path_used)
         graphs.append(counters["stats"]["unique_graphs"])
@@ -153,11 +153,22 @@ SHAPES = [
 def test_one_process_compiles_the_steps_once_for_every_trial_shape(tmp_path):
     write_ptb(tmp_path / "data")
     env = {**os.environ, fallback.FORCE_ON_CPU_ENV: "1"}
-    out = run_child(WORKER, str(tmp_path), json.dumps(SHAPES), env=env, timeout=300)
+    out = run_child(WORKER, str(tmp_path), json.dumps(SHAPES), "cpu", env=env, timeout=300)
     assert out["used"] == ["compiled"] * len(SHAPES)  # no trial fell back
     # Graphs per step function (the LSTM step, the Mogrifier round) and variant (training with and
     # without a state mask, evaluation under no_grad), never per shape: the second half of the
     # trainings compiles nothing new. Before, each shape compiled again and the 9th raised
     # FailOnRecompileLimitHit.
+    assert out["graphs"][5] == out["graphs"][-1] <= 8, out
+    assert out["warnings"] == [], out["warnings"]
+
+
+@pytest.mark.gpu
+def test_on_cuda_one_process_trains_every_trial_shape_on_captured_graphs(tmp_path):
+    """The same twelve trials as one Ray worker on a GPU meets them: all on the graphed path, none
+    falling back, no compilation after the first half (the recompile limit hit the 9th before)."""
+    write_ptb(tmp_path / "data")
+    out = run_child(WORKER, str(tmp_path), json.dumps(SHAPES), "cuda", timeout=300)
+    assert out["used"] == ["graphs"] * len(SHAPES), out
     assert out["graphs"][5] == out["graphs"][-1] <= 8, out
     assert out["warnings"] == [], out["warnings"]

@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# One lent GPU's checks and figures in a single call (docs/gpu.md), most important first, each step
+# under its own time cap so that a hang cannot spend the whole lease. Each step's log goes to
+# $OUT/<step>.log (./gpu-logs without $OUT); the last lines printed are a short summary.
+#
+#   bash bench/gpu_session.sh                 # every step
+#   STEPS="tests speed" bash bench/gpu_session.sh
+#
+# On a machine without the project's virtual environment it uses the python3 on PATH with the
+# repository on PYTHONPATH (the trainer needs torch, pyyaml and pydantic only).
+set -u
+OUT=${OUT:-gpu-logs}
+mkdir -p "$OUT"
+PY=${PY:-$( [ -x .venv/bin/python ] && echo .venv/bin/python || echo python3 )}
+STEPS=${STEPS:-"env tests shapes speed packing"}
+export PYTHONUNBUFFERED=1 PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH}
+export TORCHINDUCTOR_CACHE_DIR=${TORCHINDUCTOR_CACHE_DIR:-/tmp/rnntune-inductor}
+SUMMARY=()
+
+step() {  # step NAME CAP_SECONDS COMMAND...: run it, log it, print its tail and record rc and time
+    local name=$1 cap=$2
+    shift 2
+    case " $STEPS " in *" $name "*) ;; *) return 0 ;; esac
+    echo "== $name (cap ${cap} s) $(date +%T)"
+    local t0=$SECONDS
+    timeout -k 10 "$cap" "$@" >"$OUT/$name.log" 2>&1
+    local rc=$?
+    tail -n "${TAIL:-12}" "$OUT/$name.log"
+    SUMMARY+=("$name: rc $rc in $((SECONDS - t0)) s")
+}
+
+step env 20 bash -c "nvidia-smi; $PY -c 'import torch, sys; print(sys.version); print(\"torch\", torch.__version__, \"CUDA\", torch.version.cuda, \"cuDNN\", torch.backends.cudnn.version(), torch.cuda.get_device_name())'"
+# make test-gpu's tests (the graphed path against eager, bf16 autocast, twelve trial shapes in one
+# process on captured graphs), run from their files so that no tuner dependency must be installed.
+step tests 120 "$PY" -m pytest -m gpu -q -p no:cacheprovider tests/trainer/cells/test_graphed.py \
+    tests/trainer/cells/test_fallback.py
+# The first training step of many trial shapes in one process: compile and capture cost on a GPU.
+step shapes 50 "$PY" bench/compile_cost.py --device cuda --trials 12
+step speed 170 "$PY" bench/trainer_speed.py --device cuda --steps 15 --precisions fp32,bf16,tf32
+step packing 100 "$PY" bench/packing.py --device cuda --ks 1,2,4,8 --steps 30
+
+echo "== summary"
+printf '%s\n' "${SUMMARY[@]}"
