@@ -24,6 +24,7 @@ import sqlalchemy
 from tuner.analysis import study_rows
 from tuner.analysis.records import ParamSpec, StudyRow, TrialRecord, parse_distribution
 from tuner.errors import StudyNotFoundError
+from tuner.storage.attrs import SCHEMA_VERSION
 from tuner.storage.study import StudyError, redact_url
 
 __all__ = [
@@ -31,8 +32,6 @@ __all__ = [
     "StudyRow", "StudySnapshot", "StudyStore", "TrialDB", "TrialRecord", "check_schema",
 ]  # fmt: skip
 
-# Optuna's table schema (its `alembic_version`) that the SQL below was written against.
-SCHEMA_VERSION = "v3.2.0.a"
 SORT_KEYS = ("number", "-number", "objective", "-objective")
 # Derived results (sensitivity, plots for some fractions) kept per study version, least recently
 # used evicted first: memory stays bounded and no sequence of reads is ever refused.

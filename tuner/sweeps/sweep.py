@@ -30,6 +30,7 @@ from tuner.policies.rank_agreement import describe_adaptive
 from tuner.samplers import RETIRED_SAMPLERS, make_sampler
 from tuner.space import SearchSpace
 from tuner.spec import SweepSpec
+from tuner.storage.attrs import set_study_attrs
 from tuner.storage.study import (
     StudyError,
     best_trial,
@@ -48,7 +49,7 @@ from tuner.sweeps.dyneval_study import referenced_checkpoints
 from tuner.sweeps.trial_policies import SweepPolicies
 from tuner.sweeps.warm_start import prior_trials
 from tuner.sweeps.widen import describe as describe_widening
-from tuner.sweeps.widen import widen_study
+from tuner.sweeps.widen import plan_widening
 
 ZOMBIE_REASON = "sweep process died while the trial was running; found RUNNING on resume"
 # The file that says which study a storage folder belongs to.
@@ -172,9 +173,15 @@ def run_sweep(
         keeper = LeaseKeeper(storage_url, name, request, generation)
         keeper.acquire()
         try:
-            for param, edge in widen:
-                change = widen_study(study, param, edge)
-                print(describe_widening(change), file=options.get("out") or sys.stdout)
+            if widen:
+                attrs, changes = plan_widening(study, widen)
+                storage = open_storage(storage_url)
+                try:
+                    set_study_attrs(storage, name, attrs)
+                finally:
+                    storage.engine.dispose()
+                for change in changes:
+                    print(describe_widening(change), file=options.get("out") or sys.stdout)
             outcome = _drive(study, storage_url, request, fence=keeper, **options)
         except Exception as err:
             keeper.raise_if_lost(err)

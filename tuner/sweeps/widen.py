@@ -3,7 +3,8 @@
 
 The study's `space_def` becomes the widened space (`tuner.space.widen`), so the next run of its
 sweep samples from the wider range; each change is appended to the `widened` user attr
-({param, edge, old, new, at, trials_before}). Trials already stored stay as they are: the new
+({param, edge, old, new, at, trials_before}). Everything is validated first, then written in one
+transaction (`tuner.storage.attrs`): a refused widening stores nothing, and a retried one widens once. Trials already stored stay as they are: the new
 range contains the old one. Callers make sure no sweep drives the study meanwhile (the CLI widens
 while holding the driver lease, the API refuses while a driver holds it).
 """
@@ -11,6 +12,7 @@ while holding the driver lease, the API refuses while a driver holds it).
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Sequence
 from typing import Any
 
 import optuna
@@ -51,22 +53,27 @@ def alert_edge(study: optuna.Study, param: str) -> str:
     return edges[0] if len(edges) == 1 else "both"
 
 
-def widen_study(study: optuna.Study, param: str, edge: str | None = None) -> dict[str, Any]:
-    """Widen `param`'s range in the study's stored space at `edge` (None: the edge its boundary
-    alert names); returns the change as stored in the `widened` attr. SpaceError or StudyError
-    name the parameter and what is allowed; nothing is stored then."""
+def plan_widening(
+    study: optuna.Study, items: Sequence[tuple[str, str | None]]
+) -> tuple[dict[str, Any], list]:
+    """The study's stored space widened at each (param, edge) in turn (edge None: the edge its
+    boundary alert names), without writing anything: the attributes to store together
+    ({space_def, widened}) and the changes as appended to `widened`. SpaceError or StudyError name
+    the parameter and what is allowed."""
     space = SearchSpace.from_dict(study.user_attrs[study_attrs.SPACE_DEF])
-    check_widenable(space, param)
-    widened, change = widen(space, param, edge or alert_edge(study, param))
-    change = {
-        **change,
-        "at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-        "trials_before": finished_count(study),
-    }
     history = list(study.user_attrs.get(study_attrs.WIDENED) or [])
-    study.set_user_attr(study_attrs.SPACE_DEF, widened.to_dict())
-    study.set_user_attr(study_attrs.WIDENED, [*history, change])
-    return change
+    changes = []
+    for param, edge in items:
+        check_widenable(space, param)
+        space, change = widen(space, param, edge or alert_edge(study, param))
+        changes.append(
+            {
+                **change,
+                "at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+                "trials_before": finished_count(study),
+            }
+        )
+    return {study_attrs.SPACE_DEF: space.to_dict(), study_attrs.WIDENED: [*history, *changes]}, changes
 
 
 def describe(change: dict[str, Any]) -> str:

@@ -18,10 +18,11 @@ from tuner import study_attrs
 from tuner.errors import InvalidStudy, SweepConflict
 from tuner.space import SpaceError
 from tuner.spec import SweepSpec
+from tuner.storage.attrs import set_study_attrs
 from tuner.storage.lease import acquire, new_owner, read, release
-from tuner.storage.study import StudyError, set_status
+from tuner.storage.study import StudyError, now
 from tuner.sweeps.api_state import ControlState
-from tuner.sweeps.widen import widen_study
+from tuner.sweeps.widen import plan_widening
 
 
 class WidenRequest(Protocol):
@@ -68,18 +69,21 @@ def _widen(state: ControlState, name: str, body: WidenRequest) -> dict[str, Any]
     # Not a tuned range: the param is wrong; otherwise the edge is (none alerted, or at a limit).
     field = "body.param" if not isinstance(spec, dict) or spec.get("scale") == "categorical" else "body.edge"
     try:
-        change = widen_study(study, body.param, body.edge)
+        attrs, (change,) = plan_widening(study, [(body.param, body.edge)])
     except (SpaceError, StudyError) as err:
         raise InvalidStudy(f"{field}: {err}") from err
     sweep = SweepSpec.of(study.user_attrs)
+    status = study.user_attrs.get(study_attrs.STATUS)
     if body.add_trials:
         sweep = sweep.resume_changes({"n_trials": sweep.n_trials + body.add_trials})
-        study.set_user_attr(study_attrs.SPEC, sweep.stored())
-        if study.user_attrs.get(study_attrs.STATUS) == "finished":
-            set_status(study, "stopped")  # trials left to run: the start action continues it
+        attrs[study_attrs.SPEC] = sweep.stored()
+        if status == "finished":  # trials left to run: the start action continues it
+            status = "stopped"
+            attrs |= {study_attrs.STATUS: status, study_attrs.STATUS_AT: now()}
+    set_study_attrs(state.store.storage, name, attrs)  # all of it or nothing: validated above
     return {
         "name": name,
         "change": change,
         "n_trials": sweep.n_trials,
-        "status": study.user_attrs[study_attrs.STATUS],
+        "status": status,
     }

@@ -74,6 +74,22 @@ def test_bad_input_is_422_naming_the_field(api):
     assert client.post("/studies/edgy/widen", json={"param": "learning_rate"}).status_code == 401
 
 
+def test_a_refused_trial_count_widens_nothing_and_a_retry_widens_once(api):
+    client, db = api
+    r = client.post(
+        "/studies/edgy/widen", json={"param": "learning_rate", "add_trials": 100_000}, headers=AUTH
+    )
+    assert r.status_code == 422 and "n_trials" in r.text and "100000" in r.text, r.text
+    attrs = load_study("edgy", db).user_attrs
+    assert "widened" not in attrs and attrs["space_def"]["params"]["learning_rate"]["low"] == 0.001
+    assert attrs["status"] == "finished"
+    r = client.post("/studies/edgy/widen", json={"param": "learning_rate", "add_trials": 2}, headers=AUTH)
+    assert r.status_code == 200, r.text
+    attrs = load_study("edgy", db).user_attrs
+    assert [h["new"] for h in attrs["widened"]] == [[0.0005, 0.004]]  # once, from the old range
+    assert attrs["spec"]["n_trials"] == 12 and attrs["status"] == "stopped"
+
+
 def test_refused_while_a_sweep_drives_the_study(api):
     client, db = api
     engine = lease_engine(db)

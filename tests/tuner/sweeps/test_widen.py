@@ -7,20 +7,28 @@ import pytest
 
 from tests.tuner.edge_study import edge_study
 from tuner.cli import main
-from tuner.storage.study import StudyError, load_study
-from tuner.sweeps.widen import parse_widen, widen_study
+from tuner.storage.attrs import set_study_attrs
+from tuner.storage.study import StudyError, load_study, open_storage
+from tuner.sweeps.widen import parse_widen, plan_widening
+
+
+def widen_study(db: str, study, param: str, edge: str | None = None) -> dict:
+    """Plan one widening and store it, as the CLI and the API do; the change."""
+    attrs, (change,) = plan_widening(study, [(param, edge)])
+    set_study_attrs(open_storage(db), study.study_name, attrs)
+    return change
 
 
 def test_widening_stores_the_wider_space_and_its_history(tmp_path):
     db = f"sqlite:///{tmp_path / 'db.sqlite'}"
     study = edge_study(db, "edgy", tmp_path)
     before = [(t.number, t.params, t.value) for t in study.trials]
-    change = widen_study(study, "learning_rate")  # the alert names the low edge
+    change = widen_study(db, study, "learning_rate")  # the alert names the low edge
     assert change["edge"] == "low" and change["old"] == [0.001, 0.004] and change["new"] == [0.0005, 0.004]
     again = load_study("edgy", db)
     assert again.user_attrs["space_def"]["params"]["learning_rate"]["low"] == 0.0005
     assert again.user_attrs["widened"] == [change] and change["trials_before"] == 10
-    widen_study(again, "mogrifier_rank", "high")
+    widen_study(db, again, "mogrifier_rank", "high")
     history = load_study("edgy", db).user_attrs["widened"]
     assert [(h["param"], h["edge"]) for h in history] == [
         ("learning_rate", "low"),
@@ -35,7 +43,7 @@ def test_a_parameter_without_an_alert_needs_an_edge(tmp_path):
     with pytest.raises(
         StudyError, match=r"parameter l2_penalty: study 'edgy' has no boundary alert for it; name"
     ):
-        widen_study(study, "l2_penalty")
+        plan_widening(study, [("learning_rate", None), ("l2_penalty", None)])
     assert "widened" not in load_study("edgy", db).user_attrs
     assert parse_widen("l2_penalty:both") == ("l2_penalty", "both")
     assert parse_widen("l2_penalty") == ("l2_penalty", None)
