@@ -24,8 +24,8 @@ from __future__ import annotations
 import datetime as dt
 import itertools
 import zlib
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from tuner import study_attrs
@@ -165,6 +165,9 @@ class Loaded:
     values: tuple[float, ...]
     counts: Mapping[str, int]
     costs: Costs
+    # The study snapshot's memo (StudySnapshot.memo): results kept per study version, whatever the
+    # other studies of the comparison or their order.
+    memo: Callable[[Any, Callable[[], Any]], Any] | None = field(default=None, compare=False, repr=False)
 
     @property
     def minimize(self) -> bool:
@@ -189,9 +192,14 @@ def load(store: StudyStore, names: Sequence[str]) -> list[Loaded]:
     check_names(names)
     loaded = []
     for name, row in zip(names, rows):
-        trials = store.snapshot(row).trials
+        snapshot = store.snapshot(row)
+        trials = snapshot.trials
         values = tuple(float(t.value) for t in trials if t.completed and t.value is not None)
-        loaded.append(Loaded(name, row.direction, row.user_attrs, values, dict(row.counts), Costs.of(trials)))
+        loaded.append(
+            Loaded(
+                name, row.direction, row.user_attrs, values, dict(row.counts), Costs.of(trials), snapshot.memo
+            )
+        )
     directions = {s.direction for s in loaded}
     if len(directions) > 1:
         raise NotComparable(
@@ -300,7 +308,9 @@ def bootstraps(
     studies: Sequence[Loaded], plans: Mapping[tuple[str, str], Plan | None], replicates: int
 ) -> dict[str, eb.Bootstrapped | None]:
     """Each study resampled once, on `budget_grid` plus every budget a verdict needs of it. Its
-    seed comes from its name, so a study gets the same band whatever it is compared with."""
+    seed comes from its name, so a study gets the same band whatever it is compared with; kept in
+    the study's snapshot memo, so the same studies asked in another order (or one study compared
+    again with the same budgets) resample nothing."""
     needed: dict[str, set[int]] = {s.name: set() for s in studies}
     for (a, b), plan in plans.items():
         if plan is not None:
@@ -311,13 +321,17 @@ def bootstraps(
                 needed[b].add(plan.steps[2])
     found: dict[str, eb.Bootstrapped | None] = {}
     for s in studies:
-        grid = sorted({*eb.budget_grid(len(s.values)).tolist(), *needed[s.name]}) if s.values else []
+        if not s.values:
+            found[s.name] = None
+            continue
+        grid = sorted({*eb.budget_grid(len(s.values)).tolist(), *needed[s.name]})
         seed = [eb.SEED, zlib.crc32(s.name.encode())]
-        found[s.name] = (
-            eb.Bootstrapped.of(s.values, s.minimize, budgets=grid, replicates=replicates, seed=seed)
-            if s.values
-            else None
-        )
+
+        def resample(s: Loaded = s, grid: list[int] = grid, seed: list[int] = seed) -> eb.Bootstrapped:
+            return eb.Bootstrapped.of(s.values, s.minimize, budgets=grid, replicates=replicates, seed=seed)
+
+        key = ("bootstrap", tuple(grid), replicates, s.minimize)
+        found[s.name] = s.memo(key, resample) if s.memo is not None else resample()
     return found
 
 

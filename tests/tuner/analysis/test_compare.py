@@ -112,6 +112,22 @@ def test_studies_of_one_task_and_different_cells_are_compared(store):
     assert "95% percentile interval" in result["test"]
 
 
+def test_the_same_studies_in_another_order_resample_nothing(store, monkeypatch):
+    """Each study's bootstrap is kept in its snapshot: asking B,A after A,B (or A,B again) reuses
+    it, and the bands are the same whatever the order."""
+    forward = compare.compare(store, ["wide", "wide2"])
+    calls = []
+    real = eb.Bootstrapped.of
+    monkeypatch.setattr(eb.Bootstrapped, "of", lambda *a, **k: calls.append(a) or real(*a, **k))
+    backward = compare.compare(store, ["wide2", "wide"])
+    assert calls == []
+    assert [s["name"] for s in backward["studies"]] == ["wide2", "wide"]
+    assert backward["studies"][1]["curve"] == forward["studies"][0]["curve"]
+    assert backward["verdicts"][0]["n"] == forward["verdicts"][0]["n"] == 170
+    compare.compare(store, ["wide", "mog"])  # other budgets for `wide`: resampled once, for them
+    assert [len(values) for values, _minimize in calls].count(300) == 1
+
+
 def test_the_same_trials_twice_are_not_separable(store):
     (verdict,) = compare.compare(store, ["mog", "mog2"])["verdicts"]
     assert verdict["state"] == "not_separable" and verdict["trials"]["better"] is None

@@ -2,8 +2,9 @@
 
 The comparison (tuner.analysis.compare) bootstraps each study once (1000 replicates): about 0.1 s
 for a study of a few hundred trials, 2.5 s for one of 10,000 (2 shared cores). It runs in the
-threadpool, and its JSON is kept per study version (trials, reruns) in a small cache of its own, so
-comparing studies never uses up the per-study analysis budget the sensitivity routes share.
+threadpool, and its JSON is kept per study version (trials, reruns) in a small cache of its own;
+each study's bootstrap, the costly part, is kept in its snapshot's memo (tuner.analysis.compare), so
+the same studies asked in another order resample nothing.
 """
 
 from __future__ import annotations
