@@ -44,10 +44,12 @@ class ApiSettings:
     allowed_hosts: tuple[str, ...] | None = LOOPBACK_HOSTS  # None: any Host
     max_body_bytes: int = MAX_BODY_BYTES
     public_reads: bool = False  # `--public-reads`: reads open on a non-loopback address, knowingly
-    # The service's bounds (tuner.api.bounds): studies held, inline space size, processes run.
+    # The service's bounds (tuner.api.bounds): studies held, inline space size, processes run, and
+    # trials packed on one CPU.
     max_studies: int = 10_000
     max_space_bytes: int = 65_536
     max_runs: int = 8
+    max_trials_per_cpu: int = 4
 
     @property
     def write_token(self) -> str | None:
@@ -87,6 +89,7 @@ BOUND_ENVS = {
     "max_studies": "RNNTUNE_MAX_STUDIES",
     "max_space_bytes": "RNNTUNE_MAX_SPACE_BYTES",
     "max_runs": "RNNTUNE_MAX_RUNS",
+    "max_trials_per_cpu": "RNNTUNE_MAX_TRIALS_PER_CPU",
 }
 
 

@@ -15,6 +15,8 @@ from tests.tuner.api.fixtures import live_app, make_study
 from tuner.api import ApiSettings, create_app
 from tuner.api.settings import _bounds_from_env
 from tuner.errors import InvalidInput
+from tuner.spec import SweepSpec
+from tuner.sweeps import control
 from tuner.sweeps.launcher import Launcher
 
 NEW = {"space": "tiny", "n_trials": 2, "parallel": 1, "sampler": "random"}
@@ -82,6 +84,25 @@ def test_runs_past_the_limit_are_refused_and_nothing_starts(bounded, tmp_path):
             handle.process.wait(10)
 
 
+def test_cpus_per_trial_below_the_floor_is_refused_at_creation_and_at_start(bounded):
+    """The floor is 1 / RNNTUNE_MAX_TRIALS_PER_CPU: a 422 for a request, a 409 at start for a study
+    stored with less (as `rnntune sweep` on another machine could make it); nothing starts."""
+    app, client = bounded
+    refused = client.post("/studies", json={**NEW, "name": "packed", "cpus_per_trial": 0.1})
+    assert refused.status_code == 422
+    detail = refused.json()["detail"]
+    assert detail.startswith("body.cpus_per_trial: 0.1 is below") and "floor of 0.25" in detail
+    assert "RNNTUNE_MAX_TRIALS_PER_CPU=4" in detail
+    assert client.get("/studies/packed").status_code == 404
+    state = app.state.rnntune
+    control.create(state, "packed", SweepSpec(space="tiny", n_trials=2, sampler="random", cpus_per_trial=0.1))
+    refused = client.post("/studies/packed/start")
+    assert refused.status_code == 409 and refused.json()["detail"].startswith("cpus_per_trial: 0.1 is below")
+    assert state.launcher.live() == []
+    at_floor = client.post("/studies", json={**NEW, "name": "quarter", "cpus_per_trial": 0.25})
+    assert "RNNTUNE_MAX_STUDIES" in at_floor.json()["detail"]  # past the floor; refused by the study count
+
+
 def test_bounds_come_from_the_environment_and_bad_values_name_the_variable(monkeypatch):
     monkeypatch.setenv("RNNTUNE_MAX_RUNS", "3")
     monkeypatch.setenv("RNNTUNE_MAX_STUDIES", "50")
@@ -92,6 +113,7 @@ def test_bounds_come_from_the_environment_and_bad_values_name_the_variable(monke
             _bounds_from_env()
     defaults = ApiSettings(db_url="sqlite://", storage_root=Path("."))
     assert (defaults.max_studies, defaults.max_space_bytes, defaults.max_runs) == (10_000, 65_536, 8)
+    assert defaults.max_trials_per_cpu == 4
 
 
 def test_a_text_field_past_its_length_is_a_422_naming_it(bounded):

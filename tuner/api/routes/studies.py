@@ -17,6 +17,7 @@ from tuner.api.paths import study_folder
 from tuner.api.routes.common import StudyName, errors, json_body, live_runs, read_json
 from tuner.api.settings import ApiSettings
 from tuner.api.state import ApiState
+from tuner.spec import SweepSpec
 from tuner.storage.confine import resolve_within
 from tuner.storage.lease import read, read_all
 from tuner.sweeps import control, widen_control
@@ -125,6 +126,7 @@ async def create_study(request: Request) -> dict:
     body: CreateStudy = await read_json(request, CreateStudy)
     state = _state(request)
     bounds.check_space_size(body.space, state.settings)
+    bounds.check_cpus_per_trial(body.cpus_per_trial, state.settings, "body.cpus_per_trial", 422)
     check_data_dirs(body, state.settings)
     check_checkpoint(body, state.settings)
     total, _ = await run_in_threadpool(state.store.db.study_page, 0, 0)
@@ -150,7 +152,10 @@ def start_study(request: Request, name: StudyName) -> dict:
     """Launch the study's sweep in the background (409 while a driver holds its lease, finished, or
     its stored storage_path lies outside this server's storage root)."""
     state = _state(request)
-    study_folder(state.store.row(name).user_attrs, state.settings.storage_root, name)
+    attrs = state.store.row(name).user_attrs
+    study_folder(attrs, state.settings.storage_root, name)
+    if (spec := SweepSpec.stored_in(attrs)) is not None:
+        bounds.check_cpus_per_trial(spec.cpus_per_trial, state.settings, "cpus_per_trial", 409)
     bounds.check_runs(live_runs(request), state.settings)
     handle = control.start(state, name)
     return {
