@@ -29,11 +29,12 @@ import yaml
 from tuner import study_attrs
 from tuner.analysis import importances as importance_estimates
 from tuner.analysis import sensitivity as neighbourhood
-from tuner.analysis.export import trials_frame
+from tuner.analysis.export import study_trials, trials_frame
 from tuner.analysis.reads import StudyStore
+from tuner.errors import StudyNotFoundError
 from tuner.spec import SweepSpec
 from tuner.storage.lease import begin, lease_engine, request_stop
-from tuner.storage.study import best_trial, load_study, resolve_db_url
+from tuner.storage.study import best_trial, load_study, open_storage, redact_url, resolve_db_url
 from tuner.sweeps.create import create_study
 from tuner.sweeps.launcher import STOP_TIMEOUT_S, Handle, Launcher, terminate_after
 from tuner.sweeps.sweep import SweepOutcome, run_sweep
@@ -127,7 +128,14 @@ def start(name: str, *, db: str | None = None, log: str | os.PathLike | None = N
 
 def trials(name: str, *, db: str | None = None) -> pd.DataFrame:
     """Every trial of the study, one row each: what `rnntune export` and `GET .../trials.csv` give."""
-    return trials_frame(load_study(name, resolve_db_url(db)))
+    url = resolve_db_url(db)
+    storage = open_storage(url)
+    try:
+        return trials_frame(study_trials(storage, name))
+    except StudyNotFoundError:
+        raise StudyNotFoundError(f"no study named {name!r} in {redact_url(url)}") from None
+    finally:
+        storage.engine.dispose()
 
 
 def best(name: str, *, db: str | None = None) -> dict[str, Any] | None:

@@ -1,55 +1,69 @@
 """A study as one table: one row per trial, ready for a notebook (CSV or Parquet via pandas).
 
-Built on Optuna's own `Study.trials_dataframe()` (params, state, value, timings, user attrs), with the
-columns a sweep needs beside them: the step each trial reached, its number of evaluations, and the
-trial it retries. Intermediate values stay out of the table (one column per step would make it
-ragged); `GET /studies/{name}/trials/{number}` has each curve.
+The columns of Optuna's `Study.trials_dataframe()` (number, state, value, timings, `params_*`,
+`user_attrs_*`), with the columns a sweep needs beside them: the step each trial reached, its number
+of evaluations, its wall time and the trial it retries. Built from the read model's trial records
+(`tuner.analysis.reads`), so the API makes it from the snapshot it already holds and the CLI with
+one set-wise read, never by loading every trial through Optuna. Intermediate values stay out of the
+table (one column per step would make it ragged); `GET /studies/{name}/trials/{number}` has each
+curve.
 """
 
 from __future__ import annotations
 
 import io
-from typing import Literal
+from collections.abc import Iterator, Sequence
+from typing import Any, Literal
 
 import optuna
 import pandas as pd
 
+from tuner.analysis.reads import TrialDB, TrialRecord
+from tuner.errors import StudyNotFoundError
+
 Format = Literal["csv", "parquet"]
 FORMATS: tuple[Format, ...] = ("csv", "parquet")
 MEDIA_TYPES = {"csv": "text/csv", "parquet": "application/vnd.apache.parquet"}
-
-# Optuna's columns, in order, before the params and user attrs (`intermediate_values` left out).
-_ATTRS = (
-    "number",
-    "state",
-    "value",
-    "datetime_start",
-    "datetime_complete",
-    "duration",
-    "params",
-    "user_attrs",
-)
+CHUNK_BYTES = 1 << 20  # a download is sent in pieces of this size
+FRONT = ["number", "state", "value", "step_reached", "n_evaluations", "wall_time_s", "retry_of"]
+_OWN = ("retry_of", "wall_time_s")  # trial attrs given their own columns
 
 
-def trials_frame(study: optuna.Study) -> pd.DataFrame:
-    """One row per trial: Optuna's columns plus `step_reached`, `n_evaluations`, `retry_of`, `wall_time_s`."""
-    trials = study.get_trials(deepcopy=False)
-    frame = study.trials_dataframe(attrs=_ATTRS, multi_index=False)
-    if frame.empty:
-        frame = pd.DataFrame(columns=["number", "state", "value"])
-    by_number = {t.number: t for t in trials}
-    numbers = frame["number"].tolist()
-    frame["step_reached"] = [max(by_number[n].intermediate_values, default=None) for n in numbers]
-    frame["n_evaluations"] = [len(by_number[n].intermediate_values) for n in numbers]
-    frame["retry_of"] = [by_number[n].user_attrs.get("retry_of") for n in numbers]
-    frame["wall_time_s"] = [by_number[n].user_attrs.get("wall_time_s") for n in numbers]
-    if "duration" in frame:
-        frame["duration_s"] = frame.pop("duration").dt.total_seconds()
+def trials_frame(trials: Sequence[TrialRecord]) -> pd.DataFrame:
+    """One row per trial, by number: `FRONT`, then Optuna's datetime columns, `duration_s`, the
+    params and the other user attrs (sorted by name, as `trials_dataframe` flattens them)."""
+    ordered = sorted(trials, key=lambda t: t.number)
+    params = sorted({k for t in ordered for k in t.params})
+    attrs = sorted({k for t in ordered for k in t.user_attrs if k not in _OWN})
+    columns: dict[str, list[Any]] = {
+        "number": [t.number for t in ordered],
+        "state": [t.state for t in ordered],
+        "value": [t.value for t in ordered],
+        "step_reached": [max((step for step, _ in t.curve), default=None) for t in ordered],
+        "n_evaluations": [len(t.curve) for t in ordered],
+        "wall_time_s": [t.user_attrs.get("wall_time_s") for t in ordered],
+        "retry_of": [t.user_attrs.get("retry_of") for t in ordered],
+        "datetime_start": pd.to_datetime([t.datetime_start for t in ordered]),
+        "datetime_complete": pd.to_datetime([t.datetime_complete for t in ordered]),
+    }
+    columns |= {f"params_{k}": [t.params.get(k) for t in ordered] for k in params}
+    columns |= {f"user_attrs_{k}": [t.user_attrs.get(k) for t in ordered] for k in attrs}
+    frame = pd.DataFrame(columns)
+    frame.insert(9, "duration_s", (frame["datetime_complete"] - frame["datetime_start"]).dt.total_seconds())
     for column in ("step_reached", "retry_of"):
         frame[column] = frame[column].astype("Int64")
-    frame = frame.drop(columns=[c for c in ("user_attrs_retry_of", "user_attrs_wall_time_s") if c in frame])
-    front = ["number", "state", "value", "step_reached", "n_evaluations", "wall_time_s", "retry_of"]
-    return frame[front + [c for c in frame.columns if c not in front]]
+    for column in ("value", "wall_time_s"):
+        frame[column] = frame[column].astype("float64")
+    return frame
+
+
+def study_trials(storage: optuna.storages.RDBStorage, name: str) -> list[TrialRecord]:
+    """Every trial record of study `name`, in one set-wise read; StudyNotFoundError naming it."""
+    db = TrialDB(storage)
+    row = db.study_row(name)
+    if row is None:
+        raise StudyNotFoundError(f"no study named {name!r}")
+    return db.trials(row.study_id)
 
 
 def encode(frame: pd.DataFrame, fmt: Format) -> bytes:
@@ -61,3 +75,10 @@ def encode(frame: pd.DataFrame, fmt: Format) -> bytes:
         frame.to_parquet(buffer, index=False, engine="pyarrow")
         return buffer.getvalue()
     raise ValueError(f"format must be one of {', '.join(FORMATS)}, not {fmt!r}")
+
+
+def chunks(data: bytes) -> Iterator[bytes]:
+    """`data` in pieces of `CHUNK_BYTES`, for a streamed download."""
+    view = memoryview(data)
+    for offset in range(0, len(data), CHUNK_BYTES):
+        yield bytes(view[offset : offset + CHUNK_BYTES])

@@ -6,9 +6,8 @@ import argparse
 import sys
 from pathlib import Path
 
-import optuna
-
-from tuner.analysis.export import FORMATS, encode, trials_frame
+from tuner.analysis.export import FORMATS, encode, study_trials, trials_frame
+from tuner.errors import StudyNotFoundError
 from tuner.storage.study import DB_ENV, StudyError, open_storage, redact_url, resolve_db_url
 
 
@@ -32,14 +31,16 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     url = resolve_db_url(args.db)
     try:
-        study = optuna.load_study(study_name=args.name, storage=open_storage(url))
-    except KeyError:
+        storage = open_storage(url)
+        trials = study_trials(storage, args.name)
+    except StudyNotFoundError:
         print(f"error: no study named {args.name!r} in {redact_url(url)}", file=sys.stderr)
         return 2
     except StudyError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
-    frame = trials_frame(study)
+    storage.engine.dispose()
+    frame = trials_frame(trials)
     data = encode(frame, args.format)
     if args.output == "-":
         sys.stdout.buffer.write(data)

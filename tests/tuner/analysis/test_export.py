@@ -10,8 +10,10 @@ import pytest
 from optuna.distributions import FloatDistribution
 from optuna.trial import TrialState, create_trial
 
-from tuner.analysis.export import encode, trials_frame
+from tuner.analysis.export import encode, study_trials, trials_frame
 from tuner.cli import main
+from tuner.errors import StudyNotFoundError
+from tuner.storage.study import open_storage
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)
 DIST = {"learning_rate": FloatDistribution(0.001, 0.004, log=True)}
@@ -39,8 +41,14 @@ def _study(url: str) -> optuna.Study:
     return study
 
 
+def frame_of(url: str, name: str = "exp") -> pd.DataFrame:
+    return trials_frame(study_trials(open_storage(url), name))
+
+
 def test_one_row_per_trial_with_step_reached_and_retry_links(tmp_path):
-    frame = trials_frame(_study(f"sqlite:///{tmp_path / 's.db'}"))
+    url = f"sqlite:///{tmp_path / 's.db'}"
+    _study(url)
+    frame = frame_of(url)
     assert frame["number"].tolist() == [0, 1, 2, 3]
     assert frame["state"].tolist() == ["COMPLETE", "PRUNED", "FAIL", "COMPLETE"]
     assert frame["step_reached"].tolist()[:2] == [200, 50] and pd.isna(frame["step_reached"][2])
@@ -52,8 +60,31 @@ def test_one_row_per_trial_with_step_reached_and_retry_links(tmp_path):
     assert frame["value"][0] == 4.0 and pd.isna(frame["value"][1])
 
 
+def test_the_columns_hold_what_optunas_own_table_holds(tmp_path):
+    """Built from the read model's records, the table agrees with Optuna's `trials_dataframe` on
+    every column they share."""
+    url = f"sqlite:///{tmp_path / 's.db'}"
+    study = _study(url)
+    ours = frame_of(url)
+    theirs = study.trials_dataframe(multi_index=False)
+    shared = [c for c in theirs.columns if c in ours.columns]
+    assert {"datetime_start", "datetime_complete", "params_learning_rate", "user_attrs_error"} <= set(shared)
+    for column in shared:
+        assert (
+            ours[column].astype(object).where(ours[column].notna(), None).tolist()
+            == theirs[column].astype(object).where(theirs[column].notna(), None).tolist()
+        ), column
+    assert ours["duration_s"].tolist() == pytest.approx(
+        theirs["duration"].dt.total_seconds().tolist(), nan_ok=True
+    )
+    with pytest.raises(StudyNotFoundError, match="no study named 'ghost'"):
+        study_trials(open_storage(url), "ghost")
+
+
 def test_csv_and_parquet_round_trip(tmp_path):
-    frame = trials_frame(_study(f"sqlite:///{tmp_path / 's.db'}"))
+    url = f"sqlite:///{tmp_path / 's.db'}"
+    _study(url)
+    frame = frame_of(url)
     back = pd.read_csv(io.BytesIO(encode(frame, "csv")))
     assert back["state"].tolist() == frame["state"].tolist()
     assert back["params_learning_rate"].tolist() == pytest.approx(frame["params_learning_rate"].tolist())
@@ -65,8 +96,9 @@ def test_csv_and_parquet_round_trip(tmp_path):
 
 
 def test_empty_study_gives_an_empty_table(tmp_path):
-    study = optuna.create_study(study_name="none", storage=f"sqlite:///{tmp_path / 's.db'}")
-    frame = trials_frame(study)
+    url = f"sqlite:///{tmp_path / 's.db'}"
+    optuna.create_study(study_name="none", storage=url)
+    frame = frame_of(url, "none")
     assert len(frame) == 0 and "step_reached" in frame.columns
     assert encode(frame, "csv").decode().startswith("number,state,value,step_reached")
 
