@@ -26,7 +26,7 @@ from typing import Any, TextIO
 import pandas as pd
 import yaml
 
-from tuner import study_attrs
+from tuner import study_attrs, trial_attrs
 from tuner.analysis import importances as importance_estimates
 from tuner.analysis import sensitivity as neighbourhood
 from tuner.analysis.export import study_trials, trials_frame
@@ -145,9 +145,9 @@ def best(name: str, *, db: str | None = None) -> dict[str, Any] | None:
     trial = best_trial(load_study(name, resolve_db_url(db)))
     if trial is None:
         return None
-    run_dir = trial.user_attrs.get("run_dir")
+    run_dir = trial.user_attrs.get(trial_attrs.RUN_DIR)
     config_file = Path(run_dir) / "config.yaml" if run_dir else None
-    checkpoint = trial.user_attrs.get("checkpoint")
+    checkpoint = trial.user_attrs.get(trial_attrs.CHECKPOINT)
     return {
         "number": trial.number,
         "value": trial.value,

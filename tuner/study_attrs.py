@@ -11,19 +11,20 @@ from dataclasses import dataclass
 
 
 @dataclass(frozen=True)
-class StudyAttr:
-    """One study user attribute: its key, who writes it, and what it holds."""
+class Attr:
+    """One user attribute (of a study here, of a trial in tuner.trial_attrs): its key, who writes
+    it, and what it holds."""
 
     key: str
     written_by: str
     holds: str
 
 
-ALL: list[StudyAttr] = []
+ALL: list[Attr] = []
 
 
 def _attr(key: str, written_by: str, holds: str) -> str:
-    ALL.append(StudyAttr(key, written_by, holds))
+    ALL.append(Attr(key, written_by, holds))
     return key
 
 
@@ -68,9 +69,9 @@ DYNEVAL_BEST = _attr(
 )
 
 
-def table() -> str:
-    """The markdown table of docs/contracts.md's "Study user attributes"."""
-    rows = [f"| `{a.key}` | {a.written_by} | {a.holds} |" for a in ALL]
+def table(attrs: list[Attr] | None = None) -> str:
+    """The markdown table of docs/contracts.md's "Study user attributes" (or of `attrs`)."""
+    rows = [f"| `{a.key}` | {a.written_by} | {a.holds} |" for a in (ALL if attrs is None else attrs)]
     return "\n".join(["| attribute | written by | what it holds |", "|---|---|---|", *rows])
 
 

@@ -18,6 +18,7 @@ from typing import Any, Literal
 import optuna
 import pandas as pd
 
+from tuner import trial_attrs
 from tuner.analysis.reads import TrialDB, TrialRecord
 from tuner.errors import StudyNotFoundError
 
@@ -26,7 +27,7 @@ FORMATS: tuple[Format, ...] = ("csv", "parquet")
 MEDIA_TYPES = {"csv": "text/csv", "parquet": "application/vnd.apache.parquet"}
 CHUNK_BYTES = 1 << 20  # a download is sent in pieces of this size
 FRONT = ["number", "state", "value", "step_reached", "n_evaluations", "wall_time_s", "retry_of"]
-_OWN = ("retry_of", "wall_time_s")  # trial attrs given their own columns
+_OWN = (trial_attrs.RETRY_OF, trial_attrs.WALL_TIME_S)  # trial attrs given their own columns
 
 
 def trials_frame(trials: Sequence[TrialRecord]) -> pd.DataFrame:
@@ -41,8 +42,8 @@ def trials_frame(trials: Sequence[TrialRecord]) -> pd.DataFrame:
         "value": [t.value for t in ordered],
         "step_reached": [max((step for step, _ in t.curve), default=None) for t in ordered],
         "n_evaluations": [len(t.curve) for t in ordered],
-        "wall_time_s": [t.user_attrs.get("wall_time_s") for t in ordered],
-        "retry_of": [t.user_attrs.get("retry_of") for t in ordered],
+        "wall_time_s": [t.user_attrs.get(trial_attrs.WALL_TIME_S) for t in ordered],
+        "retry_of": [t.user_attrs.get(trial_attrs.RETRY_OF) for t in ordered],
         "datetime_start": pd.to_datetime([t.datetime_start for t in ordered]),
         "datetime_complete": pd.to_datetime([t.datetime_complete for t in ordered]),
     }

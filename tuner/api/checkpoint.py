@@ -23,7 +23,7 @@ from typing import Any, BinaryIO
 
 import yaml
 
-from tuner import study_attrs
+from tuner import study_attrs, trial_attrs
 from tuner.api.paths import PathRefused, open_within
 
 # Above this many bytes the run config is not sent as a header (curl and proxies choke on big
@@ -97,8 +97,10 @@ def run_config(
     """The run's resolved `config.yaml` (beside the checkpoint, else in the run folder) when it is
     inside `roots`, else `params` (the trial's sampled hyperparameters)."""
     folders = [
-        os.path.dirname(attrs["checkpoint"]) if isinstance(attrs.get("checkpoint"), str) else None,
-        attrs.get("run_dir"),
+        os.path.dirname(attrs[trial_attrs.CHECKPOINT])
+        if isinstance(attrs.get(trial_attrs.CHECKPOINT), str)
+        else None,
+        attrs.get(trial_attrs.RUN_DIR),
     ]
     for folder in folders:
         if not isinstance(folder, str):

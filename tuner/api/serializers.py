@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from tuner import study_attrs
+from tuner import study_attrs, trial_attrs
 from tuner.analysis.reads import StudyRow, TrialRecord
 from tuner.errors import InvalidInput
 from tuner.spec import SweepSpec
@@ -66,7 +66,7 @@ def clean(value: Any) -> Any:
 
 def trial_summary(trial: TrialRecord) -> dict[str, Any]:
     attrs = trial.user_attrs
-    error = attrs.get("error")
+    error = attrs.get(trial_attrs.ERROR)
     return {
         "number": trial.number,
         "state": trial.state,
@@ -74,11 +74,11 @@ def trial_summary(trial: TrialRecord) -> dict[str, Any]:
         "params": clean(trial.params),
         "datetime_start": trial.datetime_start,
         "datetime_complete": trial.datetime_complete,
-        "node": clean(attrs.get("node")),
-        "wall_time_s": finite(attrs.get("wall_time_s")),
-        "seconds_per_step": finite(attrs.get("seconds_per_step")),
-        "device": _text(attrs.get("device")),
-        "cuda_path_used": _text(attrs.get("cuda_path_used")),
+        "node": clean(attrs.get(trial_attrs.NODE)),
+        "wall_time_s": finite(attrs.get(trial_attrs.WALL_TIME_S)),
+        "seconds_per_step": finite(attrs.get(trial_attrs.SECONDS_PER_STEP)),
+        "device": _text(attrs.get(trial_attrs.DEVICE)),
+        "cuda_path_used": _text(attrs.get(trial_attrs.CUDA_PATH_USED)),
         "error": None if error is None else str(error),
     }
 

@@ -19,6 +19,8 @@ from collections.abc import Sequence
 from optuna.trial import FrozenTrial, TrialState
 from pydantic import BaseModel, ConfigDict, Field
 
+from tuner import trial_attrs
+
 _FINISHED = (TrialState.COMPLETE, TrialState.PRUNED)
 
 
@@ -137,7 +139,7 @@ def compute_hours(trials: Sequence[FrozenTrial], now: dt.datetime, gpus_per_tria
     start to its end or to `now` while it runs) times its GPUs, or once when it has none."""
     seconds = 0.0
     for t in trials:
-        wall = t.user_attrs.get("wall_time_s")
+        wall = t.user_attrs.get(trial_attrs.WALL_TIME_S)
         if isinstance(wall, int | float) and math.isfinite(wall):
             seconds += max(float(wall), 0.0)
         elif t.datetime_start is not None:

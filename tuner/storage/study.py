@@ -23,7 +23,7 @@ from optuna.trial import FrozenTrial, TrialState
 from sqlalchemy import event
 from sqlalchemy.engine import make_url
 
-from tuner import study_attrs
+from tuner import study_attrs, trial_attrs
 from tuner.errors import StudyError, StudyExistsError, StudyNotFoundError
 from tuner.storage.database_url import DB_ENV as DB_ENV  # re-exported: the sweep command and launcher use it
 from tuner.storage.database_url import DatabaseUrlError, from_environment
@@ -123,7 +123,7 @@ def counts_towards_total(trial: FrozenTrial) -> bool:
     """Whether a trial uses up one of the study's `n_trials` (retried attempts do not)."""
     if trial.state in (TrialState.COMPLETE, TrialState.PRUNED):
         return True
-    return trial.state == TrialState.FAIL and not trial.user_attrs.get("needs_retry")
+    return trial.state == TrialState.FAIL and not trial.user_attrs.get(trial_attrs.NEEDS_RETRY)
 
 
 def finished_count(study: optuna.Study) -> int:
@@ -143,11 +143,13 @@ def finished_curves(study: optuna.Study) -> dict[str, dict[int, float]]:
 def pending_retries(study: optuna.Study) -> list[FrozenTrial]:
     """FAILed attempts awaiting a retry: `needs_retry` set and no trial yet has `retry_of` = their number."""
     trials = study.get_trials(deepcopy=False)
-    retried = {t.user_attrs.get("retry_of") for t in trials}
+    retried = {t.user_attrs.get(trial_attrs.RETRY_OF) for t in trials}
     return [
         t
         for t in trials
-        if t.state == TrialState.FAIL and t.user_attrs.get("needs_retry") and t.number not in retried
+        if t.state == TrialState.FAIL
+        and t.user_attrs.get(trial_attrs.NEEDS_RETRY)
+        and t.number not in retried
     ]
 
 
@@ -163,9 +165,9 @@ def fail_trial(
     """
     study_id = storage.get_study_id_from_name(study.study_name)
     trial_id = storage.get_trial_id_from_study_id_trial_number(study_id, number)
-    storage.set_trial_user_attr(trial_id, "error", reason)
+    storage.set_trial_user_attr(trial_id, trial_attrs.ERROR, reason)
     if needs_retry:
-        storage.set_trial_user_attr(trial_id, "needs_retry", True)
+        storage.set_trial_user_attr(trial_id, trial_attrs.NEEDS_RETRY, True)
     study.tell(number, state=TrialState.FAIL)
 
 

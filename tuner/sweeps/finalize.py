@@ -27,7 +27,7 @@ import yaml
 from optuna.trial import FrozenTrial, TrialState
 
 from trainer.evaluate import headline
-from tuner import study_attrs
+from tuner import study_attrs, trial_attrs
 from tuner.storage.study import StudyError
 
 BEST_BY = ("tuning", "rerun_mean")
@@ -60,7 +60,7 @@ def source_config(study: optuna.Study, trial: FrozenTrial) -> dict[str, Any]:
             f"nothing and are deterministic, so there is nothing to rerun; apply its best setting with "
             f"`rnntune evaluate {checkpoint} --dyneval-from {study.study_name}`"
         )
-    run_dir = trial.user_attrs.get("run_dir")
+    run_dir = trial.user_attrs.get(trial_attrs.RUN_DIR)
     saved = Path(run_dir) / "config.yaml" if run_dir else None
     if saved is not None and saved.is_file():
         return dict(yaml.safe_load(saved.read_text()))

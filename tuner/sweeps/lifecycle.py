@@ -16,27 +16,32 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from tuner import trial_attrs
+
 # The key of a trial process's last result: its summary (`TrialEnd`), not an evaluation.
 FINAL = "final"
 METRIC = "val_loss"
 # Evaluation fields stored as the trial's user attrs: (attr, result key).
 EVALUATION_ATTRS = (
-    ("node", "node_ip"),
-    ("pid", "pid"),
-    ("checkpoint", "best_checkpoint"),
-    ("gpu_ids", "gpu_ids"),  # the GPUs Ray assigned the trial (`placement.placement`)
-    ("device", "device"),
-    ("cuda_path_used", "cuda_path_used"),  # graphs, compiled, eager or cpu (trainer/cells/fallback.py)
+    (trial_attrs.NODE, "node_ip"),
+    (trial_attrs.PID, "pid"),
+    (trial_attrs.CHECKPOINT, "best_checkpoint"),
+    (trial_attrs.GPU_IDS, "gpu_ids"),  # the GPUs Ray assigned the trial (`placement.placement`)
+    (trial_attrs.DEVICE, "device"),
+    (
+        trial_attrs.CUDA_PATH_USED,
+        "cuda_path_used",
+    ),  # graphs, compiled, eager or cpu (trainer/cells/fallback.py)
 )
-# Summary fields stored as user attrs when present.
+# Summary fields stored as user attrs (of the same name) when present.
 SUMMARY_ATTRS = (
-    "best_step",
-    "test_loss",
-    "dyneval_val_loss",
-    "dyneval_test_loss",
-    "mc_test_loss",  # with mc_dropout_samples > 0: Monte Carlo dropout's test loss,
-    "mc_temperature",  # its temperature
-    "mc_dropout_scale",  # and its dropout-rate scale, both chosen on validation (Mogrifier §3.3)
+    trial_attrs.BEST_STEP,
+    trial_attrs.TEST_LOSS,
+    trial_attrs.DYNEVAL_VAL_LOSS,
+    trial_attrs.DYNEVAL_TEST_LOSS,
+    trial_attrs.MC_TEST_LOSS,  # with mc_dropout_samples > 0: Monte Carlo dropout's test loss,
+    trial_attrs.MC_TEMPERATURE,  # its temperature
+    trial_attrs.MC_DROPOUT_SCALE,  # and its dropout-rate scale, both chosen on validation (Mogrifier §3.3)
 )
 
 
@@ -130,7 +135,7 @@ def decide(
             return Outcome(Verdict.FAIL, error=end.error)
         attrs = dict(end.summary)
         if end.checkpoint:
-            attrs["checkpoint"] = end.checkpoint
+            attrs[trial_attrs.CHECKPOINT] = end.checkpoint
         best = end.best_val_loss
         if dyneval_space and end.dyneval_val_loss is not None:
             best = end.dyneval_val_loss

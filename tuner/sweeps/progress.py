@@ -11,6 +11,7 @@ import optuna
 from optuna.trial import FrozenTrial, TrialState
 from ray.tune import Callback
 
+from tuner import trial_attrs
 from tuner.storage.study import best_trial, counts_towards_total
 from tuner.sweeps.searcher import StudySearcher
 
@@ -39,9 +40,9 @@ def fmt_duration(seconds: float) -> str:
 def trial_row(t: FrozenTrial) -> str:
     value = fmt_value(t.value) if t.value is not None else "-"
     steps = max(t.intermediate_values, default="-")
-    wall = t.user_attrs.get("wall_time_s")
-    extra = t.user_attrs.get("error", "")
-    if t.user_attrs.get("retry_of") is not None:
+    wall = t.user_attrs.get(trial_attrs.WALL_TIME_S)
+    extra = t.user_attrs.get(trial_attrs.ERROR, "")
+    if t.user_attrs.get(trial_attrs.RETRY_OF) is not None:
         extra = f"retry of #{t.user_attrs['retry_of']} {extra}".strip()
     row = (
         f"  #{t.number:<4} {t.state.name:<8} {value:>9}  step {steps!s:>6}  "

@@ -9,81 +9,38 @@ and `on_trial_result` turns them into intermediate values and user attrs. `Trial
 callback, trial_events.py) feeds it the events Searcher hooks do not see: worker errors with their messages and
 in-place retries after a worker died.
 
-Fencing: every `ask` and `tell` first passes the driver's fence (`Fence.check`, the lease renewed
-at this driver's epoch in one compare-and-set); once the lease is lost nothing more is written,
-and the trials in flight stay RUNNING for the driver that takes the study over to mark FAIL and
-retry. A retry found WAITING (its driver died between enqueueing and asking it) resumes like any
+Fencing: every `ask` first passes the driver's fence (`Fence.check`, the lease renewed at this
+driver's epoch in one compare-and-set), and every write goes through the fenced `StudyWriter`
+(study_writer.py); once the lease is lost nothing more is written, and the trials in flight stay
+RUNNING for the driver that takes the study over to mark FAIL and retry. A retry found WAITING (its driver died between enqueueing and asking it) resumes like any
 retry: from its attempt's run folder and `last.pt`, with the attempt's curve.
 """
 
 from __future__ import annotations
 
-import math
 import threading
-import time
 from collections import deque
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 import optuna
-import sqlalchemy as sa
-from optuna.trial import FrozenTrial, TrialState
+from optuna.trial import FrozenTrial
 from ray.tune.search import Searcher
 
+from tuner import trial_attrs
 from tuner.errors import LeaseLost
-from tuner.samplers.cost import COST_ATTR, step_cost
 from tuner.space import SearchSpace
 from tuner.storage.confine import resolve_within
 from tuner.storage.study import pending_retries
 from tuner.sweeps.ask_ahead import MIN_DEPTH, AskAhead
-from tuner.sweeps.lifecycle import METRIC, Evaluation, Outcome, TrialEnd, Verdict, decide
+from tuner.sweeps.lifecycle import METRIC, Evaluation, TrialEnd, decide
+from tuner.sweeps.study_writer import DB_ERRORS, Fence, LiveTrial, StudyWriter, Tally
 from tuner.sweeps.trial_policies import SweepPolicies
 
-__all__ = ["METRIC", "Fence", "LiveTrial", "StudySearcher"]
+__all__ = ["METRIC", "Fence", "LiveTrial", "StudySearcher", "Tally"]
 # Trials kept asked ahead of Ray Tune's requests by default (ask_ahead.py): a free slot starts one
 # at once. The sweep driver sizes it to the trials in flight (`ask_ahead.depth_for`).
 ASK_AHEAD = MIN_DEPTH
-# A database out of reach, as SQLAlchemy raises it or as Optuna wraps it on commit.
-DB_ERRORS = (sa.exc.SQLAlchemyError, optuna.exceptions.StorageInternalError)
-
-
-class Fence(Protocol):
-    """The driver's hold on the study's lease (`tuner.sweeps.driver.LeaseKeeper`)."""
-
-    @property
-    def holds(self) -> bool:
-        """Whether the driver may still write, without asking the database."""
-        ...
-
-    def check(self) -> None:
-        """LeaseLost unless the driver still holds the lease at its epoch (asks the database)."""
-        ...
-
-
-@dataclass
-class LiveTrial:
-    """A trial in flight: its Optuna trial, where it runs and what has been recorded so far."""
-
-    trial: optuna.Trial
-    params: dict[str, Any]
-    run_dir: str
-    started: float = field(default_factory=time.monotonic)
-    curve: dict[int, float] = field(default_factory=dict)
-    attrs: dict[str, Any] = field(default_factory=dict)
-    last_step: int = 0
-
-
-@dataclass
-class Tally:
-    """What happened in this sweep process, for the live table."""
-
-    complete: int = 0
-    pruned: int = 0
-    failed: int = 0
-    retried: int = 0
-    wall_times: list[float] = field(default_factory=list)
-    finished: list[FrozenTrial] = field(default_factory=list)
 
 
 class StudySearcher(Searcher):
@@ -106,7 +63,7 @@ class StudySearcher(Searcher):
         super().__init__()
         self._checkpoint = checkpoint
         self._policies = policies
-        self._fence = fence
+        self._writer = StudyWriter(study, fence, policies.after_trial if policies is not None else None)
         self._study = study
         self._space = space
         self._root = Path(storage_root)
@@ -117,7 +74,6 @@ class StudySearcher(Searcher):
         self._max_steps = int(space.fixed.get("max_steps", _default("max_steps")))
         self.stop_reason: str | None = None
         self.ended_early: str | None = None  # the study-level stop rule ended the sweep: why
-        self.tally = Tally()
         self._asking = threading.Lock()  # one ask of the study at a time (this thread or ask-ahead's)
         self._ahead: AskAhead[LiveTrial] = AskAhead(self._ask, ask_ahead, self._may_ask_ahead)
 
@@ -147,11 +103,12 @@ class StudySearcher(Searcher):
     @property
     def writable(self) -> bool:
         """Whether this driver may still write to the study (False once its lease is lost)."""
-        return self._fence is None or self._fence.holds
+        return self._writer.writable
 
-    def _fenced(self) -> None:
-        if self._fence is not None:
-            self._fence.check()
+    @property
+    def tally(self) -> Tally:
+        """What this driver wrote, for the live table."""
+        return self._writer.tally
 
     def suggest(self, trial_id: str) -> dict[str, Any] | str | None:  # type: ignore[override]  # Searcher.FINISHED is a str
         if self.stop_reason is not None or self._asked >= self._budget or self.ended_early is not None:
@@ -166,7 +123,7 @@ class StudySearcher(Searcher):
             if self._retries:
                 live = self._ask_retry(self._retries[0])
             else:
-                self._fenced()  # a trial asked ahead starts only while this driver holds the lease
+                self._writer.check()  # a trial asked ahead starts only while this driver holds the lease
                 live = self._ahead.take() or self._ask()
         except BaseException as err:  # nothing was asked: uncount it, then stop or re-raise
             self._asked -= 1
@@ -176,8 +133,7 @@ class StudySearcher(Searcher):
             return Searcher.FINISHED
         if self._retries:
             self._retries.popleft()
-        live.trial.set_user_attr("run_dir", live.run_dir)
-        live.trial.set_user_attr("ray_trial_id", trial_id)
+        self._writer.started(live, trial_id)
         self._live[trial_id] = live
         self._ahead.refill()  # the next trial is sampled while this one trains
         return {
@@ -203,7 +159,7 @@ class StudySearcher(Searcher):
     def _ask(self) -> LiveTrial:
         """The next trial (fenced). Optuna hands out WAITING trials first: one with `retry_of` is a
         retry whose driver died before asking it, and resumes from its attempt like any retry."""
-        self._fenced()
+        self._writer.check()
         with self._asking:
             return self._next_trial()
 
@@ -211,7 +167,7 @@ class StudySearcher(Searcher):
         trial = self._study.ask()
         params = self._space.suggest(trial)
         live = LiveTrial(trial=trial, params=params, run_dir=str(self._root / f"trial-{trial.number}"))
-        retry_of = trial.user_attrs.get("retry_of")
+        retry_of = trial.user_attrs.get(trial_attrs.RETRY_OF)
         if retry_of is not None:
             self._resume_from(live, self._study.get_trials(deepcopy=False)[int(retry_of)])
         return live
@@ -219,16 +175,18 @@ class StudySearcher(Searcher):
     def _ask_retry(self, old: FrozenTrial) -> LiveTrial:
         """A new trial with the same params as a dead attempt, its curve so far, and its run folder
         (so the trainer resumes from the attempt's last.pt)."""
-        self._fenced()
+        self._writer.check()
         with self._asking:  # enqueue and ask as one: a trial asked ahead meanwhile cannot take the retry
-            self._study.enqueue_trial(old.params, user_attrs={"retry_of": old.number}, skip_if_exists=False)
+            self._study.enqueue_trial(
+                old.params, user_attrs={trial_attrs.RETRY_OF: old.number}, skip_if_exists=False
+            )
             return self._next_trial()
 
     def _resume_from(self, live: LiveTrial, old: FrozenTrial) -> None:
         """Make `live` continue the attempt `old`: its run folder and its curve so far. A stored
         run folder outside the study's storage root is not trusted (the database is data, not a
         path to train in): the retry then starts afresh in its own folder."""
-        resumed = resolve_within(old.user_attrs.get("run_dir"), (self._root,), self._root)
+        resumed = resolve_within(old.user_attrs.get(trial_attrs.RUN_DIR), (self._root,), self._root)
         if resumed is None:
             return
         live.run_dir = str(resumed)
@@ -239,7 +197,7 @@ class StudySearcher(Searcher):
     def on_trial_result(self, trial_id: str, result: dict[str, Any]) -> None:
         live = self._live.get(trial_id)
         if live is not None:
-            self._record(live, result)
+            self._writer.record(live, Evaluation.from_result(result), result)
 
     def on_trial_complete(
         self, trial_id: str, result: dict[str, Any] | None = None, error: bool = False
@@ -251,9 +209,7 @@ class StudySearcher(Searcher):
         if live is None or not self.writable:
             return
         if result:
-            self._record(live, result)
-        wall = time.monotonic() - live.started
-        live.trial.set_user_attr("wall_time_s", round(wall, 3))
+            self._writer.record(live, Evaluation.from_result(result), result)
         outcome = decide(
             TrialEnd.from_result(result),
             curve=live.curve,
@@ -262,35 +218,20 @@ class StudySearcher(Searcher):
             stop_reason=self.stop_reason,
             dyneval_space=bool(self._space.fixed.get("dyneval")),
         )
-        self._apply(live, outcome, wall)
-
-    def _apply(self, live: LiveTrial, outcome: Outcome, wall: float) -> None:
-        """Write `outcome` to the study (fenced: nothing when the lease is lost) and count it."""
-        for key, value in outcome.attrs.items():
-            live.trial.set_user_attr(key, value)
-        if outcome.verdict is Verdict.FAIL:
-            self._fail(live, outcome.error or "failed", needs_retry=outcome.needs_retry)
-        elif (frozen := self._tell(live, outcome.value, state=TrialState[outcome.verdict.value])) is not None:
-            if outcome.verdict is Verdict.COMPLETE:
-                self.tally.complete += 1
-            else:
-                self.tally.pruned += 1
-            self._note_finished(frozen, wall)
+        self._writer.finish(live, outcome)
 
     def fail_from_worker(self, trial_id: str, message: str) -> None:
         """The trial's worker failed and Ray Tune will not retry it again: FAIL with Ray's message."""
         live = self._live.pop(trial_id, None)
         if live is not None and self.writable:
-            live.trial.set_user_attr("wall_time_s", round(time.monotonic() - live.started, 3))
-            self._fail(live, message, needs_retry=False)
+            self._writer.fail(live, message, needs_retry=False, wall=True)
 
     def retry_in_place(self, trial_id: str, message: str) -> None:
         """Ray Tune restarts a trial whose worker died: FAIL this attempt, continue as a linked new trial."""
         live = self._live.pop(trial_id, None)
         if live is None or not self.writable:
             return
-        live.trial.set_user_attr("wall_time_s", round(time.monotonic() - live.started, 3))
-        old = self._fail(live, message, needs_retry=True)
+        old = self._writer.fail(live, message, needs_retry=True, wall=True)
         if old is None:
             return  # lease lost: the next driver retries it
         self.tally.retried += 1
@@ -298,8 +239,7 @@ class StudySearcher(Searcher):
             retry = self._ask_retry(old)
         except LeaseLost:
             return
-        retry.trial.set_user_attr("run_dir", retry.run_dir)
-        retry.trial.set_user_attr("ray_trial_id", trial_id)
+        self._writer.started(retry, trial_id)
         self._live[trial_id] = retry
 
     def interrupt_all(self, reason: str) -> list[int]:
@@ -309,7 +249,7 @@ class StudySearcher(Searcher):
         for unstarted in self._ahead.close():  # asked ahead, never launched: retried on resume
             if self.writable:
                 try:
-                    self._fail(unstarted, f"not started: {reason}", needs_retry=True)
+                    self._writer.fail(unstarted, f"not started: {reason}", needs_retry=True)
                 except DB_ERRORS:
                     continue
         numbers = []
@@ -319,70 +259,10 @@ class StudySearcher(Searcher):
             if not self.writable:
                 continue
             try:
-                live.trial.set_user_attr("wall_time_s", round(time.monotonic() - live.started, 3))
-                self._fail(live, f"interrupted: {reason}", needs_retry=True)
+                self._writer.fail(live, f"interrupted: {reason}", needs_retry=True, wall=True)
             except DB_ERRORS:
                 continue
         return numbers
-
-    # --- bookkeeping
-    def _record(self, live: LiveTrial, result: dict[str, Any]) -> None:
-        if not self.writable:
-            return
-        evaluation = Evaluation.from_result(result)
-        if evaluation.step is not None:
-            live.last_step = max(live.last_step, evaluation.step)
-        if (
-            evaluation.step is not None
-            and evaluation.value is not None
-            and evaluation.step not in live.curve
-            and math.isfinite(evaluation.value)
-        ):
-            try:
-                live.trial.report(evaluation.value, evaluation.step)
-            except DB_ERRORS:
-                return  # the database is out of reach: the evaluation misses the curve, the trial goes on
-            live.curve[evaluation.step] = evaluation.value
-        # Seconds per training step, for cost-aware search (written when it moves by more than 5%).
-        attrs = {COST_ATTR: step_cost(result, live.attrs.get(COST_ATTR)), **evaluation.attrs}
-        for attr, new in attrs.items():
-            if new and live.attrs.get(attr) != new:
-                try:
-                    live.trial.set_user_attr(attr, new)
-                except DB_ERRORS:
-                    return
-                live.attrs[attr] = new
-
-    def _fail(self, live: LiveTrial, message: str, *, needs_retry: bool) -> FrozenTrial | None:
-        """Tell the trial FAIL with its reason (and `needs_retry` when it was not its fault); None
-        when the lease is lost (the trial stays RUNNING for the next driver)."""
-        try:
-            self._fenced()
-        except LeaseLost:
-            return None
-        live.trial.set_user_attr("error", message[:2000])
-        if needs_retry:
-            live.trial.set_user_attr("needs_retry", True)
-        frozen = self._study.tell(live.trial, state=TrialState.FAIL)
-        if not needs_retry:
-            self.tally.failed += 1
-            self._note_finished(frozen, None)
-        return frozen
-
-    def _tell(self, live: LiveTrial, value: float | None = None, **kw: Any) -> FrozenTrial | None:
-        """Optuna's tell behind the fence; None (nothing written) when the lease is lost."""
-        try:
-            self._fenced()
-        except LeaseLost:
-            return None
-        return self._study.tell(live.trial, value, **kw)
-
-    def _note_finished(self, trial: FrozenTrial, wall: float | None) -> None:
-        if wall is not None:
-            self.tally.wall_times.append(wall)
-        self.tally.finished.append(trial)
-        if self._policies is not None:
-            self._policies.after_trial()
 
 
 def _default(name: str) -> Any:

@@ -24,7 +24,7 @@ import optuna
 from optuna.trial import FrozenTrial, TrialState
 from ray.tune.stopper import Stopper
 
-from tuner import study_attrs
+from tuner import study_attrs, trial_attrs
 from tuner.policies.early_stopping import ASHA_SCHEDULERS
 from tuner.policies.rank_agreement import describe_adaptive
 from tuner.samplers import RETIRED_SAMPLERS, make_sampler
@@ -144,7 +144,8 @@ def _all_failed(study: optuna.Study) -> str | None:
     if not trials or any(t.state in (TrialState.COMPLETE, TrialState.PRUNED) for t in trials):
         return None
     first = next(
-        (t.user_attrs.get("error") for t in trials if t.user_attrs.get("error")), "no error recorded"
+        (t.user_attrs.get(trial_attrs.ERROR) for t in trials if t.user_attrs.get(trial_attrs.ERROR)),
+        "no error recorded",
     )
     return f"every trial FAILed ({len(trials)}); first error: {first}"
 

@@ -1,0 +1,91 @@
+"""One place names each study attribute (`tuner/study_attrs.py`) and each trial attribute
+(`tuner/trial_attrs.py`). docs/contracts.md's tables are generated from them, and no module reads or
+writes an attribute by a string of its own."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from tuner import study_attrs, trial_attrs
+
+ROOT = Path(__file__).resolve().parents[2]
+KEYS = [a.key for a in study_attrs.ALL]
+TRIAL_KEYS = [a.key for a in trial_attrs.ALL]
+# A study attribute named by a literal: X.set_user_attr("key" on a study, set_study_user_attr(id,
+# "key", or any `...attrs.get("key"` / `...attrs["key"]` / `"key" in ...attrs` with a study key.
+LITERAL = re.compile(
+    r'(?:study\.set_user_attr\(\s*|set_study_user_attr\([^,()]+,\s*|attrs(?:\.get\(|\[))"(?P<a>[a-z_]+)"'
+    r'|"(?P<b>[a-z_]+)" (?:not )?in [\w.]*attrs\b'
+)
+
+
+# A trial attribute named by a literal: trial.set_user_attr("key", set_trial_user_attr(id, "key",
+# `...attrs.get("key"` / `...attrs["key"]`, `user_attrs={"key"` or `"key" in ...attrs`.
+TRIAL_LITERAL = re.compile(
+    r'(?:set_user_attr\(\s*|set_trial_user_attr\([^,()]+,\s*|attrs(?:\.get\(|\[)|user_attrs=\{)"(?P<a>[a-z_]+)"'
+    r'|"(?P<b>[a-z_]+)" (?:not )?in [\w.]*attrs\b'
+)
+
+
+def literal_study_keys(text: str) -> list[str]:
+    return [k for m in LITERAL.finditer(text) if (k := m["a"] or m["b"]) in KEYS]
+
+
+def literal_trial_keys(text: str) -> list[str]:
+    return [k for m in TRIAL_LITERAL.finditer(text) if (k := m["a"] or m["b"]) in TRIAL_KEYS]
+
+
+@pytest.mark.parametrize("registry", [study_attrs, trial_attrs], ids=["study", "trial"])
+def test_the_table_in_the_contracts_page_is_current(registry):
+    contracts = (ROOT / "docs" / "contracts.md").read_text()
+    assert registry.table() in contracts, f"regenerate it: python -m {registry.__name__}"
+
+
+@pytest.mark.parametrize("keys", [KEYS, TRIAL_KEYS], ids=["study", "trial"])
+def test_each_key_is_named_once(keys):
+    assert len(keys) == len(set(keys)) and all(re.fullmatch(r"[a-z_]+", k) for k in keys)
+    assert {study_attrs.SPACE_DEF, study_attrs.STATUS, study_attrs.SPEC} <= set(KEYS)
+    assert {trial_attrs.RUN_DIR, trial_attrs.WALL_TIME_S, trial_attrs.ERROR} <= set(TRIAL_KEYS)
+
+
+def test_the_scan_finds_a_literal_key():
+    """The check below can fail: each way of naming a key by a string is caught."""
+    for line in (
+        'study.set_user_attr("status", "x")',
+        'storage.set_study_user_attr(row.study_id, "status", s)',
+        'row.user_attrs.get("space_def")',
+        'attrs["warm_start"]',
+        'if "space_def" not in study.user_attrs:',
+    ):
+        assert literal_study_keys(line), line
+    assert not literal_study_keys('trial.user_attrs.get("run_dir")')  # a trial attribute
+    for line in (
+        'live.trial.set_user_attr("wall_time_s", 1.0)',
+        'storage.set_trial_user_attr(trial_id, "error", reason)',
+        't.user_attrs.get("retry_of")',
+        'attrs["checkpoint"]',
+        'enqueue_trial(params, user_attrs={"retry_of": 3})',
+        'if "needs_retry" in trial.user_attrs:',
+    ):
+        assert literal_trial_keys(line), line
+
+
+def test_no_module_names_a_study_attribute_by_a_string():
+    found = {
+        str(path.relative_to(ROOT)): keys
+        for path in (ROOT / "tuner").rglob("*.py")
+        if path.name != "study_attrs.py" and (keys := literal_study_keys(path.read_text()))
+    }
+    assert not found, f"use tuner.study_attrs instead of these strings: {found}"
+
+
+def test_no_module_names_a_trial_attribute_by_a_string():
+    found = {
+        str(path.relative_to(ROOT)): keys
+        for path in (ROOT / "tuner").rglob("*.py")
+        if path.name != "trial_attrs.py" and (keys := literal_trial_keys(path.read_text()))
+    }
+    assert not found, f"use tuner.trial_attrs instead of these strings: {found}"

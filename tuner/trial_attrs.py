@@ -1,0 +1,80 @@
+"""A trial's user attributes: each key named once here, with who writes it and what it holds.
+
+Every module reads and writes a trial attribute through these names, never a string of its own, and
+the trial attribute table of docs/contracts.md is generated from this list (`python -m
+tuner.trial_attrs`; a test checks the page is current). The keys are plain strings, as Optuna
+stores them.
+"""
+
+from __future__ import annotations
+
+from tuner import study_attrs
+from tuner.study_attrs import Attr
+
+ALL: list[Attr] = []
+
+
+def _attr(key: str, written_by: str, holds: str) -> str:
+    ALL.append(Attr(key, written_by, holds))
+    return key
+
+
+RUN_DIR = _attr("run_dir", "the driver, when it starts the trial", "the trial's run folder")
+RAY_TRIAL_ID = _attr("ray_trial_id", "the driver, when it starts the trial", "Ray Tune's id of the trial")
+RETRY_OF = _attr("retry_of", "the driver, when it asks a retry", "the number of the trial it retries")
+NODE = _attr("node", "each evaluation", "the Ray node's IP the trial runs on")
+PID = _attr("pid", "each evaluation", "the trial process's id on its node")
+CHECKPOINT = _attr("checkpoint", "each evaluation", "absolute path of its `best.pt`")
+GPU_IDS = _attr(
+    "gpu_ids",
+    "each evaluation",
+    "the GPUs Ray assigned it, as Ray numbers them on its node; absent without one",
+)
+DEVICE = _attr("device", "each evaluation", "the device it trained on (docs/gpu.md)")
+CUDA_PATH_USED = _attr(
+    "cuda_path_used",
+    "each evaluation",
+    "the training path it took: `graphs`, `eager` (by choice or after the fast path failed) or `cpu` "
+    "(docs/trainer.md)",
+)
+SECONDS_PER_STEP = _attr(
+    "seconds_per_step",
+    "each evaluation, when it moves by more than 5%",
+    "measured training seconds per step; cost-aware search fits it",
+)
+WALL_TIME_S = _attr("wall_time_s", "the driver, when the trial ends", "seconds from start to end")
+BEST_STEP = _attr("best_step", "the trial's summary", "the step of its best validation loss")
+TEST_LOSS = _attr("test_loss", "the trial's summary", "the test loss of its best checkpoint")
+DYNEVAL_VAL_LOSS = _attr(
+    "dyneval_val_loss",
+    "the trial's summary",
+    "its validation loss after dynamic evaluation (a space fixing `dyneval: true`, or a study of a "
+    "trained model, where it is the trial's value and `best_step` is 0: nothing was trained)",
+)
+DYNEVAL_TEST_LOSS = _attr(
+    "dyneval_test_loss", "the trial's summary", "its test loss after dynamic evaluation"
+)
+MC_TEST_LOSS = _attr(
+    "mc_test_loss", "the trial's summary, with `mc_dropout_samples` > 0", "Monte Carlo dropout's test loss"
+)
+MC_TEMPERATURE = _attr(
+    "mc_temperature", "with `mc_test_loss`", "the temperature chosen for it on validation (Mogrifier §3.3)"
+)
+MC_DROPOUT_SCALE = _attr(
+    "mc_dropout_scale", "with `mc_test_loss`", "the dropout-rate scale chosen for it on validation"
+)
+ERROR = _attr("error", "the driver, when the trial fails", "why it failed (FAIL only)")
+NEEDS_RETRY = _attr(
+    "needs_retry",
+    "the driver, when the trial fails through no fault of its own",
+    "true: a retry runs in its place",
+)
+
+
+def table() -> str:
+    """The markdown table of docs/contracts.md's "Trial user attributes"."""
+    return study_attrs.table(ALL)
+
+
+if __name__ == "__main__":
+    print(table())
