@@ -20,12 +20,24 @@ class Attr:
     holds: str
 
 
-ALL: list[Attr] = []
+class Registry:
+    """A list of attributes declared one call each (`KEY = registry(key, written_by, holds)`)."""
+
+    def __init__(self) -> None:
+        self.all: list[Attr] = []
+
+    def __call__(self, key: str, written_by: str, holds: str) -> str:
+        self.all.append(Attr(key, written_by, holds))
+        return key
+
+    def table(self) -> str:
+        """The attributes as a markdown table (docs/contracts.md)."""
+        rows = [f"| `{a.key}` | {a.written_by} | {a.holds} |" for a in self.all]
+        return "\n".join(["| attribute | written by | what it holds |", "|---|---|---|", *rows])
 
 
-def _attr(key: str, written_by: str, holds: str) -> str:
-    ALL.append(Attr(key, written_by, holds))
-    return key
+_attr = Registry()
+ALL = _attr.all
 
 
 SPEC = _attr("spec", "creation, every `--resume`", "the sweep spec above, with its `version`")
@@ -69,10 +81,9 @@ DYNEVAL_BEST = _attr(
 )
 
 
-def table(attrs: list[Attr] | None = None) -> str:
-    """The markdown table of docs/contracts.md's "Study user attributes" (or of `attrs`)."""
-    rows = [f"| `{a.key}` | {a.written_by} | {a.holds} |" for a in (ALL if attrs is None else attrs)]
-    return "\n".join(["| attribute | written by | what it holds |", "|---|---|---|", *rows])
+def table() -> str:
+    """The markdown table of docs/contracts.md's "Study user attributes"."""
+    return _attr.table()
 
 
 if __name__ == "__main__":

@@ -8,15 +8,10 @@ stores them.
 
 from __future__ import annotations
 
-from tuner import study_attrs
-from tuner.study_attrs import Attr
+from tuner.study_attrs import Registry
 
-ALL: list[Attr] = []
-
-
-def _attr(key: str, written_by: str, holds: str) -> str:
-    ALL.append(Attr(key, written_by, holds))
-    return key
+_attr = Registry()
+ALL = _attr.all
 
 
 RUN_DIR = _attr("run_dir", "the driver, when it starts the trial", "the trial's run folder")
@@ -73,7 +68,7 @@ NEEDS_RETRY = _attr(
 
 def table() -> str:
     """The markdown table of docs/contracts.md's "Trial user attributes"."""
-    return study_attrs.table(ALL)
+    return _attr.table()
 
 
 if __name__ == "__main__":

@@ -73,19 +73,15 @@ def test_the_scan_finds_a_literal_key():
         assert literal_trial_keys(line), line
 
 
-def test_no_module_names_a_study_attribute_by_a_string():
+@pytest.mark.parametrize(
+    ("scan", "own"),
+    [(literal_study_keys, "study_attrs.py"), (literal_trial_keys, "trial_attrs.py")],
+    ids=["study", "trial"],
+)
+def test_no_module_names_an_attribute_by_a_string(scan, own):
     found = {
         str(path.relative_to(ROOT)): keys
         for path in (ROOT / "tuner").rglob("*.py")
-        if path.name != "study_attrs.py" and (keys := literal_study_keys(path.read_text()))
+        if path.name != own and (keys := scan(path.read_text()))
     }
-    assert not found, f"use tuner.study_attrs instead of these strings: {found}"
-
-
-def test_no_module_names_a_trial_attribute_by_a_string():
-    found = {
-        str(path.relative_to(ROOT)): keys
-        for path in (ROOT / "tuner").rglob("*.py")
-        if path.name != "trial_attrs.py" and (keys := literal_trial_keys(path.read_text()))
-    }
-    assert not found, f"use tuner.trial_attrs instead of these strings: {found}"
+    assert not found, f"use tuner.{own.removesuffix('.py')} instead of these strings: {found}"
