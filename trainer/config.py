@@ -20,7 +20,7 @@ Architecture = Literal["residual", "skip"]
 Dataset = Literal["builtin", "ptb", "ptb_char", "wikitext2", "enwik8", "text8", "reverse_copy"]
 Optimizer = Literal["radam", "adam"]
 Averaging = Literal["2ta", "switch"]
-MultiplicativeForm = Literal["default", "printed"]
+MultiplicativeForm = Literal["default", "corrected", "printed"]
 # The spelling older configs and checkpoints use for Adam with beta1 = 0; read as optimizer: adam.
 LEGACY_ADAM_BETA1_0 = "adam_beta1_0"
 
@@ -114,8 +114,10 @@ class TrainConfig(BaseModel):
     )
     multiplicative_form: MultiplicativeForm = Field(
         "default",
-        description="mlstm/tmlstm/mgru/tmgru: default (h = o ⊙ tanh(c), intermediate size = hidden size) "
-        "or printed (eq. 7's h = o ⊙ σ(c), intermediate size = input size, §5.1)",
+        description="mlstm/tmlstm/mgru/tmgru (Maupomé & Meurs): printed (the equations as printed: eqs. "
+        "11-13 without U x, eq. 23's V_r m_r outside σ, eq. 7's h = o ⊙ σ(c), intermediate size = input "
+        "size, §5.1), corrected (eqs. 11-13 with U x, eq. 23 a gate, the rest as printed) or default "
+        "(corrected with h = o ⊙ tanh(c) and intermediate size = hidden size)",
     )
     dataset: Dataset = "builtin"
     data_dir: Path | None = Field(None, description="folder holding the dataset's standard files")

@@ -21,8 +21,16 @@ from torch import Tensor
 from . import reverse_copy
 from .averaging import Decision, make_averaging, swap_in
 from .cells import fallback
-from .checkpoint import FORMAT_VERSION, last_evaluation, read_checkpoint, save_atomic
-from .config import ConfigError, TrainConfig, make_config
+from .cells.mlstm import FORMS
+from .checkpoint import (
+    FORMAT_VERSION,
+    FORMS_KEY,
+    checkpoint_config,
+    last_evaluation,
+    read_checkpoint,
+    save_atomic,
+)
+from .config import ConfigError, TrainConfig
 from .data import batchify, load_corpus
 from .device import autocast, resolve_device, set_matmul_precision
 from .divergence import Watch
@@ -92,6 +100,7 @@ class Trainer:
         model_weights = eval_weights if eval_weights is not None else self.params
         return {
             "format_version": FORMAT_VERSION,
+            FORMS_KEY: list(FORMS),
             "config": self.cfg.to_dict(),
             "vocab": self.corpus.vocab,
             "hidden_size": self.model.hidden_size,
@@ -120,7 +129,7 @@ class Trainer:
 
     def _resume(self, path: Path) -> None:
         ckpt = read_checkpoint(path, map_location=self.device)
-        saved = make_config(ckpt["config"]).to_dict()
+        saved = checkpoint_config(ckpt).to_dict()
         now = self.cfg.to_dict()
         changed = [k for k in now if k not in RESUMABLE_CHANGES and saved.get(k) != now[k]]
         if changed:
