@@ -21,6 +21,7 @@ Dataset = Literal["builtin", "ptb", "ptb_char", "wikitext2", "enwik8", "text8", 
 Optimizer = Literal["radam", "adam"]
 Averaging = Literal["2ta", "switch"]
 MultiplicativeForm = Literal["default", "corrected", "printed"]
+InputEncoding = Literal["embedding", "one_hot"]
 # The spelling older configs and checkpoints use for Adam with beta1 = 0; read as optimizer: adam.
 LEGACY_ADAM_BETA1_0 = "adam_beta1_0"
 
@@ -118,6 +119,12 @@ class TrainConfig(BaseModel):
         "11-13 without U x, eq. 23's V_r m_r outside σ, eq. 7's h = o ⊙ σ(c), intermediate size = input "
         "size, §5.1), corrected (eqs. 11-13 with U x, eq. 23 a gate, the rest as printed) or default "
         "(corrected with h = o ⊙ tanh(c) and intermediate size = hidden size)",
+    )
+    input_encoding: InputEncoding = Field(
+        "embedding",
+        description="what the first layer reads: embedding (a learned embedding of the token) or one_hot "
+        "(the token's one-hot vector, input size = vocabulary size, Maupomé & Meurs §3, §5); one_hot has "
+        "no input embedding, so the output embedding is never tied and input_embedding_ratio sizes it alone",
     )
     dataset: Dataset = "builtin"
     data_dir: Path | None = Field(None, description="folder holding the dataset's standard files")
