@@ -19,7 +19,7 @@ Cell = Literal["lstm", "mogrifier_lstm", "rlstm", "mlstm", "tmlstm", "mgru", "tm
 Architecture = Literal["residual", "skip"]
 Dataset = Literal["builtin", "ptb", "ptb_char", "wikitext2", "enwik8", "text8", "reverse_copy"]
 Optimizer = Literal["radam", "adam"]
-Averaging = Literal["2ta", "switch"]
+Averaging = Literal["2ta", "switch", "none"]
 MultiplicativeForm = Literal["default", "corrected", "printed"]
 InputEncoding = Literal["embedding", "one_hot"]
 # The spelling older configs and checkpoints use for Adam with beta1 = 0; read as optimizer: adam.
@@ -150,8 +150,9 @@ class TrainConfig(BaseModel):
     grad_clip: float = Field(10.0, gt=0.0, le=1e6, description="clip the gradient to this global norm")
     averaging: Averaging = Field(
         "2ta",
-        description="2ta (thesis §3.4 Algorithm 2) or switch (Mogrifier paper §3.3: the raw weights until "
-        "averaging_patience evaluations without improvement or 80% of max_steps, then their tail average)",
+        description="2ta (thesis §3.4 Algorithm 2), switch (Mogrifier paper §3.3: the raw weights until "
+        "averaging_patience evaluations without improvement or 80% of max_steps, then their tail average) "
+        "or none (the raw weights at every evaluation, the best kept: Maupomé & Meurs §5.1)",
     )
     averaging_patience: int = Field(
         50,

@@ -19,7 +19,7 @@ import torch
 from torch import Tensor
 
 from . import reverse_copy
-from .averaging import Decision, make_averaging, swap_in
+from .averaging import Decision, chosen_weights, make_averaging, swap_in
 from .cells import fallback
 from .cells.mlstm import FORMS
 from .checkpoint import (
@@ -75,7 +75,7 @@ class Trainer:
             self.train_data = batchify(self.corpus.train, cfg.batch_size).to(self.device)
             self.valid_data = batchify(self.corpus.valid, cfg.eval_batch_size).to(self.device)
             self.test_data = batchify(self.corpus.test, cfg.eval_batch_size).to(self.device)
-        self.averaging = make_averaging(cfg)  # 2TA, or the Mogrifier paper's switch
+        self.averaging = make_averaging(cfg)  # 2TA, the Mogrifier paper's switch, or none
         self.accuracies: dict[float, float | None] = {}  # this evaluation's accuracy by its loss
         self.run_dir = Path(cfg.run_dir)
         self.step = 0
@@ -338,7 +338,7 @@ class Trainer:
 
     def _evaluation(self, train_losses: list[float], tokens_per_s: float) -> dict[str, Any]:
         decision = self.evaluate_2ta()
-        eval_weights = self.averaging.long.weights if decision.source == "long" else None
+        eval_weights = chosen_weights(self.averaging, decision)
         improved = decision.loss < self.best_val_loss
         if improved:
             self.best_val_loss, self.best_step = decision.loss, self.step
