@@ -38,11 +38,15 @@ OTHER_DATASETS = {
     "circling_back_enwik8_mogrifier_rlstm": ("enwik8", 6, 256, 128, 1),
     "circling_back_text8_mogrifier_rlstm": ("text8", 6, 256, 128, 1),
 }
-# Maupomé & Meurs §5.1 (Table 1): the multiplicative cells on character-level PTB.
-MAUPOME_MEURS = "maupome_meurs_ptb_char"
-RECIPES = sorted(MOGRIFIER_PAPER) + sorted(CIRCLING_BACK) + sorted(OTHER_DATASETS) + [MAUPOME_MEURS]
+# Maupomé & Meurs' multiplicative cells: (dataset, batch, weights, alphabet) of §5.1 / Table 1
+# (character-level PTB) and §5.2 / Table 2 (Text8).
+MAUPOME_MEURS = {
+    "maupome_meurs_ptb_char": ("ptb_char", 32, 292_000, 50),
+    "maupome_meurs_text8": ("text8", 50, 133_000, 27),
+}
+RECIPES = sorted(MOGRIFIER_PAPER) + sorted(CIRCLING_BACK) + sorted(OTHER_DATASETS) + sorted(MAUPOME_MEURS)
 # The recipes written with a citation above each fixed setting, and their datasets.
-CITED = {name: spec[0] for name, spec in OTHER_DATASETS.items()} | {MAUPOME_MEURS: "ptb_char"}
+CITED = {name: spec[0] for name, spec in (OTHER_DATASETS | MAUPOME_MEURS).items()}
 # Old names kept for the studies that reference them: symbolic links to the recipe they now are.
 ALIASES = {
     "mogrifier_lstm": "mogrifier_paper_ptb_mogrifier_lstm",
@@ -238,14 +242,16 @@ def test_each_new_recipe_trains_two_steps_on_its_datasets_format(name, tmp_path)
     assert result.steps == 2 and math.isfinite(result.best_val_loss)
 
 
-def test_maupome_meurs_recipe_is_the_papers_setting():
-    """§5.1: one-hot input, intermediate state of the input's (the alphabet's) size, batch 32, Adam,
-    10 epochs with the best model on validation kept, no regularization; Table 1: 292K weights,
-    the four cells."""
-    space = load_space(MAUPOME_MEURS)
+@pytest.mark.parametrize("name", sorted(MAUPOME_MEURS))
+def test_maupome_meurs_recipe_is_the_papers_setting(name):
+    """§5: one-hot input, intermediate states of the input's (the alphabet's) size, Adam, 10 epochs
+    with the best model on validation kept, no regularization; the batch (§5.1: 32, §5.2: 50) and
+    the weights of Tables 1 and 2; the four cells."""
+    dataset, batch, weights, alphabet = MAUPOME_MEURS[name]
+    space = load_space(name)
     cfg = make_config({**space.fixed, "data_dir": "data"})
-    assert (cfg.dataset, cfg.input_encoding, cfg.multiplicative_form) == ("ptb_char", "one_hot", "corrected")
-    assert (cfg.batch_size, cfg.num_layers, cfg.num_params, cfg.dropout_samples) == (32, 1, 292_000, 1)
+    assert (cfg.dataset, cfg.input_encoding, cfg.multiplicative_form) == (dataset, "one_hot", "corrected")
+    assert (cfg.batch_size, cfg.num_layers, cfg.num_params, cfg.dropout_samples) == (batch, 1, weights, 1)
     assert (cfg.optimizer, cfg.learning_rate, cfg.adam_beta1) == ("adam", 0.001, 0.9)  # Kingma & Ba
     dropouts = (
         "input_dropout",
@@ -260,8 +266,8 @@ def test_maupome_meurs_recipe_is_the_papers_setting():
     assert list(space.params) == ["cell"]
     assert space.param("cell").choices == ("mlstm", "tmlstm", "mgru", "tmgru")
     factors = {"mlstm": 1, "mgru": 1, "tmlstm": 4, "tmgru": 3}  # intermediate states per cell
-    for cell in space.param("cell").choices:  # 50 characters: each m has the alphabet's size (§5.1)
-        model = build_model(make_config({**space.fixed, "data_dir": "data", "cell": cell}), 50)
+    for cell in space.param("cell").choices:  # each m has the alphabet's size (§5.1, §5.2)
+        model = build_model(make_config({**space.fixed, "data_dir": "data", "cell": cell}), alphabet)
         layer = model.layers[0]
-        assert layer.input_size == 50 and layer.w_mx.shape == (50, 50 * factors[cell])
-        assert 0.95 * 292_000 < count_parameters(model) <= 292_000
+        assert layer.input_size == alphabet and layer.w_mx.shape == (alphabet, alphabet * factors[cell])
+        assert 0.95 * weights < count_parameters(model) <= weights
