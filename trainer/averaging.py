@@ -10,6 +10,8 @@ implements 2TA.
 The switch (`SwitchAveraging`) evaluates the raw weights until they have not improved for
 `averaging_patience` evaluations, or until 80% of `max_steps` at the latest, then averages every
 later iterate: Tail Averaging, thesis §3.2 eq. (3.2), with s the step of that evaluation.
+
+`averaging: none` (`NoAveraging`) averages nothing: Maupomé & Meurs keep the best raw weights (§5.1).
 """
 
 from __future__ import annotations
@@ -196,11 +198,44 @@ class SwitchAveraging:
         self.long = _Tail(state["long"]["length"], _to(state["long"]["weights"], device))
 
 
-def make_averaging(cfg: TrainConfig) -> TwoTailedAverage | SwitchAveraging:
-    """The averaging `cfg.averaging` names: 2TA every `eval_every` steps, or the paper's switch."""
+@dataclass
+class NoAveraging:
+    """No weight averaging (`averaging: none`): every evaluation reports the raw weights, and the
+    run keeps the best of them in best.pt, as Maupomé & Meurs train (§5.1: "no regularization other
+    than a checkpoint which keeps the best model over all epochs")."""
+
+    def add_weights(self, params: list[Tensor]) -> None:
+        """Nothing is averaged."""
+
+    def evaluate_and_adapt(self, f: Callable[[list[Tensor] | None], float], step: int = 0) -> Decision:
+        f_raw = f(None)
+        return Decision(f_raw, "raw", 1, f_raw, math.inf, math.inf)
+
+    def state_dict(self) -> dict:
+        return {"kind": "none"}
+
+    def load_state_dict(self, state: dict, device: torch.device | str | None = None) -> None:
+        if state.get("kind") != "none":
+            raise ValueError("the checkpoint's averaging state is not averaging: none")
+
+
+Averager = TwoTailedAverage | SwitchAveraging | NoAveraging
+
+
+def make_averaging(cfg: TrainConfig) -> Averager:
+    """The averaging `cfg.averaging` names: 2TA every `eval_every` steps, the paper's switch, or none."""
     if cfg.averaging == "switch":
         return SwitchAveraging(cfg.averaging_patience, math.ceil(SWITCH_AT_LATEST * cfg.max_steps))
+    if cfg.averaging == "none":
+        return NoAveraging()
     return TwoTailedAverage(cfg.eval_every)
+
+
+def chosen_weights(averager: Averager, decision: Decision) -> list[Tensor] | None:
+    """The weights `decision` reports: the long average's, or None for the raw iterate."""
+    if decision.source == "long" and not isinstance(averager, NoAveraging):
+        return averager.long.weights
+    return None
 
 
 def _to(weights: Any, device: torch.device | str | None) -> Any:

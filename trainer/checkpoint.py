@@ -19,6 +19,9 @@ from .config import TrainConfig, make_config
 from .model import LanguageModel, ReverseCopyModel, make_model
 
 FORMAT_VERSION = 1
+# Marks the checkpoints written since `multiplicative_form` has three values (trainer/cells/mlstm.py).
+# Before, `printed` named what is now `corrected`; `checkpoint_config` reads older ones that way.
+FORMS_KEY = "multiplicative_forms"
 
 
 def save_atomic(obj: dict[str, Any], path: str | Path) -> None:
@@ -54,6 +57,16 @@ def read_checkpoint(path: str | Path, map_location: str | torch.device = "cpu") 
     return ckpt
 
 
+def checkpoint_config(ckpt: dict[str, Any]) -> TrainConfig:
+    """The config a checkpoint was written with. One written before the printed and corrected
+    multiplicative forms were told apart (it has no FORMS_KEY) and saying `printed` ran what is
+    now `corrected`, and is read so."""
+    values = dict(ckpt["config"])
+    if FORMS_KEY not in ckpt and values.get("multiplicative_form") == "printed":
+        values["multiplicative_form"] = "corrected"
+    return make_config(values)
+
+
 def load_checkpoint(
     path: str | Path, device: str | torch.device = "cpu"
 ) -> tuple[LanguageModel | ReverseCopyModel, TrainConfig]:
@@ -64,7 +77,7 @@ def load_checkpoint(
     The vocabulary rides along as `model.vocab`.
     """
     ckpt = read_checkpoint(path, map_location=device)
-    cfg = make_config(ckpt["config"])
+    cfg = checkpoint_config(ckpt)
     model = make_model(cfg, len(ckpt["vocab"]), ckpt["hidden_size"])
     model.load_state_dict(ckpt["model"])
     model.vocab = ckpt["vocab"]

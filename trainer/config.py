@@ -19,8 +19,9 @@ Cell = Literal["lstm", "mogrifier_lstm", "rlstm", "mlstm", "tmlstm", "mgru", "tm
 Architecture = Literal["residual", "skip"]
 Dataset = Literal["builtin", "ptb", "ptb_char", "wikitext2", "enwik8", "text8", "reverse_copy"]
 Optimizer = Literal["radam", "adam"]
-Averaging = Literal["2ta", "switch"]
-MultiplicativeForm = Literal["default", "printed"]
+Averaging = Literal["2ta", "switch", "none"]
+MultiplicativeForm = Literal["default", "corrected", "printed"]
+InputEncoding = Literal["embedding", "one_hot"]
 # The spelling older configs and checkpoints use for Adam with beta1 = 0; read as optimizer: adam.
 LEGACY_ADAM_BETA1_0 = "adam_beta1_0"
 
@@ -114,8 +115,16 @@ class TrainConfig(BaseModel):
     )
     multiplicative_form: MultiplicativeForm = Field(
         "default",
-        description="mlstm/tmlstm/mgru/tmgru: default (h = o ⊙ tanh(c), intermediate size = hidden size) "
-        "or printed (eq. 7's h = o ⊙ σ(c), intermediate size = input size, §5.1)",
+        description="mlstm/tmlstm/mgru/tmgru (Maupomé & Meurs): printed (the equations as printed: eqs. "
+        "11-13 without U x, eq. 23's V_r m_r outside σ, eq. 7's h = o ⊙ σ(c), intermediate size = input "
+        "size, §5.1), corrected (eqs. 11-13 with U x, eq. 23 a gate, the rest as printed) or default "
+        "(corrected with h = o ⊙ tanh(c) and intermediate size = hidden size)",
+    )
+    input_encoding: InputEncoding = Field(
+        "embedding",
+        description="what the first layer reads: embedding (a learned embedding of the token) or one_hot "
+        "(the token's one-hot vector, input size = vocabulary size, Maupomé & Meurs §3, §5); one_hot has "
+        "no input embedding, so the output embedding is never tied and input_embedding_ratio sizes it alone",
     )
     dataset: Dataset = "builtin"
     data_dir: Path | None = Field(None, description="folder holding the dataset's standard files")
@@ -141,8 +150,9 @@ class TrainConfig(BaseModel):
     grad_clip: float = Field(10.0, gt=0.0, le=1e6, description="clip the gradient to this global norm")
     averaging: Averaging = Field(
         "2ta",
-        description="2ta (thesis §3.4 Algorithm 2) or switch (Mogrifier paper §3.3: the raw weights until "
-        "averaging_patience evaluations without improvement or 80% of max_steps, then their tail average)",
+        description="2ta (thesis §3.4 Algorithm 2), switch (Mogrifier paper §3.3: the raw weights until "
+        "averaging_patience evaluations without improvement or 80% of max_steps, then their tail average) "
+        "or none (the raw weights at every evaluation, the best kept: Maupomé & Meurs §5.1)",
     )
     averaging_patience: int = Field(
         50,

@@ -19,10 +19,18 @@ import torch
 from torch import Tensor
 
 from . import reverse_copy
-from .averaging import Decision, make_averaging, swap_in
+from .averaging import Decision, chosen_weights, make_averaging, swap_in
 from .cells import fallback
-from .checkpoint import FORMAT_VERSION, last_evaluation, read_checkpoint, save_atomic
-from .config import ConfigError, TrainConfig, make_config
+from .cells.mlstm import FORMS
+from .checkpoint import (
+    FORMAT_VERSION,
+    FORMS_KEY,
+    checkpoint_config,
+    last_evaluation,
+    read_checkpoint,
+    save_atomic,
+)
+from .config import ConfigError, TrainConfig
 from .data import batchify, load_corpus
 from .device import autocast, resolve_device, set_matmul_precision
 from .divergence import Watch
@@ -67,7 +75,7 @@ class Trainer:
             self.train_data = batchify(self.corpus.train, cfg.batch_size).to(self.device)
             self.valid_data = batchify(self.corpus.valid, cfg.eval_batch_size).to(self.device)
             self.test_data = batchify(self.corpus.test, cfg.eval_batch_size).to(self.device)
-        self.averaging = make_averaging(cfg)  # 2TA, or the Mogrifier paper's switch
+        self.averaging = make_averaging(cfg)  # 2TA, the Mogrifier paper's switch, or none
         self.accuracies: dict[float, float | None] = {}  # this evaluation's accuracy by its loss
         self.run_dir = Path(cfg.run_dir)
         self.step = 0
@@ -92,6 +100,7 @@ class Trainer:
         model_weights = eval_weights if eval_weights is not None else self.params
         return {
             "format_version": FORMAT_VERSION,
+            FORMS_KEY: list(FORMS),
             "config": self.cfg.to_dict(),
             "vocab": self.corpus.vocab,
             "hidden_size": self.model.hidden_size,
@@ -120,7 +129,7 @@ class Trainer:
 
     def _resume(self, path: Path) -> None:
         ckpt = read_checkpoint(path, map_location=self.device)
-        saved = make_config(ckpt["config"]).to_dict()
+        saved = checkpoint_config(ckpt).to_dict()
         now = self.cfg.to_dict()
         changed = [k for k in now if k not in RESUMABLE_CHANGES and saved.get(k) != now[k]]
         if changed:
@@ -329,7 +338,7 @@ class Trainer:
 
     def _evaluation(self, train_losses: list[float], tokens_per_s: float) -> dict[str, Any]:
         decision = self.evaluate_2ta()
-        eval_weights = self.averaging.long.weights if decision.source == "long" else None
+        eval_weights = chosen_weights(self.averaging, decision)
         improved = decision.loss < self.best_val_loss
         if improved:
             self.best_val_loss, self.best_step = decision.loss, self.step

@@ -1,11 +1,12 @@
 """The language model of thesis §4.2 eq. (1), and the Mogrifier paper's skip-connection variant.
 
-Embedding → L recurrent layers (any cell of trainer.cells) → optional projection → softmax with
-input/output embeddings tied for word-level tasks, or a mixture of `mos_components` softmaxes over
-the same output layer (trainer/mos.py; Mogrifier paper Table 1, "MoS2"). Dropout: input and output
-masks fresh at every time step, state dropout variational (one mask per sequence and layer),
-cell-output dropout on the residual branch (or inter-layer dropout in the skip architecture), and
-the mixture's latent dropout variational too.
+Embedding (or the token's one-hot vector, `input_encoding: one_hot`) → L recurrent layers (any
+cell of trainer.cells) → optional projection → softmax with input/output embeddings tied for
+word-level tasks, or a mixture of `mos_components` softmaxes over the same output layer
+(trainer/mos.py; Mogrifier paper Table 1, "MoS2"). Dropout: input and output masks fresh at every
+time step, state dropout variational (one mask per sequence and layer), cell-output dropout on the
+residual branch (or inter-layer dropout in the skip architecture), and the mixture's latent
+dropout variational too.
 """
 
 from __future__ import annotations
@@ -48,13 +49,18 @@ class LanguageModel(nn.Module):
         self.vocab_size = vocab_size
         self.hidden_size = n = hidden_size
         self.embedding_size = e = embedding_size(cfg, n)
-        self.tied = cfg.word_level
-        self.embedding = nn.Embedding(vocab_size, e)
-        nn.init.uniform_(self.embedding.weight, -0.1, 0.1)
+        # With one-hot input (Maupomé & Meurs §3) there is no input embedding to tie to the output.
+        one_hot = cfg.input_encoding == "one_hot"
+        self.tied = cfg.word_level and not one_hot
+        self.embedding: nn.Embedding | None = None
+        if not one_hot:
+            self.embedding = nn.Embedding(vocab_size, e)
+            nn.init.uniform_(self.embedding.weight, -0.1, 0.1)
+        first_input = vocab_size if one_hot else e
         self.layers = nn.ModuleList(
             make_cell(
                 cfg.cell,
-                e if layer == 0 else n,
+                first_input if layer == 0 else n,
                 n,
                 t_max=cfg.t_max,
                 mogrifier_rounds=cfg.mogrifier_rounds,
@@ -76,20 +82,30 @@ class LanguageModel(nn.Module):
         self.mos = MixtureOfSoftmaxes(n, e, cfg.mos_components) if mixture else None
 
     def zero_state(self, batch_size: int, device: torch.device | str | None = None) -> list[State]:
-        p = self.embedding.weight
+        p = next(self.layers.parameters())
         cells = [cast(RecurrentCell, cell) for cell in self.layers]
         return [cell.zero_state(batch_size, device or p.device, p.dtype) for cell in cells]
 
     @property
     def output_weight(self) -> Tensor:
-        return self.embedding.weight if self.out_embedding is None else self.out_embedding
+        if self.out_embedding is not None:
+            return self.out_embedding
+        assert self.embedding is not None  # tied: a word-level model with an input embedding
+        return self.embedding.weight
+
+    def inputs(self, tokens: Tensor) -> Tensor:
+        """x^0 [T, B, ·]: the tokens' input embeddings E^in[w], or with `input_encoding: one_hot`
+        their one-hot vectors of the vocabulary's size (Maupomé & Meurs §3)."""
+        if self.embedding is None:
+            return F.one_hot(tokens, self.vocab_size).to(next(self.layers.parameters()).dtype)
+        return self.embedding(tokens)
 
     def features(self, tokens: Tensor, state: list[State]) -> tuple[Tensor, list[State]]:
         """The pre-softmax features Σ_l x̂^l ⊙ M^out (thesis §4.2 eq. 1), projected if needed (never
         with a mixture of softmaxes, whose latent layer reads them at the hidden size)."""
         cfg, drop = self.cfg, self.training
         batch = tokens.shape[1]
-        x = F.dropout(self.embedding(tokens), cfg.input_dropout, drop)  # x̂^0 = E^in[w] ⊙ M^in_t
+        x = F.dropout(self.inputs(tokens), cfg.input_dropout, drop)  # x̂^0 = E^in[w] ⊙ M^in_t
         new_state: list[State] = []
         if cfg.architecture == "residual":
             total: Tensor | None = None  # Σ_{i<l} x̂^i, the residual stream

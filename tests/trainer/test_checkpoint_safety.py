@@ -12,7 +12,7 @@ import torch
 
 from tests.trainer.test_loop import tiny
 from trainer import load_checkpoint, train
-from trainer.checkpoint import read_checkpoint
+from trainer.checkpoint import FORMS_KEY, read_checkpoint
 
 
 class Payload:
@@ -69,3 +69,15 @@ def test_a_checkpoint_written_by_the_previous_main_loads_as_data():
     assert checkpoint["position"]["step"] == 4 and checkpoint["config"]["cell"] == "mogrifier_lstm"
     model, cfg = load_checkpoint(path)
     assert cfg.mogrifier_rounds == 2 and model.hidden_size == 8
+
+
+def test_a_printed_checkpoint_from_before_the_corrected_form_reads_as_corrected(tmp_path: Path):
+    """Before `corrected` existed, `printed` named it (trainer/checkpoint.py FORMS_KEY); a checkpoint
+    written since keeps its form."""
+    result = train(tiny(tmp_path, cell="tmgru", multiplicative_form="printed", max_steps=2, eval_every=2))
+    path = Path(result.run_dir) / "best.pt"
+    assert load_checkpoint(path)[1].multiplicative_form == "printed"
+    old = {k: v for k, v in read_checkpoint(path).items() if k != FORMS_KEY}
+    torch.save(old, tmp_path / "old.pt")
+    model, cfg = load_checkpoint(tmp_path / "old.pt")
+    assert cfg.multiplicative_form == "corrected" and model.layers[0].printed is False

@@ -64,8 +64,9 @@ def make_cell(
     and the RLSTM, which with rounds > 0 is Circling Back's Mogrifier RLSTM (§3; thesis §4.2 eq. 1)
     and with 0 the plain RLSTM. The other cells ignore them. With `chrono_init` the cell's forget
     (or update) gate bias gets the Chrono initialization with `t_max` (thesis §4.4); without, it
-    starts at zero like every other bias. `multiplicative_form` ("default" or "printed") picks the
-    reading of the multiplicative cells' equations (mlstm.py); the other cells ignore it. `cuda_path` picks how
+    starts at zero like every other bias. `multiplicative_form` ("default", "corrected" or
+    "printed") picks the form of the multiplicative cells' equations (mlstm.py); the other cells
+    ignore it. `cuda_path` picks how
     the LSTM-family cells (LSTM, Mogrifier LSTM, RLSTM, Mogrifier RLSTM) train on CUDA: "auto" (the
     graphed path of graphed.py, falling back to eager for the process on any failure), "graphs"
     (the same, a failure is an error) or "eager"; it changes nothing on CPU, and the multiplicative

@@ -2,8 +2,9 @@
 
 Equation numbers refer to seeds/multiplicative-models-for-recurrent-lm.md. The state is (h,) only.
 The state mask scales h_prev where it enters a product (m); the carry (1 - z) ⊙ h_prev keeps the
-unmasked state, as variational dropout on GRUs does (Gal & Ghahramani). With `form="printed"` m
-has the input's size (§5.1), and so has the reset gate r, which filters m in eq. (27); see mlstm.py.
+unmasked state, as variational dropout on GRUs does (Gal & Ghahramani). Eqs. (25)-(27) have no
+typo, so the printed and corrected forms are the same cell: m has the input's size (§5.1), and so
+has the reset gate r, which filters m in eq. (27); by default both have the hidden size. See mlstm.py.
 """
 
 from __future__ import annotations

@@ -1,10 +1,14 @@
 """True multiplicative GRU: separate intermediate states for z, r and h̃ (Maupomé & Meurs §4.4).
 
 Equation numbers refer to seeds/multiplicative-models-for-recurrent-lm.md: eqs. (22)-(24), (17),
-(4), (18). Eq. (23) is read as r = σ(U_r x + V_r m_r), like eq. (22); as printed, V_r m_r falls
-outside the sigmoid, which would not be a gate. The state is (h,) only; the state mask scales h_prev
-where it enters a product, the carry (1 - z) ⊙ h_prev keeps the unmasked state (see mgru.py). With
-`form="printed"` each m_* has the input's size (§5.1); see mlstm.py.
+(4), (18). Eq. (23) as printed, r = σ(U_r x) + V_r m_r, puts V_r m_r outside the sigmoid, so r
+is no gate (it leaves (0, 1)) though §4.3 says the gates "are computed much in the same way"; it is
+computable, and `form="printed"` computes it. The corrected and default forms read it as
+r = σ(U_r x + V_r m_r), like eq. (22). Eq. (4)'s left side is printed h_t, but eq. (4) is eq. (2)
+with its tensor factorized, whose left side is the candidate h̃_t: every form takes it as the
+candidate and updates h by eq. (18). The state is (h,) only; the state mask scales h_prev where it
+enters a product, the carry (1 - z) ⊙ h_prev keeps the unmasked state (see mgru.py). In the
+paper's forms each m_* has the input's size (§5.1); see mlstm.py.
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ class TMGRUCell(GRUStateCell):
         super().__init__(input_size, hidden_size)
         n, k = hidden_size, intermediate_size(form, input_size, hidden_size)
         self.intermediate = k
+        self.printed = form == "printed"
         self.w_mx = nn.Parameter(torch.empty(input_size, 3 * k))
         self.w_mh = nn.Parameter(torch.empty(n, 2 * k))
         self.w_hh = nn.Parameter(torch.empty(n, k))
@@ -52,12 +57,16 @@ class TMGRUCell(GRUStateCell):
         from_h = DeferredMatmul(self.w_mh, zeros_base(x, steps, batch, 2 * k))
         from_rh = DeferredMatmul(self.w_hh, zeros_base(x, steps, batch, k))
         from_m = [DeferredMatmul(self.w_m[g], gx[g]) for g in range(3)]
+        if self.printed:  # eq. (23) as printed: r = σ(U_r x) + V_r m_r, the sigmoid hoisted
+            from_m[1] = DeferredMatmul(self.w_m[1], torch.sigmoid(gx[1]))
         outs = []
         for t in range(steps):
             h_hat = h if state_mask is None else h * state_mask  # ĥ = h ⊙ M^state (thesis §4.2 eq. 1)
             m_z, m_r = (mx_zr[t] * from_h(t, h_hat)).chunk(2, dim=1)  # eq. (17) for z and r
             z = torch.sigmoid(from_m[0](t, m_z))  # eq. (22): z = σ(U_z x + V_z m_z)
-            r = torch.sigmoid(from_m[1](t, m_r))  # eq. (23): r = σ(U_r x + V_r m_r)
+            r = from_m[1](t, m_r)  # eq. (23) as printed, or its pre-activation U_r x + V_r m_r
+            if not self.printed:
+                r = torch.sigmoid(r)  # eq. (23) corrected: r = σ(U_r x + V_r m_r)
             m_h = mx_h[t] * from_rh(t, r * h_hat)  # eq. (24): m_h = (W_x x) ⊙ (W_h (r ⊙ h_{t-1}))
             h_tilde = from_m[2](t, m_h)  # eq. (4): h̃ = U_h x + V_h m_h
             h = (1.0 - z) * h + z * torch.tanh(h_tilde)  # eq. (18)

@@ -1,9 +1,10 @@
 """True multiplicative LSTM: a separate intermediate state per gate (Maupomé & Meurs §4.2, eqs. (14)-(17)).
 
 Equation numbers refer to seeds/multiplicative-models-for-recurrent-lm.md. The candidate ĥ is
-factorized like the gates ("factorize every would-be W tensor separately", §4.2). With
-`form="printed"` the output is eq. (7)'s h = o ⊙ σ(c) and each m_* has the input's size (§5.1);
-see mlstm.py.
+factorized like the gates ("factorize every would-be W tensor separately", §4.2). Eqs. (14)-(17)
+have no typo, so the printed and corrected forms are the same cell: the output is eq. (7)'s
+h = o ⊙ σ(c) and each m_* has the input's size (§5.1); by default h = o ⊙ tanh(c) and m_* has the
+hidden size. See mlstm.py.
 """
 
 from __future__ import annotations

@@ -12,6 +12,7 @@ import pytest
 import yaml
 
 from trainer import make_config, train
+from trainer.model import build_model, count_parameters
 from tuner.space import BUILTIN_SPACES_DIR, list_spaces, load_space
 from tuner.space.schema import json_schema
 
@@ -37,7 +38,15 @@ OTHER_DATASETS = {
     "circling_back_enwik8_mogrifier_rlstm": ("enwik8", 6, 256, 128, 1),
     "circling_back_text8_mogrifier_rlstm": ("text8", 6, 256, 128, 1),
 }
-RECIPES = sorted(MOGRIFIER_PAPER) + sorted(CIRCLING_BACK) + sorted(OTHER_DATASETS)
+# Maupomé & Meurs' multiplicative cells: (dataset, batch, weights, alphabet) of §5.1 / Table 1
+# (character-level PTB) and §5.2 / Table 2 (Text8).
+MAUPOME_MEURS = {
+    "maupome_meurs_ptb_char": ("ptb_char", 32, 292_000, 50),
+    "maupome_meurs_text8": ("text8", 50, 133_000, 27),
+}
+RECIPES = sorted(MOGRIFIER_PAPER) + sorted(CIRCLING_BACK) + sorted(OTHER_DATASETS) + sorted(MAUPOME_MEURS)
+# The recipes written with a citation above each fixed setting, and their datasets.
+CITED = {name: spec[0] for name, spec in (OTHER_DATASETS | MAUPOME_MEURS).items()}
 # Old names kept for the studies that reference them: symbolic links to the recipe they now are.
 ALIASES = {
     "mogrifier_lstm": "mogrifier_paper_ptb_mogrifier_lstm",
@@ -185,7 +194,7 @@ def test_other_dataset_recipes_fix_what_their_paper_states(name):
         assert cfg.max_steps == 200 * 2746  # 200 epochs of 2,746 windows of 256 in 128 streams
 
 
-@pytest.mark.parametrize("name", sorted(OTHER_DATASETS))
+@pytest.mark.parametrize("name", sorted(CITED))
 def test_every_fixed_setting_of_a_new_recipe_cites_its_source(name):
     """Every fixed setting sits under a comment, and every such comment cites a section, table or
     quote of a paper, or says the paper is silent and where the value comes from."""
@@ -221,13 +230,44 @@ def _corpus(dataset: str, folder):
     return corpora.write_hutter(folder, dataset)
 
 
-@pytest.mark.parametrize("name", sorted(OTHER_DATASETS))
+@pytest.mark.parametrize("name", sorted(CITED))
 def test_each_new_recipe_trains_two_steps_on_its_datasets_format(name, tmp_path):
     """The recipe's own dataset, read from a generated corpus of that dataset's files (sizes shrunk)."""
-    dataset = OTHER_DATASETS[name][0]
+    dataset = CITED[name]
     small = {**SMALL, "dataset": dataset, "data_dir": str(_corpus(dataset, tmp_path / "data"))}
     space = load_space(name).with_overrides(fixed={**small, "max_steps": 2, "eval_every": 2})
     study = optuna.create_study(sampler=optuna.samplers.RandomSampler(seed=0))
     cfg = make_config(space.trial_config(space.suggest(study.ask()), tmp_path / "run"))
     result = train(cfg, report=lambda m: m["step"] == 2)
     assert result.steps == 2 and math.isfinite(result.best_val_loss)
+
+
+@pytest.mark.parametrize("name", sorted(MAUPOME_MEURS))
+def test_maupome_meurs_recipe_is_the_papers_setting(name):
+    """§5: one-hot input, intermediate states of the input's (the alphabet's) size, Adam, 10 epochs
+    with the best model on validation kept, no regularization; the batch (§5.1: 32, §5.2: 50) and
+    the weights of Tables 1 and 2; the four cells."""
+    dataset, batch, weights, alphabet = MAUPOME_MEURS[name]
+    space = load_space(name)
+    cfg = make_config({**space.fixed, "data_dir": "data"})
+    assert (cfg.dataset, cfg.input_encoding, cfg.multiplicative_form) == (dataset, "one_hot", "corrected")
+    assert (cfg.batch_size, cfg.num_layers, cfg.num_params, cfg.dropout_samples) == (batch, 1, weights, 1)
+    assert (cfg.optimizer, cfg.learning_rate, cfg.adam_beta1) == ("adam", 0.001, 0.9)  # Kingma & Ba
+    dropouts = (
+        "input_dropout",
+        "inter_layer_dropout",
+        "cell_output_dropout",
+        "state_dropout",
+        "output_dropout",
+    )
+    assert all(getattr(cfg, name) == 0.0 for name in dropouts) and cfg.l2_penalty == 0.0
+    assert (cfg.averaging, cfg.chrono_init, cfg.divergence_restores) == ("none", False, 0)
+    assert cfg.max_steps == 10 * cfg.eval_every  # 10 epochs, evaluated once per epoch
+    assert list(space.params) == ["cell"]
+    assert space.param("cell").choices == ("mlstm", "tmlstm", "mgru", "tmgru")
+    factors = {"mlstm": 1, "mgru": 1, "tmlstm": 4, "tmgru": 3}  # intermediate states per cell
+    for cell in space.param("cell").choices:  # each m has the alphabet's size (§5.1, §5.2)
+        model = build_model(make_config({**space.fixed, "data_dir": "data", "cell": cell}), alphabet)
+        layer = model.layers[0]
+        assert layer.input_size == alphabet and layer.w_mx.shape == (alphabet, alphabet * factors[cell])
+        assert 0.95 * weights < count_parameters(model) <= weights
