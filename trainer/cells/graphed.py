@@ -89,9 +89,7 @@ class Capture:
     """
 
     def __init__(self, fn: Window, args: Args) -> None:
-        self.static_in = [
-            None if a is None else a.detach().clone().requires_grad_(a.requires_grad) for a in args
-        ]
+        self.static_in = _leaves(args)
         self.diff = [k for k, a in enumerate(self.static_in) if a is not None and a.requires_grad]
         diff_in = [a for a in self.static_in if a is not None and a.requires_grad]
         enabled, dtype = _autocast()
@@ -99,12 +97,18 @@ class Capture:
         device = next(a for a in self.static_in if a is not None).device
         side = torch.cuda.Stream(device)
         side.wait_stream(torch.cuda.current_stream(device))
+        # The warm-up differentiates leaves of its own: a leaf's gradient node keeps the stream it was
+        # first used on, and one left on the warm-up stream is a stale stream to the backward capture
+        # (a warning in torch 2.11, a capture error in later versions).
+        warm = _leaves(self.static_in)
+        diff_warm = [a for a in warm if a is not None and a.requires_grad]
         with torch.cuda.stream(side):
             for _ in range(WARMUP_RUNS):
                 with amp():
-                    outs = fn(*self.static_in)
-                torch.autograd.grad(outs, diff_in, [torch.ones_like(o) for o in outs], allow_unused=True)
+                    outs = fn(*warm)
+                torch.autograd.grad(outs, diff_warm, [torch.ones_like(o) for o in outs], allow_unused=True)
         torch.cuda.current_stream(device).wait_stream(side)
+        del warm, diff_warm, outs
         pool = torch.cuda.graph_pool_handle()  # this capture's own pool: graphs replay in any order
         self.forward_graph, self.backward_graph = torch.cuda.CUDAGraph(), torch.cuda.CUDAGraph()
         with torch.cuda.graph(self.forward_graph, pool=pool), amp():
@@ -215,10 +219,15 @@ def _fast(cell: nn.Module, x: Tensor, state: State, mask: Tensor | None) -> tupl
 _PROBED: Any = object()  # a key whose compiled forward and backward ran once on CPU
 
 
+def _leaves(args: Args) -> list[Tensor | None]:
+    """Detached copies of `args`, each asking for a gradient where its original does."""
+    return [None if a is None else a.detach().clone().requires_grad_(a.requires_grad) for a in args]
+
+
 def _probe(fn: Window, args: Args) -> Any:
     """Run `fn` forward and backward on detached copies of `args`: what Capture's warm-up does on
     CUDA, so that a compilation error surfaces inside `run`'s fallback and not in a later backward."""
-    copies = [None if a is None else a.detach().clone().requires_grad_(a.requires_grad) for a in args]
+    copies = _leaves(args)
     outs = fn(*copies)
     diff = [a for a in copies if a is not None and a.requires_grad]
     torch.autograd.grad(outs, diff, [torch.ones_like(o) for o in outs], allow_unused=True)
