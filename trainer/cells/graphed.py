@@ -99,7 +99,7 @@ class Capture:
         side.wait_stream(torch.cuda.current_stream(device))
         # The warm-up differentiates leaves of its own: a leaf's gradient node keeps the stream it was
         # first used on, and one left on the warm-up stream is a stale stream to the backward capture
-        # (a warning in torch 2.11, a capture error in later versions).
+        # (a warning in torch 2.11; torch 2.13 documents it as failing the capture).
         warm = _leaves(self.static_in)
         diff_warm = [a for a in warm if a is not None and a.requires_grad]
         with torch.cuda.stream(side):

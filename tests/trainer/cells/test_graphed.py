@@ -186,7 +186,7 @@ def test_graphed_matches_eager_on_cuda(name, rounds, rank):
 @pytest.mark.gpu
 def test_a_capture_leaves_no_stale_stream_to_autograd():
     """The warm-up's leaves are its own: torch 2.11 warned once per capture that a gradient node
-    kept the warm-up's stream (a capture error in later versions); none may say so now."""
+    kept the warm-up's stream (torch 2.13 documents that as failing the capture); none may now."""
     fast = build("mogrifier_lstm", 3, RANK, cuda_path="graphs").cuda()
     x, state, mask, readout = random_inputs(True, "cuda", torch.float32)
     with warnings.catch_warnings(record=True) as caught:
