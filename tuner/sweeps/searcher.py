@@ -22,6 +22,7 @@ import math
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -118,6 +119,8 @@ class StudySearcher(Searcher):
         self.stop_reason: str | None = None
         self.ended_early: str | None = None  # the study-level stop rule ended the sweep: why
         self.tally = Tally()
+        # Called with each trial as the study is told how it ended (the trackers, trackers/callback.py).
+        self.told: list[Callable[[FrozenTrial], None]] = []
         self._asking = threading.Lock()  # one ask of the study at a time (this thread or ask-ahead's)
         self._ahead: AskAhead[LiveTrial] = AskAhead(self._ask, ask_ahead, self._may_ask_ahead)
 
@@ -364,6 +367,7 @@ class StudySearcher(Searcher):
         if needs_retry:
             live.trial.set_user_attr("needs_retry", True)
         frozen = self._study.tell(live.trial, state=TrialState.FAIL)
+        self._announce(frozen)
         if not needs_retry:
             self.tally.failed += 1
             self._note_finished(frozen, None)
@@ -375,7 +379,13 @@ class StudySearcher(Searcher):
             self._fenced()
         except LeaseLost:
             return None
-        return self._study.tell(live.trial, value, **kw)
+        frozen = self._study.tell(live.trial, value, **kw)
+        self._announce(frozen)
+        return frozen
+
+    def _announce(self, trial: FrozenTrial) -> None:
+        for listener in self.told:
+            listener(trial)
 
     def _note_finished(self, trial: FrozenTrial, wall: float | None) -> None:
         if wall is not None:
