@@ -90,6 +90,13 @@ def test_each_trial_is_a_run_with_its_params_and_curve(tmp_path, ray_cluster, se
         assert uploaded == ["checkpoint/best.pt"]
     assert study_attrs.TRACKER_FAILURES not in study.user_attrs
 
+    # Extending the study logs the new trial under the same experiment and parent run.
+    assert run_sweep("ml", db, changes={"n_trials": 4}, num_cpus=2, out=io.StringIO()).status == "finished"
+    runs = client.search_runs([experiment.experiment_id])
+    assert [r.info.run_id for r in runs if r.data.tags.get("rnntune.role") == "study"] == [parent.info.run_id]
+    trial_runs = [r for r in runs if r.data.tags.get("rnntune.role") == "trial"]
+    assert sorted(int(r.data.tags["rnntune.trial"]) for r in trial_runs) == [0, 1, 2, 3]
+
 
 def test_a_server_down_mid_sweep_fails_no_trial_and_is_counted(tmp_path, ray_cluster, server):
     db = f"sqlite:///{tmp_path / 'db.sqlite'}"
