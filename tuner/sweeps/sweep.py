@@ -46,6 +46,7 @@ from tuner.sweeps.create import grid
 from tuner.sweeps.driver import LeaseKeeper, StopRequest, stop_on_signals
 from tuner.sweeps.dyneval_study import referenced_checkpoints
 from tuner.sweeps.trackers.guard import merged
+from tuner.sweeps.trackers.installed import check_available
 from tuner.sweeps.trial_policies import SweepPolicies
 from tuner.sweeps.warm_start import prior_trials
 from tuner.sweeps.widen import describe as describe_widening
@@ -260,7 +261,7 @@ def _drive(
     from tuner.sweeps.progress import ProgressTable
     from tuner.sweeps.ray_runtime import check_resources, sqlite_on_cluster_warning, start_ray
     from tuner.sweeps.searcher import METRIC, StudySearcher
-    from tuner.sweeps.trackers.callback import TrackerCallback, check_available, open_trackers
+    from tuner.sweeps.trackers.callback import TrackerCallback, open_trackers
     from tuner.sweeps.trackers.callback import describe as describe_trackers
     from tuner.sweeps.trainable import trial_kind
     from tuner.sweeps.trial_events import TrialEvents

@@ -6,7 +6,6 @@ told it.
 
 from __future__ import annotations
 
-import importlib.util
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -14,21 +13,13 @@ from typing import Any
 from optuna.trial import FrozenTrial
 from ray.tune import Callback
 
-from tuner.errors import InvalidInput
 from tuner.spec import SweepSpec
 from tuner.sweeps.lifecycle import METRIC
 from tuner.sweeps.searcher import StudySearcher
 from tuner.sweeps.trackers.guard import Guard, Tracker
+from tuner.sweeps.trackers.installed import check_available
 from tuner.sweeps.trackers.records import Point, ending, point
 from tuner.sweeps.trackers.tensorboard import TensorBoardRuns, logdir
-
-MLFLOW_MISSING = "mlflow_uri: needs the MLflow client, which is not installed: pip install 'rnntune[mlflow]'"
-
-
-def check_available(spec: SweepSpec) -> None:
-    """InvalidInput naming the field when a tracker the spec asks for is not installed."""
-    if spec.mlflow_uri and importlib.util.find_spec("mlflow") is None:
-        raise InvalidInput(MLFLOW_MISSING)
 
 
 def describe(spec: SweepSpec, study_name: str, storage_root: Path) -> list[str]:

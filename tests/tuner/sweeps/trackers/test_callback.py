@@ -13,7 +13,9 @@ from optuna.trial import TrialState, create_trial
 
 from tuner.errors import InvalidInput
 from tuner.spec.sweep_spec import validate
-from tuner.sweeps.trackers.callback import TrackerCallback, check_available, open_trackers
+from tuner.sweeps.create import create_study
+from tuner.sweeps.trackers.callback import TrackerCallback, open_trackers
+from tuner.sweeps.trackers.installed import check_available
 from tuner.sweeps.trackers.records import Ending, Point
 
 
@@ -106,3 +108,5 @@ def test_no_tracker_by_default_and_mlflow_refused_by_name_without_its_client(mon
     spec = validate({"mlflow_uri": "http://127.0.0.1:5000"})
     with pytest.raises(InvalidInput, match=r"mlflow_uri: .*pip install 'rnntune\[mlflow\]'"):
         check_available(spec)
+    with pytest.raises(InvalidInput, match="mlflow_uri: needs the MLflow client"):  # no study is created
+        create_study("s", spec, storage_url=f"sqlite:///{tmp_path / 'db.sqlite'}", storage_path=tmp_path)
