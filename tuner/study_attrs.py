@@ -79,6 +79,12 @@ DYNEVAL_BEST = _attr(
     "params and the space's fixed ones), its validation loss after dynamic evaluation, its number and "
     "the evaluated checkpoint (docs/sweeps.md)",
 )
+TRACKER_FAILURES = _attr(
+    "tracker_failures",
+    "the driver, at the end of a sweep whose trackers failed",
+    "`{tracker: N}` (`tensorboard`, `mlflow`): records a tracker could not write, over all the "
+    "study's sweeps; a tracker's failure never fails a trial (docs/trackers.md)",
+)
 
 
 def table() -> str:

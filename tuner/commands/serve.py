@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 from tuner.errors import InvalidInput
 from tuner.storage.study import redact_url
@@ -83,6 +84,12 @@ def open_app(args: argparse.Namespace):
     return settings, sock, create_app(settings)
 
 
+def tensorboard_hint(storage_root: Path) -> str:
+    """Where the TensorBoard runs of the studies under `storage_root` are (each study swept with
+    `--tensorboard` writes them in its storage folder, `NAME/tensorboard/trial-N`)."""
+    return f"TensorBoard runs (studies swept with --tensorboard): tensorboard --logdir {storage_root}"
+
+
 def run(args: argparse.Namespace) -> int:
     from tuner.api.server import PortUnavailable, fail, make_server, serve, url_of
 
@@ -95,4 +102,5 @@ def run(args: argparse.Namespace) -> int:
         f"rnntune API on {url}  (web view {url}/web/, docs {url}/docs)  db {redact_url(settings.db_url)}",
         flush=True,
     )
+    print(tensorboard_hint(settings.storage_root), flush=True)
     return serve(make_server(app), sock)

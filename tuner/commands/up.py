@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import threading
 
-from tuner.commands.serve import add_server_options, open_app
+from tuner.commands.serve import add_server_options, open_app, tensorboard_hint
 from tuner.commands.spec_options import add_spec_options, given
 from tuner.errors import InvalidInput, LaunchFailed, SweepConflict
 from tuner.spec import default_budget
@@ -61,7 +61,8 @@ def run(args: argparse.Namespace) -> int:
         print(
             f"study {name}: sweep started (pid {handle.process.pid}, log {handle.log})\n"
             f"open {url}/web/studies/{name}\n"
-            f"API {url}/docs  db {redact_url(settings.db_url)}  — Ctrl-C to stop",
+            f"API {url}/docs  db {redact_url(settings.db_url)}  — Ctrl-C to stop"
+            + (f"\n{tensorboard_hint(settings.storage_root)}" if spec.tensorboard else ""),
             flush=True,
         )
         code = handle.process.wait()

@@ -45,6 +45,9 @@ RESUME_SAFE = frozenset(
         "max_hours",
         "budget",
         "budget_hours",
+        "tensorboard",
+        "mlflow_uri",
+        "mlflow_checkpoints",
     }
 )
 # Command-line names that differ from the field's (`--trials`, not `--n-trials`).
@@ -144,6 +147,42 @@ class SweepSpec(BaseModel):
         description="A trained model's checkpoint (RUN/best.pt): each trial evaluates it with "
         "dynamic evaluation under the trial's settings instead of training (the dyneval space).",
     )
+
+    tensorboard: bool = Field(
+        default=False,
+        description="Write each trial's curves and hyperparameters as TensorBoard event files under "
+        "the study's storage folder, in tensorboard/trial-N (docs/trackers.md).",
+    )
+    mlflow_uri: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=2048,
+        pattern=r"^\S+$",
+        description="An MLflow tracking server's URI: each trial becomes a run of the experiment "
+        "named after the study, under a parent run for the study (needs rnntune[mlflow]; "
+        "docs/trackers.md).",
+    )
+    mlflow_checkpoints: bool = Field(
+        default=False,
+        description="Upload each trial's best checkpoint to MLflow as an artifact (default: log its path only).",
+    )
+
+    @field_validator("mlflow_uri")
+    @classmethod
+    def _no_credentials_in_uri(cls, value: str | None) -> str | None:
+        if value is not None and "@" in value.split("://", 1)[-1].split("/", 1)[0]:
+            raise ValueError(
+                "must not hold credentials (the spec is stored with the study and shown by the API); "
+                "set MLFLOW_TRACKING_USERNAME/MLFLOW_TRACKING_PASSWORD or MLFLOW_TRACKING_TOKEN instead"
+            )
+        return value
+
+    @field_validator("mlflow_checkpoints")
+    @classmethod
+    def _checkpoints_need_mlflow(cls, value: bool, info: ValidationInfo) -> bool:
+        if value and info.data.get("mlflow_uri") is None:
+            raise ValueError("needs mlflow_uri (--mlflow-uri): the server the checkpoints go to")
+        return value
 
     @field_validator("gpus_per_trial")
     @classmethod

@@ -26,6 +26,7 @@ from tuner.spec.sweep_spec import validate
 from tuner.storage.study import DEFAULT_STORAGE_ROOT, generate_study_name, now, open_storage, redact_url
 from tuner.sweeps import dyneval_study
 from tuner.sweeps import warm_start as warm
+from tuner.sweeps.trackers.installed import check_available
 
 
 def create_study(
@@ -56,6 +57,7 @@ def create_study(
             spec = validate({**raw, **paper})  # the space's own search procedure (`sweep:` in its file)
         spec = resolve(spec, space)
         spec, space = dyneval_study.check(spec, space)
+        check_available(spec)
         space = with_absolute_data_dir(space)
     except (StudyError, SpaceError):
         raise

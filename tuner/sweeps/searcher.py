@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import threading
 from collections import deque
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -109,6 +110,11 @@ class StudySearcher(Searcher):
     def tally(self) -> Tally:
         """What this driver wrote, for the live table."""
         return self._writer.tally
+
+    @property
+    def told(self) -> list[Callable[[FrozenTrial], None]]:
+        """Called with each trial as the study is told how it ended (the trackers, trackers/callback.py)."""
+        return self._writer.told
 
     def suggest(self, trial_id: str) -> dict[str, Any] | str | None:  # type: ignore[override]  # Searcher.FINISHED is a str
         if self.stop_reason is not None or self._asked >= self._budget or self.ended_early is not None:

@@ -82,6 +82,7 @@ class StudyWriter:
     ) -> None:
         self.study = study
         self.tally = Tally()
+        self.told: list[Callable[[FrozenTrial], None]] = []  # called with each trial as it is told
         self._fence = fence
         self._after_trial = after_trial
 
@@ -162,6 +163,7 @@ class StudyWriter:
         if needs_retry:
             live.trial.set_user_attr(trial_attrs.NEEDS_RETRY, True)
         frozen = self.study.tell(live.trial, state=TrialState.FAIL)
+        self._announce(frozen)
         if not needs_retry:
             self.tally.failed += 1
             self._finished(frozen, None)
@@ -173,7 +175,13 @@ class StudyWriter:
             self.check()
         except LeaseLost:
             return None
-        return self.study.tell(live.trial, value, state=state)
+        frozen = self.study.tell(live.trial, value, state=state)
+        self._announce(frozen)
+        return frozen
+
+    def _announce(self, trial: FrozenTrial) -> None:
+        for listener in self.told:
+            listener(trial)
 
     def _finished(self, trial: FrozenTrial, wall: float | None) -> None:
         if wall is not None:

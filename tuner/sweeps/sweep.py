@@ -46,6 +46,8 @@ from tuner.sweeps import ask_ahead
 from tuner.sweeps.create import grid
 from tuner.sweeps.driver import LeaseKeeper, StopRequest, stop_on_signals
 from tuner.sweeps.dyneval_study import referenced_checkpoints
+from tuner.sweeps.trackers.guard import merged
+from tuner.sweeps.trackers.installed import check_available
 from tuner.sweeps.trial_policies import SweepPolicies
 from tuner.sweeps.warm_start import prior_trials
 from tuner.sweeps.widen import describe as describe_widening
@@ -148,6 +150,13 @@ def _all_failed(study: optuna.Study) -> str | None:
         "no error recorded",
     )
     return f"every trial FAILed ({len(trials)}); first error: {first}"
+
+
+def count_tracker_failures(study: optuna.Study, failures: Mapping[str, int]) -> None:
+    """Add this sweep's tracker failures to the study's `tracker_failures` (nothing when none)."""
+    if any(failures.values()):
+        stored = study.user_attrs.get(study_attrs.TRACKER_FAILURES)
+        study.set_user_attr(study_attrs.TRACKER_FAILURES, merged(stored, failures))
 
 
 def run_sweep(
@@ -260,8 +269,12 @@ def _drive(
     from tuner.sweeps.progress import ProgressTable
     from tuner.sweeps.ray_runtime import check_resources, sqlite_on_cluster_warning, start_ray
     from tuner.sweeps.searcher import METRIC, StudySearcher
+    from tuner.sweeps.trackers.callback import TrackerCallback, open_trackers
+    from tuner.sweeps.trackers.callback import describe as describe_trackers
     from tuner.sweeps.trainable import trial_kind
     from tuner.sweeps.trial_events import TrialEvents
+
+    check_available(spec)  # before Ray starts: a tracker the spec asks for is installed
 
     os.environ["TUNE_DISABLE_SIGINT_HANDLER"] = "1"  # our handler stops the sweep cleanly instead
     # The driver only samples: one torch thread keeps the GP off the cores the trials train on
@@ -321,6 +334,7 @@ def _drive(
             f"early stopping: {early}",
             *([f"ends early on: {stops}"] if (stops := policies.describe()) else []),
             f"db {redact_url(storage_url)}  storage {root}",
+            *describe_trackers(spec, name, root),
             *(
                 [f"warm start: {len(priors)} prior trials from {', '.join(attrs['warm_start']['studies'])}"]
                 if attrs.get(study_attrs.WARM_START)
@@ -336,6 +350,11 @@ def _drive(
     )
     # Only the adaptive scheduler starts from the study's finished curves: no read for the others.
     history = finished_curves(study) if scheduler == "adaptive" else None
+    trackers = TrackerCallback(
+        searcher,
+        open_trackers(spec, name, root),
+        lambda line: print(line, file=out or sys.stderr, flush=True),
+    )
     stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%d-%H%M%S")
     tuner = tune.Tuner(
         tune.with_resources(trainable or trial_kind(spec.checkpoint), resources),
@@ -353,7 +372,7 @@ def _drive(
             name=f"run-{stamp}",
             storage_path=str(root / "ray"),
             stop=SweepStopper(study, request, searcher),
-            callbacks=[TrialEvents(searcher), progress],
+            callbacks=[TrialEvents(searcher), progress, trackers],
             failure_config=tune.FailureConfig(max_failures=spec.max_retries),
             verbose=1 if verbose else 0,
         ),
@@ -375,8 +394,10 @@ def _drive(
         if request.reason is not None and status not in ("failed", "finished"):
             status = "stopped"
         progress.refresh(final=True)
+        failures = trackers.close(status)
         if searcher.writable:  # a driver that lost its lease leaves the status to the next one
             set_status(study, status)
+            count_tracker_failures(study, failures)
         if started_ray:
             import ray
 

@@ -197,6 +197,9 @@ def test_serving_beyond_loopback_with_a_read_token_or_public_reads(env, flags, t
     try:
         assert process.stdout is not None
         url = process.stdout.readline().split()[3]
+        # `serve` says where the TensorBoard runs of --tensorboard studies are.
+        hint = process.stdout.readline().strip()
+        assert hint.endswith(f"tensorboard --logdir {Path(env['storage']).resolve()}"), hint
         answer = httpx.get(f"{url}/studies/fixed", timeout=30)
         assert answer.status_code == (401 if token else 200)
         if token:

@@ -55,10 +55,17 @@ VALUES: dict[str, tuple[list[str], object]] = {
     "warm_start": (["donor"], "donor"),
     "seed": (["7"], 7),
     "checkpoint": ([CHECKPOINT], CHECKPOINT),
+    "tensorboard": ([], True),
+    "mlflow_uri": (["http://127.0.0.1:5000"], "http://127.0.0.1:5000"),
+    "mlflow_checkpoints": ([], True),
 }
 OVERRIDES = {"ranges": {"learning_rate": "0.001:0.003"}, "set": {"max_steps": 150}}
-# Fields valid only with another space than the default: the space their case uses.
-SPACES = {"checkpoint": "dyneval"}
+# Fields valid only with another field set too: the fields their case adds (a space other than the
+# default, the MLflow server that checkpoints go to).
+NEEDS: dict[str, dict[str, str]] = {
+    "checkpoint": {"space": "dyneval"},
+    "mlflow_checkpoints": {"mlflow_uri": "http://127.0.0.1:5000"},
+}
 
 
 @pytest.fixture(scope="module")
@@ -72,8 +79,8 @@ def _argv(field: str, model: str) -> list[str]:
     return words if field == "overrides" else [flag_name(field), *words]
 
 
-def _space_argv(field: str) -> list[str]:
-    return ["--space", SPACES[field]] if field in SPACES else []
+def _needs_argv(field: str) -> list[str]:
+    return [word for name, value in NEEDS.get(field, {}).items() for word in (flag_name(name), value)]
 
 
 def _expected(field: str, model: str) -> object:
@@ -103,7 +110,7 @@ def db(tmp_path):
 
 @pytest.mark.parametrize("field", sorted(SweepSpec.model_fields))
 def test_the_sweep_command_sets_and_stores_it(field, db, model, tmp_path):
-    args = build_parser().parse_args(["sweep", *_argv(field, model), *_space_argv(field)])
+    args = build_parser().parse_args(["sweep", *_argv(field, model), *_needs_argv(field)])
     fields = given(args)
     assert fields[field] == _expected(field, model)
     study = create_study("s", fields, storage_url=db, storage_path=tmp_path / "s")
@@ -153,13 +160,13 @@ def test_rest_and_remote_create_set_and_store_it(field, api, model):
     body = {
         "name": name,
         field: _expected(field, model),
-        **({"space": SPACES[field]} if field in SPACES else {}),
+        **NEEDS.get(field, {}),
     }
     response = httpx.post(f"{base}/studies", json=body, timeout=60)
     assert response.status_code == 201, response.text
     stored = SweepSpec.of(optuna.load_study(study_name=name, storage=url).user_attrs)
     assert _stored(stored, field) == _expected(field, model)
-    argv = ["remote", "--api", base, "create", f"remote-{name}", *_argv(field, model), *_space_argv(field)]
+    argv = ["remote", "--api", base, "create", f"remote-{name}", *_argv(field, model), *_needs_argv(field)]
     sent = create_body(build_parser().parse_args(argv))
     assert sent[field] == _expected(field, model)
     Remote(base).send("POST", "/studies", sent)
@@ -190,7 +197,7 @@ def test_resume_keeps_it_and_changes_only_safe_fields(field, db, model, tmp_path
     before = SweepSpec.of(study.user_attrs)
     assert run_sweep("r", db, changes={}).status == "finished"  # what REST /start runs
     assert SweepSpec.of(optuna.load_study(study_name="r", storage=db).user_attrs) == before
-    args = build_parser().parse_args(["sweep", "--resume", "r", *_argv(field, model)])
+    args = build_parser().parse_args(["sweep", "--resume", "r", *_argv(field, model), *_needs_argv(field)])
     changes = given(args)
     if field in RESUME_SAFE:
         run_sweep("r", db, changes=changes)
