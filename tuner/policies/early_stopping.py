@@ -29,7 +29,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from tuner import study_attrs
 from tuner.errors import InvalidInput
 
-TIME_ATTR = "step"  # what the schedulers count: training steps, as every trial reports them
+TIME_RESULT_KEY = "step"  # what the schedulers count: training steps, as every trial reports them
 # The schedulers (tuner.policies.schedulers). `adaptive`, the default: ASHA whose rungs prune once
 # the study's trials show they rank like the next point (tuner.policies.rank_agreement); `asha`:
 # Ray's ASHA as it is; `median`: the median stopping rule; `none`: every trial runs to the end.

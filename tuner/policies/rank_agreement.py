@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 from ray.tune.schedulers import ASHAScheduler, TrialScheduler
 
-from tuner.policies.early_stopping import TIME_ATTR, EarlyStopping
+from tuner.policies.early_stopping import TIME_RESULT_KEY, EarlyStopping
 
 # A rung prunes once MIN_PAIRS trials have values at it and at the next point (fewer: too noisy to
 # trust) and their Spearman correlation is at least this; below it, the rung is refuted for the run.
@@ -120,7 +120,7 @@ class AdaptiveASHA(ASHAScheduler):
     ) -> None:
         resolved = policy.resolved(max_steps, eval_every)
         super().__init__(
-            time_attr=TIME_ATTR,
+            time_attr=TIME_RESULT_KEY,
             max_t=max_steps,
             grace_period=int(resolved.grace_steps or eval_every),
             reduction_factor=resolved.reduction_factor,
@@ -138,7 +138,7 @@ class AdaptiveASHA(ASHAScheduler):
         self._record(trial, result)
         action = super().on_trial_result(tune_controller, trial, result)
         if action == TrialScheduler.STOP:
-            if int(result[TIME_ATTR]) < self.grace:  # a rung calibrating or refuted: it does not prune
+            if int(result[TIME_RESULT_KEY]) < self.grace:  # a rung calibrating or refuted: it does not prune
                 self._num_stopped -= 1
                 return TrialScheduler.CONTINUE
             self._update()
@@ -150,7 +150,7 @@ class AdaptiveASHA(ASHAScheduler):
         self._update()
 
     def _record(self, trial: Any, result: Mapping[str, Any]) -> None:
-        step, value = result.get(TIME_ATTR), result.get(self._metric or "")
+        step, value = result.get(TIME_RESULT_KEY), result.get(self._metric or "")
         if (
             step is not None
             and value is not None

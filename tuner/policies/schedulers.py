@@ -18,7 +18,7 @@ from ray.tune.schedulers import (
 )
 
 from trainer import TrainConfig
-from tuner.policies.early_stopping import SCHEDULERS, TIME_ATTR, EarlyStopping
+from tuner.policies.early_stopping import SCHEDULERS, TIME_RESULT_KEY, EarlyStopping
 from tuner.policies.rank_agreement import AdaptiveASHA, Curves
 
 
@@ -47,7 +47,7 @@ def make_scheduler(
         return AdaptiveASHA(policy, max_steps, every, history)
     if name == "asha":
         return ASHAScheduler(
-            time_attr=TIME_ATTR,
+            time_attr=TIME_RESULT_KEY,
             max_t=max_steps,
             grace_period=grace,
             reduction_factor=policy.reduction_factor,
@@ -56,7 +56,7 @@ def make_scheduler(
         )
     if name == "median":
         return MedianStoppingRule(
-            time_attr=TIME_ATTR,
+            time_attr=TIME_RESULT_KEY,
             grace_period=grace,
             min_samples_required=3,
             min_time_slice=math.inf,  # type: ignore[arg-type]  # Ray annotates int; inf = never pause

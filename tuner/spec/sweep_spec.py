@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import copy
 import math
+import re
 from collections.abc import Mapping
 from typing import Annotated, Any, ClassVar, Literal
 
@@ -252,11 +253,16 @@ def validate(raw: Mapping[str, Any]) -> SweepSpec:
 
 
 def describe(err: ValidationError) -> str:
-    """pydantic's errors as `field: problem` (the range pydantic states: `>= 1`, `one of ...`)."""
+    """pydantic's errors as `field: problem` (the range pydantic states: `>= 1`, `one of ...`), each
+    with the value given, any credentials in a URI masked (`scheme://***@host`)."""
     return "; ".join(
-        f"{'.'.join(str(p) for p in e.get('loc', ())) or 'spec'}: {e.get('msg')}, got {e.get('input')!r}"
+        f"{'.'.join(str(p) for p in e.get('loc', ())) or 'spec'}: {e.get('msg')}, "
+        f"got {_USERINFO.sub('***@', repr(e.get('input')))}"
         for e in err.errors()
     )
+
+
+_USERINFO = re.compile(r"(?<=://)[^/@\s'\"]+@")  # the user:password@ part of a URI
 
 
 def _legacy(attrs: Mapping[str, Any]) -> dict[str, Any]:
