@@ -15,6 +15,7 @@ from typing import Any
 
 import torch
 
+from .cells.mlstm import FORMS
 from .config import TrainConfig, make_config
 from .model import LanguageModel, ReverseCopyModel, make_model
 
@@ -55,6 +56,12 @@ def read_checkpoint(path: str | Path, map_location: str | torch.device = "cpu") 
     if not isinstance(ckpt, dict) or ckpt.get("format_version") != FORMAT_VERSION:
         raise ValueError(f"{path} is not an rnntune checkpoint (format {FORMAT_VERSION})")
     return ckpt
+
+
+def header() -> dict[str, Any]:
+    """The fields every checkpoint starts with: its format, and the multiplicative forms this
+    version tells apart (`checkpoint_config` reads older checkpoints by their absence)."""
+    return {"format_version": FORMAT_VERSION, FORMS_KEY: list(FORMS)}
 
 
 def checkpoint_config(ckpt: dict[str, Any]) -> TrainConfig:

@@ -21,15 +21,7 @@ from torch import Tensor
 from . import reverse_copy
 from .averaging import Decision, chosen_weights, make_averaging, swap_in
 from .cells import fallback
-from .cells.mlstm import FORMS
-from .checkpoint import (
-    FORMAT_VERSION,
-    FORMS_KEY,
-    checkpoint_config,
-    last_evaluation,
-    read_checkpoint,
-    save_atomic,
-)
+from .checkpoint import checkpoint_config, header, last_evaluation, read_checkpoint, save_atomic
 from .config import ConfigError, TrainConfig
 from .data import batchify, load_corpus
 from .device import autocast, resolve_device, set_matmul_precision
@@ -99,8 +91,7 @@ class Trainer:
     def _snapshot(self, eval_weights: list[Tensor] | None = None) -> dict[str, Any]:
         model_weights = eval_weights if eval_weights is not None else self.params
         return {
-            "format_version": FORMAT_VERSION,
-            FORMS_KEY: list(FORMS),
+            **header(),
             "config": self.cfg.to_dict(),
             "vocab": self.corpus.vocab,
             "hidden_size": self.model.hidden_size,

@@ -30,7 +30,6 @@ from tuner.policies.rank_agreement import describe_adaptive
 from tuner.samplers import RETIRED_SAMPLERS, make_sampler
 from tuner.space import SearchSpace
 from tuner.spec import SweepSpec
-from tuner.storage.attrs import set_study_attrs
 from tuner.storage.study import (
     StudyError,
     best_trial,
@@ -46,12 +45,12 @@ from tuner.sweeps import ask_ahead
 from tuner.sweeps.create import grid
 from tuner.sweeps.driver import LeaseKeeper, StopRequest, stop_on_signals
 from tuner.sweeps.dyneval_study import referenced_checkpoints
-from tuner.sweeps.trackers.guard import merged
+from tuner.sweeps.trackers.guard import count_tracker_failures
 from tuner.sweeps.trackers.installed import check_available
 from tuner.sweeps.trial_policies import SweepPolicies
 from tuner.sweeps.warm_start import prior_trials
 from tuner.sweeps.widen import describe as describe_widening
-from tuner.sweeps.widen import plan_widening
+from tuner.sweeps.widen import store_widening
 
 ZOMBIE_REASON = "sweep process died while the trial was running; found RUNNING on resume"
 # The file that says which study a storage folder belongs to.
@@ -152,13 +151,6 @@ def _all_failed(study: optuna.Study) -> str | None:
     return f"every trial FAILed ({len(trials)}); first error: {first}"
 
 
-def count_tracker_failures(study: optuna.Study, failures: Mapping[str, int]) -> None:
-    """Add this sweep's tracker failures to the study's `tracker_failures` (nothing when none)."""
-    if any(failures.values()):
-        stored = study.user_attrs.get(study_attrs.TRACKER_FAILURES)
-        study.set_user_attr(study_attrs.TRACKER_FAILURES, merged(stored, failures))
-
-
 def run_sweep(
     name: str,
     storage_url: str,
@@ -183,15 +175,8 @@ def run_sweep(
         keeper = LeaseKeeper(storage_url, name, request, generation)
         keeper.acquire()
         try:
-            if widen:
-                attrs, changes = plan_widening(study, widen)
-                storage = open_storage(storage_url)
-                try:
-                    set_study_attrs(storage, name, attrs)
-                finally:
-                    storage.engine.dispose()
-                for change in changes:
-                    print(describe_widening(change), file=options.get("out") or sys.stdout)
+            for change in store_widening(study, storage_url, widen):
+                print(describe_widening(change), file=options.get("out") or sys.stdout)
             outcome = _drive(study, storage_url, request, fence=keeper, **options)
         except Exception as err:
             keeper.raise_if_lost(err)

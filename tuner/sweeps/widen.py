@@ -23,7 +23,8 @@ from tuner.space import SearchSpace
 from tuner.space.boundaries import crowded_edges
 from tuner.space.params import fmt
 from tuner.space.widen import EDGES, check_widenable, widen
-from tuner.storage.study import StudyError, finished_count
+from tuner.storage.attrs import set_study_attrs
+from tuner.storage.study import StudyError, finished_count, open_storage
 
 
 def parse_widen(item: str) -> tuple[str, str | None]:
@@ -74,6 +75,19 @@ def plan_widening(
             }
         )
     return {study_attrs.SPACE_DEF: space.to_dict(), study_attrs.WIDENED: [*history, *changes]}, changes
+
+
+def store_widening(study: optuna.Study, storage_url: str, items: Sequence[tuple[str, str | None]]) -> list:
+    """Plan the widenings of `items` and store them in one transaction; the changes (none for no items)."""
+    if not items:
+        return []
+    attrs, changes = plan_widening(study, items)
+    storage = open_storage(storage_url)
+    try:
+        set_study_attrs(storage, study.study_name, attrs)
+    finally:
+        storage.engine.dispose()
+    return changes
 
 
 def describe(change: dict[str, Any]) -> str:

@@ -12,6 +12,9 @@ import threading
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
+import optuna
+
+from tuner import study_attrs
 from tuner.sweeps.trackers.records import Ending, Point
 
 # How long the end of a sweep waits for a tracker to write what is queued (a slow or unreachable
@@ -104,3 +107,10 @@ def merged(stored: Any, counts: Mapping[str, int]) -> dict[str, int]:
         if count:
             total[name] = total.get(name, 0) + count
     return total
+
+
+def count_tracker_failures(study: optuna.Study, failures: Mapping[str, int]) -> None:
+    """Add this sweep's tracker failures to the study's `tracker_failures` (nothing when none)."""
+    if any(failures.values()):
+        stored = study.user_attrs.get(study_attrs.TRACKER_FAILURES)
+        study.set_user_attr(study_attrs.TRACKER_FAILURES, merged(stored, failures))
