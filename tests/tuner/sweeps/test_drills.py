@@ -293,7 +293,8 @@ def shared_ray_head(tmp_path, monkeypatch):
             monkeypatch.setenv(key, value)  # the API passes RAY_* on to the sweeps it launches
         yield
     finally:
-        for sig, wait_s in ((signal.SIGTERM, 30), (signal.SIGKILL, 10)):
+        # `ray start --block` outlived 30 s of SIGTERM in every run: its processes get 5 s, then SIGKILL.
+        for sig, wait_s in ((signal.SIGTERM, 5), (signal.SIGKILL, 10)):
             try:
                 os.killpg(head.pid, sig)
                 head.wait(wait_s)
