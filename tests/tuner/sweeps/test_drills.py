@@ -293,7 +293,7 @@ def shared_ray_head(tmp_path, monkeypatch):
             monkeypatch.setenv(key, value)  # the API passes RAY_* on to the sweeps it launches
         yield
     finally:
-        # `ray start --block` outlived 30 s of SIGTERM in every run: its processes get 5 s, then SIGKILL.
+        # `ray start --block` did not exit within 30 s of SIGTERM (teardowns of 30.0 s): 5 s, then SIGKILL.
         for sig, wait_s in ((signal.SIGTERM, 5), (signal.SIGKILL, 10)):
             try:
                 os.killpg(head.pid, sig)
