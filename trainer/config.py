@@ -54,6 +54,17 @@ class ConfigError(ValueError):
     """A config that cannot be used; the message names the field and what is allowed."""
 
 
+# Every dropout rate of the model (a setting that turns regularisation off sets them all to 0).
+DROPOUTS = (
+    "input_dropout",
+    "inter_layer_dropout",
+    "cell_output_dropout",
+    "state_dropout",
+    "output_dropout",
+    "mos_latent_dropout",
+)
+
+
 class TrainConfig(BaseModel):
     """Everything one training run needs. Defaults train a small model on the built-in corpus."""
 
@@ -243,15 +254,7 @@ class TrainConfig(BaseModel):
     def _check_reverse_copy(self) -> TrainConfig:
         """Reverse copy trains without dropout (Mogrifier paper §4.3) and has no text to adapt to."""
         if self.dataset == "reverse_copy":
-            dropouts = (
-                "input_dropout",
-                "inter_layer_dropout",
-                "cell_output_dropout",
-                "state_dropout",
-                "output_dropout",
-                "mos_latent_dropout",
-            )
-            for name in dropouts:
+            for name in DROPOUTS:
                 if getattr(self, name) != 0.0:
                     raise ValueError(
                         f"{name} must be 0 for dataset reverse_copy (no dropout, Mogrifier paper §4.3)"

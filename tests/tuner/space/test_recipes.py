@@ -12,6 +12,7 @@ import pytest
 import yaml
 
 from trainer import make_config, train
+from trainer.config import DROPOUTS
 from trainer.model import build_model, count_parameters
 from tuner.space import BUILTIN_SPACES_DIR, list_spaces, load_space
 from tuner.space.schema import json_schema
@@ -253,14 +254,7 @@ def test_maupome_meurs_recipe_is_the_papers_setting(name):
     assert (cfg.dataset, cfg.input_encoding, cfg.multiplicative_form) == (dataset, "one_hot", "corrected")
     assert (cfg.batch_size, cfg.num_layers, cfg.num_params, cfg.dropout_samples) == (batch, 1, weights, 1)
     assert (cfg.optimizer, cfg.learning_rate, cfg.adam_beta1) == ("adam", 0.001, 0.9)  # Kingma & Ba
-    dropouts = (
-        "input_dropout",
-        "inter_layer_dropout",
-        "cell_output_dropout",
-        "state_dropout",
-        "output_dropout",
-    )
-    assert all(getattr(cfg, name) == 0.0 for name in dropouts) and cfg.l2_penalty == 0.0
+    assert all(getattr(cfg, name) == 0.0 for name in DROPOUTS) and cfg.l2_penalty == 0.0
     assert (cfg.averaging, cfg.chrono_init, cfg.divergence_restores) == ("none", False, 0)
     assert cfg.max_steps == 10 * cfg.eval_every  # 10 epochs, evaluated once per epoch
     assert list(space.params) == ["cell"]
