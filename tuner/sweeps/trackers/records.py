@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from tuner import trial_attrs
 from tuner.sweeps.lifecycle import FINAL, METRIC
 
 # The scalars of an evaluation that trackers log: the validation curve, the training loss,
@@ -68,6 +69,6 @@ def ending(state: str, value: float | None, user_attrs: Mapping[str, Any]) -> En
     return Ending(
         state,
         float(value) if finite and value is not None else None,
-        user_attrs.get("checkpoint") or None,
-        user_attrs.get("error") or None,
+        user_attrs.get(trial_attrs.CHECKPOINT) or None,
+        user_attrs.get(trial_attrs.ERROR) or None,
     )
