@@ -16,6 +16,7 @@ from contextlib import contextmanager
 import torch
 from torch import Tensor
 
+from .config import DROPOUTS
 from .model import LanguageModel, detach_state
 from .objective import repeat_for_samples, token_log_likelihood
 
@@ -26,15 +27,6 @@ TEMPERATURE_GRID = tuple(round(0.70 + 0.05 * i, 2) for i in range(13))  # 0.70 â
 MC_SCALE_GRID = (0.6, 0.7, 0.8, 0.9, 1.0)
 # Monte Carlo dropout runs at most this many rows (samples Ã— streams) through the model at once.
 MC_CHUNK_ROWS = 1024
-# The dropout rates Monte Carlo evaluation scales (every dropout of the model, trainer/model.py).
-DROPOUT_RATES = (
-    "input_dropout",
-    "inter_layer_dropout",
-    "cell_output_dropout",
-    "state_dropout",
-    "output_dropout",
-    "mos_latent_dropout",
-)
 
 
 @torch.no_grad()
@@ -125,7 +117,9 @@ def dropout_on(model: LanguageModel, scale: float = 1.0) -> Iterator[None]:
     if not 0.0 < scale <= 1.0:
         raise ValueError(f"the dropout scale must be in (0, 1], not {scale}")
     was_training, cfg = model.training, model.cfg
-    model.cfg = cfg.model_copy(update={name: getattr(cfg, name) * scale for name in DROPOUT_RATES})
+    model.cfg = cfg.model_copy(
+        update={name: getattr(cfg, name) * scale for name in DROPOUTS}
+    )  # every dropout, scaled
     model.train()
     try:
         yield
