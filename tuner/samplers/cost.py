@@ -12,7 +12,7 @@ minus log E[c(x)], with E[c] the mean of the log-normal the GP's log-cost poster
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,7 +25,7 @@ COST_ATTR = trial_attrs.SECONDS_PER_STEP  # a trial's measured training seconds 
 MIN_TRIALS = 3  # trials with a measured cost before the model is fitted
 
 
-def step_cost(result: dict[str, Any], before: float | None) -> float | None:
+def step_cost(result: Mapping[str, Any], before: float | None) -> float | None:
     """Seconds per training step from a trainer report (`elapsed_s` of training over `step`), when
     it moved more than 5% from `before` (what the trial recorded last); else None (nothing to write)."""
     elapsed, step = result.get("elapsed_s"), result.get("step")

@@ -121,7 +121,7 @@ class StudyWriter:
                 return
             live.curve[evaluation.step] = evaluation.value
         # Seconds per training step, for cost-aware search (written when it moves by more than 5%).
-        attrs = {COST_ATTR: step_cost(dict(result), live.attrs.get(COST_ATTR)), **evaluation.attrs}
+        attrs = {COST_ATTR: step_cost(result, live.attrs.get(COST_ATTR)), **evaluation.attrs}
         for attr, new in attrs.items():
             if new and live.attrs.get(attr) != new:
                 try:

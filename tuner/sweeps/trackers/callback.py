@@ -17,7 +17,6 @@ from tuner.spec import SweepSpec
 from tuner.sweeps.lifecycle import METRIC
 from tuner.sweeps.searcher import StudySearcher
 from tuner.sweeps.trackers.guard import Guard, Tracker
-from tuner.sweeps.trackers.installed import check_available
 from tuner.sweeps.trackers.records import Point, ending, point
 from tuner.sweeps.trackers.tensorboard import TensorBoardRuns, logdir
 
@@ -37,8 +36,7 @@ def open_trackers(spec: SweepSpec, study_name: str, storage_root: Path) -> list[
     trackers: list[Tracker] = []
     if spec.tensorboard:
         trackers.append(TensorBoardRuns(storage_root))
-    if spec.mlflow_uri:
-        check_available(spec)
+    if spec.mlflow_uri:  # its client's presence was checked before Ray started (sweep.py)
         from tuner.sweeps.trackers.mlflow_runs import MlflowRuns  # the optional dependency
 
         trackers.append(MlflowRuns(spec.mlflow_uri, study_name, spec.mlflow_checkpoints))
