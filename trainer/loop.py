@@ -205,35 +205,34 @@ class Trainer:
         loss = training_loss(ll, self.params, cfg.l2_penalty)
         per_token = -ll.detach().mean()
         self.optimizer.zero_grad(set_to_none=True)
-        immediate = self.watch.every == 1
-        if immediate and (problem := self.watch.loss_problem(per_token.item())) is not None:
-            self.recover(problem)
-            return per_token.item()
+        immediate = self.watch.immediate
+        value = per_token.item() if immediate else math.nan
+        if immediate and not math.isfinite(value):
+            self.recover(f"training loss {value:.4g} nats/token")
+            return value
         loss.backward()
         norm = torch.nn.utils.clip_grad_norm_(self.params, cfg.grad_clip)
         if immediate and not torch.isfinite(norm):
             self.recover("non-finite gradient")
-            return per_token.item()
-        if not immediate:
-            self.watch.add(per_token, norm)
+            return value
+        self.watch.add(per_token, norm)
         self.optimizer.step()
         dtype = self.params[0].dtype  # the carried state stays in the weights' precision under bf16
         self.state = [tuple(t.to(dtype) for t in s) for s in detach_state(state)]
         self.averaging.add_weights(self.params)
         self.step += 1
         self.tokens += ll.numel()
-        if immediate:
-            return per_token.item()
-        return self.settle() if self.step % self.watch.every == 0 else math.nan
+        settled = self.settle() if self.step % self.watch.every == 0 else math.nan
+        return value if immediate else settled
 
     def settle(self) -> float:
-        """Read the divergence checks pending on the device and restore the best checkpoint if a
-        step diverged; the mean training loss of the steps read (NaN when none were pending)."""
+        """Read the divergence checks pending on the device and restore the best checkpoint if the
+        steps read diverged; the mean training loss of the steps read (NaN when none were pending)."""
         if not self.watch.pending:
             return math.nan
-        mean, diverged = self.watch.read()
-        if diverged:
-            self.recover(f"divergence within the last steps (mean loss {mean:.4g} nats/token)")
+        mean, problem = self.watch.read()
+        if problem is not None:
+            self.recover(problem)
         return mean
 
     def _validate(self) -> tuple[float, float | None]:

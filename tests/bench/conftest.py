@@ -31,3 +31,8 @@ def replicate() -> Iterator[ModuleType]:
 @pytest.fixture(scope="module")
 def multifidelity() -> Iterator[ModuleType]:
     yield from _script("multifidelity")
+
+
+@pytest.fixture(scope="module")
+def ptb_size_corpus() -> Iterator[ModuleType]:
+    yield from _script("ptb_size_corpus")

@@ -1,7 +1,8 @@
 """Divergence checks read every few steps, as on CUDA (trainer/divergence.py), exercised on CPU by
 setting the run's check interval: no step between reads reads a tensor on the host, a divergence
 is found at the next read and restores the best checkpoint with the learning rate cut, and the
-metrics keep their training loss."""
+metrics keep their training loss. An explosion is a window's mean loss, on every device: a
+one-step spike is not a divergence."""
 
 from __future__ import annotations
 
@@ -14,13 +15,14 @@ import torch
 from tests.trainer.test_loop import tiny
 from trainer import Trainer
 from trainer.checkpoint import read_checkpoint
-from trainer.loop import LR_DECAY_ON_RESTORE
+from trainer.loop import LR_DECAY_ON_RESTORE, TrainingDiverged
 
 EVERY = 4
 
 
 def deferred(trainer: Trainer) -> Trainer:
-    trainer.watch.every = EVERY  # what CUDA uses (CHECK_EVERY_CUDA), shorter
+    trainer.watch.every = EVERY  # what CUDA uses (WINDOW), shorter
+    trainer.watch.immediate = False  # no per-step reads, as on CUDA
     return trainer
 
 
@@ -73,3 +75,41 @@ def test_a_run_with_deferred_checks_reports_its_training_loss(tmp_path):
     lines = [json.loads(line) for line in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
     assert [m["step"] for m in lines] == [10, 20]
     assert all(math.isfinite(m["train_loss"]) and m["train_loss"] > 0 for m in lines)
+
+
+def _spike(trainer: Trainer, steps: set[int], factor: float = 3.0) -> None:
+    """Scale the model's log-probabilities by `factor` (a finite loss above the explosion
+    bound) on the forward passes numbered in `steps` (0-based)."""
+    calls = iter(range(10**6))
+
+    def hook(mod, args, out):
+        return (out[0] * factor, out[1]) if next(calls) in steps else out
+
+    trainer.model.register_forward_hook(hook)
+
+
+@pytest.mark.parametrize("immediate", [True, False], ids=["cpu", "deferred as on cuda"])
+def test_a_one_step_spike_is_not_a_divergence(tmp_path, immediate):
+    """Adam's first steps with β1 = 0 spiked one step's loss to 2.6x a uniform prediction's and
+    recovered (docs/gpu.md): the window's mean decides, on both paths alike."""
+    trainer = Trainer(tiny(tmp_path, max_steps=100, divergence_restores=0))
+    trainer.watch.every, trainer.watch.immediate = EVERY, immediate
+    _spike(trainer, {1})
+    losses = [trainer.train_step() for _ in range(2 * EVERY)]
+    assert trainer.restores == 0
+    if immediate:
+        assert losses[1] > trainer.watch.explosion  # the spike itself was above the bound
+
+
+@pytest.mark.parametrize("immediate", [True, False], ids=["cpu", "deferred as on cuda"])
+def test_a_window_above_the_bound_is_a_divergence_naming_its_mean(tmp_path, immediate):
+    trainer = Trainer(tiny(tmp_path, max_steps=100, divergence_restores=0))
+    trainer.watch.every, trainer.watch.immediate = EVERY, immediate
+    _spike(trainer, set(range(100)))
+    for _ in range(EVERY - 1):
+        trainer.train_step()
+    with pytest.raises(
+        TrainingDiverged,
+        match=rf"step {EVERY} \(mean training loss [\d.]+ nats/token over the last {EVERY} steps, above twice a uniform",
+    ):
+        trainer.train_step()
