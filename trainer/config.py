@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError,
 
 Cell = Literal["lstm", "mogrifier_lstm", "rlstm", "mlstm", "tmlstm", "mgru", "tmgru"]
 Architecture = Literal["residual", "skip"]
-Dataset = Literal["builtin", "ptb", "ptb_char", "wikitext2", "enwik8", "text8", "reverse_copy"]
+Dataset = Literal["builtin", "ptb", "ptb_char", "wikitext2", "enwik8", "text8", "mwc", "reverse_copy"]
 Optimizer = Literal["radam", "adam"]
 Averaging = Literal["2ta", "switch", "none"]
 MultiplicativeForm = Literal["default", "corrected", "printed"]

@@ -1,4 +1,4 @@
-"""Corpora: the standard files of PTB, Wikitext-2, Enwik8 and Text8, a built-in corpus, reverse copy.
+"""Corpora: the standard files of PTB, Wikitext-2, Enwik8, Text8 and MWC, a built-in corpus, reverse copy.
 
 For reverse copy the splits are example tensors [N, L] rather than token streams.
 
@@ -182,6 +182,8 @@ def load_corpus(cfg: TrainConfig) -> Corpus:
         return _hutter(cfg, "enwik8", as_bytes=True)
     if cfg.dataset == "text8":
         return _hutter(cfg, "text8", as_bytes=False)
+    if cfg.dataset == "mwc":
+        return _mwc(cfg)
     raise DataError(f"unknown dataset {cfg.dataset!r}")
 
 
@@ -204,3 +206,15 @@ def batchify(ids: Tensor, batch_size: int) -> Tensor:
     if n < 2:
         raise DataError(f"{ids.numel()} tokens are too few for batch size {batch_size}")
     return ids[: n * batch_size].view(batch_size, n).t().contiguous()
+
+
+def _mwc(cfg: TrainConfig) -> Corpus:
+    """One language of the Multilingual Wikipedia Corpus (Kawakami et al. 2017): train.txt,
+    valid.txt and test.txt of raw UTF-8 text, modelled character by character (newlines too), the
+    alphabet taken from all three splits as for PTB characters."""
+    assert cfg.data_dir is not None
+    splits = {
+        split: list(_read(Path(cfg.data_dir) / f"{split}.txt", "mwc")) for split in ("train", "valid", "test")
+    }
+    vocab, ids = _numericalize("mwc", splits, closed_vocab=False)
+    return Corpus("mwc", vocab, ids["train"], ids["valid"], ids["test"], word_level=False)

@@ -69,3 +69,12 @@ def write_hutter(folder: Path, name: str, n: int = 2000) -> Path:
     text = " ".join(sentences(n, 0))
     (folder / name).write_bytes((text if name == "text8" else f"<page>{text}</page>\n").encode())
     return folder
+
+
+def write_mwc(folder: Path, n: int = 300) -> Path:
+    """One MWC language's train.txt, valid.txt and test.txt: raw UTF-8 lines with Finnish letters."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for split, seed in (("train", 0), ("valid", 1), ("test", 2)):
+        lines = [line.replace("a", "ä", 1) for line in sentences(n if split == "train" else n // 5, seed)]
+        (folder / f"{split}.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return folder

@@ -80,3 +80,17 @@ def test_reverse_copy_splits_are_fixed_example_sets():
 def test_batchify_is_time_major():
     data = batchify(torch.arange(10), 2)
     assert data.shape == (5, 2) and data[:, 0].tolist() == [0, 1, 2, 3, 4]
+
+
+def test_mwc_reads_one_languages_split_files_as_unicode_characters(tmp_path):
+    from tests.trainer.corpora import write_mwc
+
+    write_mwc(tmp_path)
+    corpus = load_corpus(make_config({"dataset": "mwc", "data_dir": str(tmp_path)}))
+    assert "ä" in corpus.vocab and "\n" in corpus.vocab and not corpus.word_level
+    train = (tmp_path / "train.txt").read_text(encoding="utf-8")
+    assert corpus.train.numel() == len(train)  # one symbol per code point, newlines included
+    assert "".join(corpus.vocab[i] for i in corpus.train[:40].tolist()) == train[:40]
+    (tmp_path / "valid.txt").unlink()
+    with pytest.raises(DataError, match=r"mwc: expected the file .*valid\.txt"):
+        load_corpus(make_config({"dataset": "mwc", "data_dir": str(tmp_path)}))

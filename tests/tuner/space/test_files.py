@@ -19,7 +19,7 @@ RECIPES = [
     for task in ("ptb", "wt2", "enwik8")
     for model in ("lstm", "mogrifier_lstm")
 ] + [f"circling_back_ptb_{model}" for model in ("lstm", "rlstm", "mogrifier_lstm", "mogrifier_rlstm")]
-RECIPES += ["mogrifier_paper_ptb_char_mogrifier_lstm"]
+RECIPES += ["mogrifier_paper_ptb_char_mogrifier_lstm", "mogrifier_paper_mwc_mogrifier_lstm"]
 RECIPES += [f"circling_back_{task}_mogrifier_rlstm" for task in ("wt2", "ptb_char", "enwik8", "text8")]
 RECIPES += ["maupome_meurs_ptb_char", "maupome_meurs_text8"]
 SHIPPED = [

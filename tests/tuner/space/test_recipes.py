@@ -34,6 +34,7 @@ CIRCLING_BACK = {  # Circling Back §7 / thesis §4.6 on PTB: (cell, mogrified)
 # The other datasets' recipes: (dataset, layers, BPTT, batch, D) as each paper states them.
 OTHER_DATASETS = {
     "mogrifier_paper_ptb_char_mogrifier_lstm": ("ptb_char", 2, 150, 128, 1),  # Mogrifier §3.3
+    "mogrifier_paper_mwc_mogrifier_lstm": ("mwc", 2, 150, 128, 1),  # Mogrifier §3.2, §3.3
     "circling_back_wt2_mogrifier_rlstm": ("wikitext2", 2, 70, 128, 4),  # Circling Back §7
     "circling_back_ptb_char_mogrifier_rlstm": ("ptb_char", 2, 200, 128, 4),
     "circling_back_enwik8_mogrifier_rlstm": ("enwik8", 6, 256, 128, 1),
@@ -228,6 +229,8 @@ def _corpus(dataset: str, folder):
         return corpora.write_ptb_char(folder)
     if dataset == "wikitext2":
         return corpora.write_wikitext2(folder)
+    if dataset == "mwc":
+        return corpora.write_mwc(folder)
     return corpora.write_hutter(folder, dataset)
 
 
