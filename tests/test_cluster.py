@@ -233,8 +233,9 @@ class Cluster:
 
         return make_url(self.db_url).password
 
-    def start_sweep(self, name: str, trials: int, settings: dict, follow: bool) -> Proc:
-        """`rnntune remote create --start` (what the compose `sweep` service runs) against the API."""
+    def start_sweep(self, name: str, trials: int, settings: dict) -> Proc:
+        """`rnntune remote create --start --follow` (what the compose `sweep` service runs) against
+        the API: it starts the sweep, then follows it to its end."""
         env = {**self.base_env, "RNNTUNE_API_URL": self.api_url, "RNNTUNE_API_TOKEN": self.api_token}
         cmd = [
             BIN / "rnntune",
@@ -258,7 +259,7 @@ class Cluster:
             "--start",
         ]
         cmd += [arg for k, v in settings.items() for arg in ("--set", f"{k}={v}")]
-        return self.procs.start(f"remote-{name}", cmd + (["--follow"] if follow else []), env)
+        return self.procs.start(f"remote-{name}", [*cmd, "--follow"], env)
 
     def study(self, name: str):
         import optuna
@@ -401,30 +402,81 @@ def nodes_of(study) -> set[str]:
     return {t.user_attrs.get("node") for t in study.trials if t.user_attrs.get("node")}
 
 
-def test_sweep_through_the_api_runs_on_both_nodes_with_everything_in_postgres(cluster: Cluster) -> None:
+def test_sweep_through_the_api_on_both_nodes_survives_a_worker_node_killed_mid_trial(
+    cluster: Cluster,
+) -> None:
+    """One sweep started through the API, as the compose `sweep` service does: its trials run on
+    both Ray nodes; the worker node is killed while a trial reports from it, and that trial is
+    retried on the other node; everything (states, params, curves, checkpoints, nodes) is in
+    PostgreSQL, the API reads it and serves the best checkpoint, and no secret is left in a file."""
     from optuna.trial import TrialState
 
     from tests.tuner.sweep_checks import check_trials
     from trainer import load_checkpoint
 
     name = "cluster-e2e"
-    launcher = cluster.start_sweep(name, trials=4, settings=TINY_SETTINGS, follow=True)
-    code = wait_exit(launcher, 600, [cluster.head, cluster.worker, cluster.api])
-    assert code == 0, launcher.tail()
+    settings = {**TINY_SETTINGS, "max_steps": 300, "eval_every": 10}
+    launcher = cluster.start_sweep(name, trials=3, settings=settings)
 
-    # Everything is in PostgreSQL: states, params, curves, checkpoints, nodes.
+    victim: list = []
+
+    def running_on_worker() -> bool:
+        for t in cluster.study(name).trials:
+            if (
+                t.state == TrialState.RUNNING
+                and t.user_attrs.get("node") == WORKER_IP
+                and t.intermediate_values
+            ):
+                victim.append(t)
+                return True
+        return False
+
+    wait_for(
+        "a trial reporting from the worker node",
+        running_on_worker,
+        300,
+        [cluster.head, cluster.worker, cluster.api],
+    )
+    killed = victim[0]
+    cluster.procs.kill_tree(cluster.worker)
+
+    wait_for(
+        "the sweep to finish",
+        lambda: cluster.study_json(name)["status"] in ("finished", "failed", "stopped"),
+        600,
+        [cluster.head, cluster.api],
+        step=2.0,
+    )
+    assert wait_exit(launcher, 120, [cluster.head, cluster.api]) == 0, launcher.tail()
     study = cluster.study(name)
+    assert study.user_attrs["status"] == "finished", [(t.number, t.state, t.user_attrs) for t in study.trials]
+    trials = {t.number: t for t in study.trials}
+    dead = trials[killed.number]
+    assert dead.state == TrialState.FAIL and dead.user_attrs.get("error"), dead
+    retries = [t for t in study.trials if t.user_attrs.get("retry_of") == killed.number]
+    assert len(retries) == 1, [(t.number, t.user_attrs.get("retry_of")) for t in study.trials]
+    retry = retries[0]
+    assert retry.state == TrialState.COMPLETE and retry.params == dead.params
+    assert retry.user_attrs["node"] != WORKER_IP, "the retry ran on the dead node"
+    assert max(retry.intermediate_values) == settings["max_steps"]
+    # Nothing lost: every trial is finished or a FAIL that was retried; the study reached its count.
     states = check_trials(study)
-    assert states.get(TrialState.COMPLETE) == 4 and len(study.trials) == 4, states
-    assert study.user_attrs["status"] == "finished"
+    assert states.get(TrialState.COMPLETE, 0) + states.get(TrialState.PRUNED, 0) == 3, states
     for t in study.trials:
-        assert Path(t.user_attrs["checkpoint"]).resolve().is_relative_to(cluster.storage.resolve())
+        if t.state == TrialState.FAIL:
+            assert any(
+                r.user_attrs.get("retry_of") == t.number and r.state == TrialState.COMPLETE
+                for r in study.trials
+            ), f"FAIL trial {t.number} was never retried"
     nodes = nodes_of(study)
     assert WORKER_IP in nodes and len(nodes) == 2, f"trials ran on {nodes}, not on both Ray nodes"
+    for t in study.trials:
+        if t.state == TrialState.COMPLETE:
+            assert Path(t.user_attrs["checkpoint"]).resolve().is_relative_to(cluster.storage.resolve())
 
     # The API reads the same study.
     detail = cluster.study_json(name)
-    assert detail["status"] == "finished" and detail["counts"]["COMPLETE"] == 4
+    assert detail["status"] == "finished" and detail["counts"]["COMPLETE"] == states[TrialState.COMPLETE]
     assert detail["best_trial"]["number"] == study.best_trial.number
 
     # The best checkpoint downloads through the API and loads into the trainer.
@@ -458,64 +510,3 @@ def test_sweep_through_the_api_runs_on_both_nodes_with_everything_in_postgres(cl
         if cluster.db_password in e
     ]
     assert not leaks, "\n".join(leaks)
-
-
-def test_worker_node_killed_mid_trial_is_retried_on_the_other_node(cluster: Cluster) -> None:
-    from optuna.trial import TrialState
-
-    from tests.tuner.sweep_checks import check_trials
-
-    name = "cluster-kill"
-    settings = {**TINY_SETTINGS, "max_steps": 300, "eval_every": 10}
-    launcher = cluster.start_sweep(name, trials=3, settings=settings, follow=False)
-    assert wait_exit(launcher, 120, [cluster.head, cluster.worker, cluster.api]) == 0, launcher.tail()
-
-    victim: list = []
-
-    def running_on_worker() -> bool:
-        for t in cluster.study(name).trials:
-            if (
-                t.state == TrialState.RUNNING
-                and t.user_attrs.get("node") == WORKER_IP
-                and t.intermediate_values
-            ):
-                victim.append(t)
-                return True
-        return False
-
-    wait_for(
-        "a trial reporting from the worker node",
-        running_on_worker,
-        300,
-        [cluster.head, cluster.worker, cluster.api],
-    )
-    killed = victim[0]
-    cluster.procs.kill_tree(cluster.worker)
-
-    wait_for(
-        "the sweep to finish",
-        lambda: cluster.study_json(name)["status"] in ("finished", "failed", "stopped"),
-        600,
-        [cluster.head, cluster.api],
-        step=2.0,
-    )
-    study = cluster.study(name)
-    assert study.user_attrs["status"] == "finished", [(t.number, t.state, t.user_attrs) for t in study.trials]
-    trials = {t.number: t for t in study.trials}
-    dead = trials[killed.number]
-    assert dead.state == TrialState.FAIL and dead.user_attrs.get("error"), dead
-    retries = [t for t in study.trials if t.user_attrs.get("retry_of") == killed.number]
-    assert len(retries) == 1, [(t.number, t.user_attrs.get("retry_of")) for t in study.trials]
-    retry = retries[0]
-    assert retry.state == TrialState.COMPLETE and retry.params == dead.params
-    assert retry.user_attrs["node"] != WORKER_IP, "the retry ran on the dead node"
-    assert max(retry.intermediate_values) == settings["max_steps"]
-    # Nothing lost: every trial is finished or a FAIL that was retried; the study reached its count.
-    states = check_trials(study)
-    assert states.get(TrialState.COMPLETE, 0) + states.get(TrialState.PRUNED, 0) == 3, states
-    for t in study.trials:
-        if t.state == TrialState.FAIL:
-            assert any(
-                r.user_attrs.get("retry_of") == t.number and r.state == TrialState.COMPLETE
-                for r in study.trials
-            ), f"FAIL trial {t.number} was never retried"
