@@ -421,7 +421,11 @@ def test_sweep_through_the_api_on_both_nodes_survives_a_worker_node_killed_mid_t
     victim: list = []
 
     def running_on_worker() -> bool:
-        for t in cluster.study(name).trials:
+        try:
+            trials = cluster.study(name).trials
+        except KeyError:  # the client has not created the study yet
+            return False
+        for t in trials:
             if (
                 t.state == TrialState.RUNNING
                 and t.user_attrs.get("node") == WORKER_IP

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import os
 import secrets
 import subprocess
@@ -152,14 +153,46 @@ def placement_problem(
     return None
 
 
-def check_resources(per_trial: Mapping[str, float]) -> None:
+def trials_at_once(per_trial: Mapping[str, float], nodes: Sequence[Mapping[str, float]]) -> int:
+    """How many trials asking `per_trial` ({"cpu": n, "gpu": m}) the nodes (Ray's CPU, GPU totals)
+    run at the same time, each trial on one node."""
+    total = 0
+    for node in nodes:
+        fits = [
+            math.floor(float(node.get(FIELDS[key][2], 0.0)) / amount + 1e-9)
+            for key, amount in per_trial.items()
+            if amount > 0 and key in FIELDS
+        ]
+        total += min(fits) if fits else 0
+    return total
+
+
+def crowding_note(
+    per_trial: Mapping[str, float], parallel: int, nodes: Sequence[Mapping[str, float]]
+) -> str | None:
+    """A line for the sweep's header when more trials are in flight than the cluster runs at once:
+    Ray queues the rest, already sampled. Not a refusal: nodes that join later (`docker compose up
+    --scale ray-worker=N`, an autoscaler) run them."""
+    at_once = trials_at_once(per_trial, nodes)
+    if parallel <= at_once:
+        return None
+    return (
+        f"note: parallel {parallel}, but the {len(nodes)} node(s) of the Ray cluster run {at_once} trial(s) "
+        f"of this size at once; the other {parallel - at_once} wait in Ray's queue, sampled before the "
+        f"running ones report (lower --parallel, or add nodes)"
+    )
+
+
+def check_resources(per_trial: Mapping[str, float], parallel: int) -> str | None:
     """Refuse per-trial resources that no node of the joined cluster has (Tune would wait for them
-    forever); NotEnoughResources names the spec field."""
+    forever; NotEnoughResources names the spec field); the crowding note, if `parallel` trials do
+    not all run at once."""
     import ray
 
     nodes = [node.get("Resources", {}) for node in ray.nodes() if node.get("Alive")]
     if (problem := placement_problem(per_trial, nodes, "the Ray cluster")) is not None:
         raise NotEnoughResources(problem)
+    return crowding_note(per_trial, parallel, nodes)
 
 
 def cluster_nodes(

@@ -272,7 +272,7 @@ def _drive(
     started_ray = False
     try:
         started_ray = start_ray(ray_address, num_cpus, verbose)
-        check_resources(resources)
+        crowded = check_resources(resources, parallel)
     except Exception:
         set_status(study, "failed")
         if started_ray:
@@ -312,7 +312,7 @@ def _drive(
     if spec.checkpoint:
         early += f" (each trial evaluates {spec.checkpoint} once, trains nothing)"
     progress.header(
-        ([warning] if warning else [])
+        [line for line in (warning, crowded) if line]
         + [
             f"study {name}  space {space.name}  sampler {spec.sampler}  scheduler {scheduler}  "
             f"parallel {parallel}  per trial {spec.cpus_per_trial:g} CPU, {spec.gpus_per_trial:g} GPU",

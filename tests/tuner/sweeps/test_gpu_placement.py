@@ -9,7 +9,7 @@ import torch
 
 from trainer.device import cuda_problem
 from tuner.sweeps.placement import GPUUnusable, assigned_device
-from tuner.sweeps.ray_runtime import check_cluster, placement_problem
+from tuner.sweeps.ray_runtime import check_cluster, crowding_note, placement_problem, trials_at_once
 
 
 def test_auto_means_the_gpu_ray_assigned_and_the_cpu_without_one():
@@ -47,3 +47,21 @@ def test_the_api_check_skips_the_cluster_for_default_trials(monkeypatch):
     # An unreachable address: asking it would fail, so passing proves no question was asked.
     monkeypatch.setenv("RAY_ADDRESS", "127.0.0.1:1")
     check_cluster({"cpu": 1.0, "gpu": 0.0})
+
+
+def test_trials_at_once_counts_per_node_by_the_scarcest_resource():
+    head, worker = {"CPU": 2.0, "GPU": 0.0}, {"CPU": 16.0, "GPU": 1.0}
+    assert trials_at_once({"cpu": 1, "gpu": 0}, [head, worker]) == 18
+    assert trials_at_once({"cpu": 2, "gpu": 0.25}, [head, worker]) == 4  # the GPU: 4 quarters, on one node
+    assert trials_at_once({"cpu": 8, "gpu": 0.25}, [head, worker]) == 2  # the worker's CPUs: 16 / 8
+    assert trials_at_once({"cpu": 0.25, "gpu": 1 / 3}, [{"CPU": 4.0, "GPU": 1.0}]) == 3  # 1 / (1/3) is 3
+
+
+def test_more_trials_in_flight_than_the_cluster_runs_get_a_note_not_a_refusal():
+    nodes = [{"CPU": 2.0, "GPU": 0.0}]
+    assert crowding_note({"cpu": 1, "gpu": 0}, 2, nodes) is None
+    note = crowding_note({"cpu": 1, "gpu": 0}, 8, nodes)
+    assert note is not None and note.startswith(
+        "note: parallel 8, but the 1 node(s) of the Ray cluster run 2"
+    )
+    assert "the other 6 wait in Ray's queue" in note
