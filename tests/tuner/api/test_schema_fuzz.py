@@ -15,6 +15,10 @@ children inherit `PYTHONHOME=/nonexistent` (an allow-listed variable) and die at
 is a real launch that fails, never a Ray sweep. (Schemathesis' own pytest plugin does not run under
 pytest 9 yet, hence plain Hypothesis over its strategies and state machine.)
 
+POST /studies is also sent bodies whose `overrides.set` fixes real numeric trainer settings to
+extreme integers (`with_extreme_settings`), and a mutation check requires those values to reach
+the overflow once a bound is removed.
+
 Deterministic in `make test`: every generated strategy and every state-machine run has a fixed seed
 (`SEED` plus its index) and no example database, so the same commit sends the same cases.
 `make fuzz` (RNNTUNE_FUZZ_EXPLORE=1) draws fresh seeds and more examples to find new cases; a case
@@ -40,6 +44,7 @@ import httpx
 import pytest
 import schemathesis
 from hypothesis import HealthCheck, Phase, given, seed, settings
+from hypothesis import strategies as st
 from hypothesis.errors import FlakyStrategyDefinition
 from schemathesis import GenerationMode
 from schemathesis.checks import CHECKS, load_all_checks
@@ -154,6 +159,40 @@ def _tiny_space(case):
     return case
 
 
+def _numeric_settings() -> list[str]:
+    """The trainer's numeric settings, which `overrides.set` (a free-form map in the schema) fixes."""
+    from trainer.config import TrainConfig
+
+    props = TrainConfig.model_json_schema()["properties"]
+    return sorted(
+        name
+        for name, prop in props.items()
+        if {prop.get("type"), *(v.get("type") for v in prop.get("anyOf", []))} & {"integer", "number"}
+    )
+
+
+# Why the fuzz once reported no server error while a 10**400 in `max_steps` was a 500: `overrides.set`
+# is a free-form map in the schema, so its generated keys were random strings rather than settings,
+# and Hypothesis draws integers near zero, far below the 10**309 where a float overflows. This
+# strategy fixes real settings to values at and past every limit a number meets on its way.
+EXTREMES = st.sampled_from([10**400, -(10**400), 2**1024, 2**63, -(2**63), 10**9 + 1, -1, 0])
+
+
+def _extreme_settings(case, values: dict[str, int]):
+    if isinstance(case.body, dict):
+        case.body["overrides"] = {"set": values}
+    return case
+
+
+def with_extreme_settings(strategy):
+    """POST /studies bodies on the `tiny` space whose `overrides.set` fixes 1–3 numeric trainer
+    settings to extreme or arbitrary integers."""
+    settings_ = st.dictionaries(
+        st.sampled_from(_numeric_settings()), st.one_of(EXTREMES, st.integers()), min_size=1, max_size=3
+    )
+    return strategy.map(_tiny_space).flatmap(lambda case: settings_.map(lambda v: _extreme_settings(case, v)))
+
+
 def http_valid(case) -> bool:
     """Whether the case's headers are ones an HTTP/1.1 client sends as they are: no transport-owned
     header, every value a valid field value (see the module docstring)."""
@@ -186,6 +225,7 @@ def _strategies(operations, mode):
                 yield operation, operation.as_strategy(generation_mode=mode, path_parameters={"name": name})
         if operation.label == "POST /studies" and mode == GenerationMode.POSITIVE:
             yield operation, operation.as_strategy(generation_mode=mode).map(_tiny_space)
+            yield operation, with_extreme_settings(operation.as_strategy(generation_mode=mode))
 
 
 @pytest.mark.slow
@@ -356,3 +396,41 @@ def test_links_lead_from_the_listing_to_every_study_operation(servers, server):
     gets = [needle for needle in NEEDED if needle.startswith("GET")]
     assert all(needle in reached for needle in gets), json.dumps(sorted(reached), indent=1)
     assert "POST /studies/{name}/stop" in linked, sorted(linked)
+
+
+def test_the_fuzz_finds_an_integer_overflow_when_a_bound_is_removed(tmp_path_factory):
+    """A mutation check of the fuzz: with `max_steps`' upper bound taken out of the trainer's
+    config, the values the POST /studies strategy above draws (`EXTREMES`), set on `max_steps`,
+    reach the overflow (a 10**400 in the early-stopping rungs) and answer a server error. With the bound in place the same cases are 422s,
+    which `test_every_check_passes_on_generated_requests` requires."""
+    import annotated_types
+
+    from trainer.config import TrainConfig
+
+    field = TrainConfig.model_fields["max_steps"]
+    kept = list(field.metadata)
+    field.metadata = [m for m in kept if not isinstance(m, annotated_types.Le)]
+    TrainConfig.model_rebuild(force=True)
+    errors: list[int] = []
+    try:
+        with _serve(tmp_path_factory.mktemp("mutant")) as found:
+            url, schema = found["open"], _schema(found, "open")
+            operation = schema["/studies"]["POST"]
+            strategy = (
+                operation.as_strategy(generation_mode=GenerationMode.POSITIVE)
+                .map(_tiny_space)
+                .flatmap(lambda case: EXTREMES.map(lambda v: _extreme_settings(case, {"max_steps": v})))
+            )
+
+            @given(case=strategy)
+            @settings(SETTINGS, max_examples=EXAMPLES)
+            def run(case):
+                response = case.call(base_url=url, timeout=30)
+                if response.status_code >= 500:
+                    errors.append(response.status_code)
+
+            seed(SEED)(run)()
+    finally:
+        field.metadata = kept
+        TrainConfig.model_rebuild(force=True)
+    assert errors, "the fuzz did not reach the overflow with max_steps unbounded"
