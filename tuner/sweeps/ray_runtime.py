@@ -167,32 +167,41 @@ def trials_at_once(per_trial: Mapping[str, float], nodes: Sequence[Mapping[str, 
     return total
 
 
-def crowding_note(
-    per_trial: Mapping[str, float], parallel: int, nodes: Sequence[Mapping[str, float]]
-) -> str | None:
-    """A line for the sweep's header when more trials are in flight than the cluster runs at once:
-    Ray queues the rest, already sampled. Not a refusal: nodes that join later (`docker compose up
-    --scale ray-worker=N`, an autoscaler) run them."""
+def in_flight(
+    per_trial: Mapping[str, float], parallel: int, nodes: Sequence[Mapping[str, float]], grows: bool
+) -> tuple[int, str | None]:
+    """Trials a sweep keeps in flight, and a line for its header when that is not `parallel`: at
+    most what the cluster runs at once. A cluster joined by address may gain nodes (`docker compose
+    up --scale ray-worker=N`, an autoscaler), so there the rest only wait in Ray's queue, already
+    sampled, and the line says so; this machine's embedded cluster (`grows` False) cannot, so the
+    sweep keeps no more in flight than it runs and the sampler asks only when a slot frees."""
     at_once = trials_at_once(per_trial, nodes)
     if parallel <= at_once:
-        return None
-    return (
-        f"note: parallel {parallel}, but the {len(nodes)} node(s) of the Ray cluster run {at_once} trial(s) "
-        f"of this size at once; the other {parallel - at_once} wait in Ray's queue, sampled before the "
-        f"running ones report (lower --parallel, or add nodes)"
+        return parallel, None
+    where = f"the {len(nodes)} node(s) of the Ray cluster run {at_once} trial(s) of this size at once"
+    if grows:
+        return parallel, (
+            f"note: parallel {parallel}, but {where}; the other {parallel - at_once} wait in Ray's queue, "
+            f"sampled before the running ones report (lower --parallel, or add nodes)"
+        )
+    return max(1, at_once), (
+        f"note: parallel {parallel} lowered to {max(1, at_once)}: this machine's embedded Ray cluster runs "
+        f"{at_once} trial(s) of this size at once (--num-cpus, --cpus-per-trial, --gpus-per-trial)"
     )
 
 
-def check_resources(per_trial: Mapping[str, float], parallel: int) -> str | None:
+def check_resources(
+    per_trial: Mapping[str, float], parallel: int, address: str | None
+) -> tuple[int, str | None]:
     """Refuse per-trial resources that no node of the joined cluster has (Tune would wait for them
-    forever; NotEnoughResources names the spec field); the crowding note, if `parallel` trials do
-    not all run at once."""
+    forever; NotEnoughResources names the spec field); then the trials to keep in flight and the
+    header line about them (`in_flight`). `address` is the sweep's --ray-address."""
     import ray
 
     nodes = [node.get("Resources", {}) for node in ray.nodes() if node.get("Alive")]
     if (problem := placement_problem(per_trial, nodes, "the Ray cluster")) is not None:
         raise NotEnoughResources(problem)
-    return crowding_note(per_trial, parallel, nodes)
+    return in_flight(per_trial, parallel, nodes, grows=bool(address or os.environ.get("RAY_ADDRESS")))
 
 
 def cluster_nodes(

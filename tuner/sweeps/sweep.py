@@ -272,7 +272,7 @@ def _drive(
     started_ray = False
     try:
         started_ray = start_ray(ray_address, num_cpus, verbose)
-        crowded = check_resources(resources, parallel)
+        parallel, crowded = check_resources(resources, parallel, ray_address)
     except Exception:
         set_status(study, "failed")
         if started_ray:

@@ -9,7 +9,7 @@ import torch
 
 from trainer.device import cuda_problem
 from tuner.sweeps.placement import GPUUnusable, assigned_device
-from tuner.sweeps.ray_runtime import check_cluster, crowding_note, placement_problem, trials_at_once
+from tuner.sweeps.ray_runtime import check_cluster, in_flight, placement_problem, trials_at_once
 
 
 def test_auto_means_the_gpu_ray_assigned_and_the_cpu_without_one():
@@ -57,11 +57,16 @@ def test_trials_at_once_counts_per_node_by_the_scarcest_resource():
     assert trials_at_once({"cpu": 0.25, "gpu": 1 / 3}, [{"CPU": 4.0, "GPU": 1.0}]) == 3  # 1 / (1/3) is 3
 
 
-def test_more_trials_in_flight_than_the_cluster_runs_get_a_note_not_a_refusal():
+def test_trials_in_flight_are_what_the_cluster_runs_at_once():
+    """A cluster joined by address may grow: the extra trials wait in Ray's queue and the header
+    says so. This machine's embedded cluster cannot: the sweep keeps only what it runs in flight."""
     nodes = [{"CPU": 2.0, "GPU": 0.0}]
-    assert crowding_note({"cpu": 1, "gpu": 0}, 2, nodes) is None
-    note = crowding_note({"cpu": 1, "gpu": 0}, 8, nodes)
-    assert note is not None and note.startswith(
-        "note: parallel 8, but the 1 node(s) of the Ray cluster run 2"
-    )
+    assert in_flight({"cpu": 1, "gpu": 0}, 2, nodes, grows=False) == (2, None)
+    assert in_flight({"cpu": 1, "gpu": 0}, 2, nodes, grows=True) == (2, None)
+    kept, note = in_flight({"cpu": 1, "gpu": 0}, 8, nodes, grows=True)
+    assert kept == 8 and note is not None
+    assert note.startswith("note: parallel 8, but the 1 node(s) of the Ray cluster run 2 trial(s)")
     assert "the other 6 wait in Ray's queue" in note
+    kept, note = in_flight({"cpu": 1, "gpu": 0}, 8, nodes, grows=False)
+    assert kept == 2 and note is not None
+    assert note.startswith("note: parallel 8 lowered to 2: this machine's embedded Ray cluster runs 2")
