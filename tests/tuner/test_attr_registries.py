@@ -85,3 +85,54 @@ def test_no_module_names_an_attribute_by_a_string(scan, own):
         if path.name != own and (keys := scan(path.read_text()))
     }
     assert not found, f"use tuner.{own.removesuffix('.py')} instead of these strings: {found}"
+
+
+@pytest.mark.parametrize("registry", [study_attrs, trial_attrs], ids=["study", "trial"])
+def test_a_value_of_the_wrong_type_is_refused_naming_the_key_before_it_is_stored(registry):
+    class Target:
+        def __init__(self) -> None:
+            self.stored: dict = {}
+
+        def set_user_attr(self, key, value):
+            self.stored[key] = value
+
+    key, good, bad = (
+        (study_attrs.STATUS, "running", "runing")
+        if registry is study_attrs
+        else (trial_attrs.WALL_TIME_S, 1.5, "1.5 s")
+    )
+    target = Target()
+    registry.write(target, key, good)
+    assert target.stored == {key: good}
+    with pytest.raises(TypeError, match=rf"attribute {key}: '{bad}' is not "):
+        registry.write(target, key, bad)
+    assert target.stored == {key: good}
+    with pytest.raises(KeyError, match="'no_such_key' is not a declared attribute"):
+        registry.checked("no_such_key", 1)
+
+
+def test_values_are_checked_in_their_stored_json_form():
+    """What Optuna stores is JSON: a tuple is a list there, and a float attribute takes an int."""
+    assert trial_attrs.checked(trial_attrs.GPU_IDS, ("0", "1")) == ("0", "1")
+    assert trial_attrs.checked(trial_attrs.WALL_TIME_S, 3) == 3
+    with pytest.raises(TypeError, match="attribute gpu_ids"):
+        trial_attrs.checked(trial_attrs.GPU_IDS, [0, 1])  # Ray's ids are strings
+    with pytest.raises(TypeError, match="attribute status"):
+        study_attrs.checked(study_attrs.STATUS, None)
+
+
+def test_the_atomic_write_checks_every_value_and_stores_none_of_a_bad_set(tmp_path):
+    import optuna
+
+    from tuner.storage.attrs import set_study_attrs
+
+    storage = optuna.storages.RDBStorage(f"sqlite:///{tmp_path / 's.db'}")
+    study = optuna.create_study(study_name="s", storage=storage)
+    with pytest.raises(TypeError, match="attribute widened"):
+        set_study_attrs(storage, "s", {study_attrs.STATUS: "running", study_attrs.WIDENED: "wider"})
+    assert study.user_attrs == {}
+    set_study_attrs(storage, "s", {study_attrs.STATUS: "running", study_attrs.WIDENED: []})
+    assert optuna.load_study(study_name="s", storage=storage).user_attrs == {
+        "status": "running",
+        "widened": [],
+    }

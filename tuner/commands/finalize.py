@@ -142,7 +142,7 @@ def run(args: argparse.Namespace) -> int:
         )
         root = folder / "finalize"
         if args.best_by:
-            study.set_user_attr(study_attrs.BEST_BY, args.best_by)
+            study_attrs.write(study, study_attrs.BEST_BY, args.best_by)
         todo = finalize.plan(study, args.top, args.seeds, root)
     except StudyError as err:
         print(f"error: {err}", file=sys.stderr)

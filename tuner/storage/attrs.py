@@ -15,6 +15,7 @@ from typing import Any
 import optuna
 import sqlalchemy
 
+from tuner import study_attrs
 from tuner.errors import StudyError
 
 # Optuna's table schema (its `alembic_version`) that the SQL of this package and of
@@ -30,9 +31,11 @@ _INSERT = sqlalchemy.text(
 
 def set_study_attrs(storage: optuna.storages.RDBStorage, name: str, values: Mapping[str, Any]) -> None:
     """Set every attribute of `values` on study `name` in one transaction: all of them or, on any
-    error (a value JSON cannot encode, a lost connection), none. StudyError on a schema this module
+    error (a value not of its key's declared type, one JSON cannot encode, a lost connection), none. StudyError on a schema this module
     was not written for."""
-    encoded = {key: json.dumps(value, allow_nan=False) for key, value in values.items()}
+    encoded = {
+        key: json.dumps(study_attrs.checked(key, value), allow_nan=False) for key, value in values.items()
+    }
     study_id = storage.get_study_id_from_name(name)
     with storage.engine.begin() as conn:
         found = conn.execute(_VERSION).scalar()

@@ -115,8 +115,8 @@ def load_study(
 def set_status(study: optuna.Study, status: str) -> None:
     if status not in STATUSES:
         raise StudyError(f"status must be one of {', '.join(STATUSES)}, not {status!r}")
-    study.set_user_attr(study_attrs.STATUS, status)
-    study.set_user_attr(study_attrs.STATUS_AT, now())
+    study_attrs.write(study, study_attrs.STATUS, status)
+    study_attrs.write(study, study_attrs.STATUS_AT, now())
 
 
 def counts_towards_total(trial: FrozenTrial) -> bool:
@@ -165,9 +165,11 @@ def fail_trial(
     """
     study_id = storage.get_study_id_from_name(study.study_name)
     trial_id = storage.get_trial_id_from_study_id_trial_number(study_id, number)
-    storage.set_trial_user_attr(trial_id, trial_attrs.ERROR, reason)
+    storage.set_trial_user_attr(trial_id, trial_attrs.ERROR, trial_attrs.checked(trial_attrs.ERROR, reason))
     if needs_retry:
-        storage.set_trial_user_attr(trial_id, trial_attrs.NEEDS_RETRY, True)
+        storage.set_trial_user_attr(
+            trial_id, trial_attrs.NEEDS_RETRY, trial_attrs.checked(trial_attrs.NEEDS_RETRY, True)
+        )
     study.tell(number, state=TrialState.FAIL)
 
 

@@ -153,5 +153,7 @@ def record_exit(state: ControlState, name: str, returncode: int, stop_requested:
         status = "finished" if row.status != "created" else "stopped"
     else:
         status = "failed"
-    state.store.storage.set_study_user_attr(row.study_id, study_attrs.STATUS, status)
+    state.store.storage.set_study_user_attr(
+        row.study_id, study_attrs.STATUS, study_attrs.checked(study_attrs.STATUS, status)
+    )
     state.store.invalidate(name)

@@ -89,7 +89,7 @@ def create_study(
         study_attrs.STORAGE_PATH: str(root.expanduser().resolve()),
     }
     for key, value in attrs.items():
-        study.set_user_attr(key, value)
+        study_attrs.write(study, key, value)
     return study
 
 

@@ -109,7 +109,7 @@ def record_best(study: optuna.Study) -> None:
     """Store the best setting so far as the study's `dyneval_best` attribute (when it changed)."""
     best = best_setting(study)
     if best is not None and study.user_attrs.get(study_attrs.DYNEVAL_BEST) != best:
-        study.set_user_attr(study_attrs.DYNEVAL_BEST, best)
+        study_attrs.write(study, study_attrs.DYNEVAL_BEST, best)
 
 
 def referenced_checkpoints(storage: optuna.storages.BaseStorage) -> frozenset[Path]:

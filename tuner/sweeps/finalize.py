@@ -109,13 +109,14 @@ def record(study: optuna.Study, trial: FrozenTrial, result: Mapping[str, Any]) -
     reruns = [r for r in entry["reruns"] if int(r["seed"]) != int(result["seed"])]
     entry["reruns"] = sorted([*reruns, dict(result)], key=lambda r: int(r["seed"]))
     stored[str(trial.number)] = entry
-    study.set_user_attr(study_attrs.FINALIZE, stored)
+    study_attrs.write(study, study_attrs.FINALIZE, stored)
 
 
 def set_finalize_status(study: optuna.Study, state: str, **extra: Any) -> None:
     """The finalize run's state (`running`, `finished`, `stopped`, `failed`) with who runs it and when."""
     now = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
-    study.set_user_attr(
+    study_attrs.write(
+        study,
         study_attrs.FINALIZE_STATUS,
         {"state": state, "host": socket.gethostname(), "pid": os.getpid(), "at": now, **extra},
     )

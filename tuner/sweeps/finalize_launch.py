@@ -57,8 +57,10 @@ class FinalizeLauncher:
             if self._launcher.running(name) is not None or live_run(attrs) is not None:
                 raise Conflict(f"study {name!r} already has a finalize run in progress")
             # Until the child records `running`, the study says the run is queued (not an old `finished`).
-            load_study(name, self.db_url).set_user_attr(
-                study_attrs.FINALIZE_STATUS, {"state": "queued", "top": top, "seeds": seeds}
+            study_attrs.write(
+                load_study(name, self.db_url),
+                study_attrs.FINALIZE_STATUS,
+                {"state": "queued", "top": top, "seeds": seeds},
             )
             return self._launcher.start(
                 name, self.command(name, top, seeds, parallel, storage_path), storage_path / "finalize.log"

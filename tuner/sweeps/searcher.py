@@ -184,7 +184,9 @@ class StudySearcher(Searcher):
         self._writer.check()
         with self._asking:  # enqueue and ask as one: a trial asked ahead meanwhile cannot take the retry
             self._study.enqueue_trial(
-                old.params, user_attrs={trial_attrs.RETRY_OF: old.number}, skip_if_exists=False
+                old.params,
+                user_attrs={trial_attrs.RETRY_OF: trial_attrs.checked(trial_attrs.RETRY_OF, old.number)},
+                skip_if_exists=False,
             )
             return self._next_trial()
 

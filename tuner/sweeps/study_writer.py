@@ -98,8 +98,8 @@ class StudyWriter:
 
     def started(self, live: LiveTrial, ray_trial_id: str) -> None:
         """A trial handed to Ray Tune: where it trains and Ray's id for it."""
-        live.trial.set_user_attr(trial_attrs.RUN_DIR, live.run_dir)
-        live.trial.set_user_attr(trial_attrs.RAY_TRIAL_ID, ray_trial_id)
+        trial_attrs.write(live.trial, trial_attrs.RUN_DIR, live.run_dir)
+        trial_attrs.write(live.trial, trial_attrs.RAY_TRIAL_ID, ray_trial_id)
 
     def record(self, live: LiveTrial, evaluation: Evaluation, result: Mapping[str, Any]) -> None:
         """One evaluation: its value on the curve (once per step, finite only) and the attributes
@@ -125,7 +125,7 @@ class StudyWriter:
         for attr, new in attrs.items():
             if new and live.attrs.get(attr) != new:
                 try:
-                    live.trial.set_user_attr(attr, new)
+                    trial_attrs.write(live.trial, attr, new)
                 except DB_ERRORS:
                     return
                 live.attrs[attr] = new
@@ -135,9 +135,9 @@ class StudyWriter:
         if not self.writable:
             return
         wall = time.monotonic() - live.started
-        live.trial.set_user_attr(trial_attrs.WALL_TIME_S, round(wall, 3))
+        trial_attrs.write(live.trial, trial_attrs.WALL_TIME_S, round(wall, 3))
         for key, value in outcome.attrs.items():
-            live.trial.set_user_attr(key, value)
+            trial_attrs.write(live.trial, key, value)
         if outcome.verdict is Verdict.FAIL:
             self.fail(live, outcome.error or "failed", needs_retry=outcome.needs_retry)
         elif (frozen := self._tell(live, outcome.value, TrialState[outcome.verdict.value])) is not None:
@@ -158,10 +158,10 @@ class StudyWriter:
         except LeaseLost:
             return None
         if wall:
-            live.trial.set_user_attr(trial_attrs.WALL_TIME_S, live.wall())
-        live.trial.set_user_attr(trial_attrs.ERROR, message[:ERROR_CHARS])
+            trial_attrs.write(live.trial, trial_attrs.WALL_TIME_S, live.wall())
+        trial_attrs.write(live.trial, trial_attrs.ERROR, message[:ERROR_CHARS])
         if needs_retry:
-            live.trial.set_user_attr(trial_attrs.NEEDS_RETRY, True)
+            trial_attrs.write(live.trial, trial_attrs.NEEDS_RETRY, True)
         frozen = self.study.tell(live.trial, state=TrialState.FAIL)
         self._announce(frozen)
         if not needs_retry:

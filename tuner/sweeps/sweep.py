@@ -219,16 +219,13 @@ def _drive(
             raise StudyError(
                 f"--trials {spec.n_trials} is below the {done} trials study {name!r} already has"
             )
-    if study_attrs.SPEC not in attrs and attrs.get("sampler") in RETIRED_SAMPLERS:
-        # Written before the spec existed, naming a sampler since retired (docs/samplers.md).
-        study.set_user_attr(
-            study_attrs.SAMPLER_NOTE,
-            f"sampler {attrs['sampler']} was retired; the study continues with {spec.sampler} (docs/samplers.md)",
-        )
-    study.set_user_attr(study_attrs.SPEC, spec.stored())
+    if study_attrs.SPEC not in attrs and attrs.get("sampler") in RETIRED_SAMPLERS:  # written before the spec
+        retired = f"sampler {attrs['sampler']} was retired; the study continues with {spec.sampler}"
+        study_attrs.write(study, study_attrs.SAMPLER_NOTE, retired + " (docs/samplers.md)")
+    study_attrs.write(study, study_attrs.SPEC, spec.stored())
     target = spec.n_trials
     if storage_path is not None:
-        study.set_user_attr(study_attrs.STORAGE_PATH, str(Path(storage_path).expanduser().resolve()))
+        study_attrs.write(study, study_attrs.STORAGE_PATH, str(Path(storage_path).expanduser().resolve()))
     root = Path(study.user_attrs[study_attrs.STORAGE_PATH])
     space = resolve_data_dir(SearchSpace.from_dict(attrs[study_attrs.SPACE_DEF]))
     claim_storage(root, name)

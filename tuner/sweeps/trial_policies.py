@@ -65,7 +65,7 @@ class SweepPolicies:
             trials, self.started, now, steps=steps, max_steps=self._max_steps, hours=hours
         )
         if reason is not None:
-            self._study.set_user_attr(study_attrs.ENDED_EARLY, reason)
+            study_attrs.write(self._study, study_attrs.ENDED_EARLY, reason)
         return reason
 
     def after_trial(self) -> None:
@@ -77,7 +77,7 @@ class SweepPolicies:
             return
         trials = self._study.get_trials(deepcopy=False)
         report, removed = keep_top(trials, self.keep, self._root, self._sizes, pinned=self._pins())
-        self._study.set_user_attr(study_attrs.CHECKPOINT_BYTES, report.used_bytes)
+        study_attrs.write(self._study, study_attrs.CHECKPOINT_BYTES, report.used_bytes)
         if removed:
             before = int(self._study.user_attrs.get(study_attrs.CHECKPOINTS_REMOVED, 0))
-            self._study.set_user_attr(study_attrs.CHECKPOINTS_REMOVED, before + len(removed))
+            study_attrs.write(self._study, study_attrs.CHECKPOINTS_REMOVED, before + len(removed))

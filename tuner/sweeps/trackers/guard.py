@@ -113,4 +113,4 @@ def count_tracker_failures(study: optuna.Study, failures: Mapping[str, int]) -> 
     """Add this sweep's tracker failures to the study's `tracker_failures` (nothing when none)."""
     if any(failures.values()):
         stored = study.user_attrs.get(study_attrs.TRACKER_FAILURES)
-        study.set_user_attr(study_attrs.TRACKER_FAILURES, merged(stored, failures))
+        study_attrs.write(study, study_attrs.TRACKER_FAILURES, merged(stored, failures))
