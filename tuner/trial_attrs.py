@@ -37,9 +37,10 @@ DEVICE = _attr("device", "each evaluation", "the device it trained on (docs/gpu.
 CUDA_PATH_USED = _attr(
     "cuda_path_used",
     "each evaluation",
-    "the training path it took: `graphs`, `eager` (by choice or after the fast path failed) or `cpu` "
-    "(docs/trainer.md)",
-    Literal["graphs", "eager", "cpu"],
+    "the training path it took: `graphs`, `eager` (by choice or after the fast path failed), `cpu`, "
+    "or `compiled` (the compiled steps without CUDA graphs: the fast path forced on the CPU, tests "
+    "only) (docs/trainer.md)",
+    Literal["graphs", "compiled", "eager", "cpu"],  # the trainer's PathUsed (trainer/cells/fallback.py)
 )
 SECONDS_PER_STEP = _attr(
     "seconds_per_step",

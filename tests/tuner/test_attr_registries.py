@@ -136,3 +136,16 @@ def test_the_atomic_write_checks_every_value_and_stores_none_of_a_bad_set(tmp_pa
         "status": "running",
         "widened": [],
     }
+
+
+def test_the_training_path_attribute_takes_every_path_the_trainer_reports():
+    """`cuda_path_used` is declared here without importing the trainer (the API reads this module):
+    its values must be the trainer's own list."""
+    import typing
+
+    from trainer.cells.fallback import PathUsed
+
+    for path in typing.get_args(PathUsed):
+        assert trial_attrs.checked(trial_attrs.CUDA_PATH_USED, path) == path
+    declared = next(a.kind for a in trial_attrs.ALL if a.key == trial_attrs.CUDA_PATH_USED)
+    assert set(typing.get_args(declared)) == set(typing.get_args(PathUsed))
