@@ -16,7 +16,7 @@ import datetime as dt
 import os
 import secrets
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 import optuna
 from optuna.trial import FrozenTrial, TrialState
@@ -35,7 +35,7 @@ GENERATION_ENV = "RNNTUNE_SWEEP_GENERATION"
 SECRET_ENV = (DB_ENV, "RNNTUNE_API_TOKEN", "RNNTUNE_API_READ_TOKEN")
 DEFAULT_DB_PATH = Path("studies") / "rnntune.db"
 DEFAULT_STORAGE_ROOT = Path("studies")
-STATUSES = ("created", "running", "stopping", "stopped", "finished", "failed")
+STATUSES: tuple[str, ...] = get_args(study_attrs.Status)  # declared once, with the attribute
 
 
 __all__ = ["StudyError", "StudyExistsError", "StudyNotFoundError"]
