@@ -122,7 +122,7 @@ def start(name: str, *, db: str | None = None, log: str | os.PathLike | None = N
     (default: `<name>-sweep.log` in the study's storage folder)."""
     url = resolve_db_url(db)
     study = load_study(name, url)
-    folder = Path(study.user_attrs.get(study_attrs.STORAGE_PATH) or ".")
+    folder = Path(study_attrs.STORAGE_PATH.of(study.user_attrs) or ".")
     return Background(name, url, Path(log) if log is not None else folder / f"{name}-sweep.log")
 
 
@@ -145,9 +145,9 @@ def best(name: str, *, db: str | None = None) -> dict[str, Any] | None:
     trial = best_trial(load_study(name, resolve_db_url(db)))
     if trial is None:
         return None
-    run_dir = trial.user_attrs.get(trial_attrs.RUN_DIR)
+    run_dir = trial_attrs.RUN_DIR.of(trial.user_attrs)
     config_file = Path(run_dir) / "config.yaml" if run_dir else None
-    checkpoint = trial.user_attrs.get(trial_attrs.CHECKPOINT)
+    checkpoint = trial_attrs.CHECKPOINT.of(trial.user_attrs)
     return {
         "number": trial.number,
         "value": trial.value,

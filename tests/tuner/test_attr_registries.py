@@ -102,13 +102,77 @@ def test_a_value_of_the_wrong_type_is_refused_naming_the_key_before_it_is_stored
         else (trial_attrs.WALL_TIME_S, 1.5, "1.5 s")
     )
     target = Target()
-    registry.write(target, key, good)
-    assert target.stored == {key: good}
+    key.write(target, good)
+    assert target.stored == {key: good} and type(next(iter(target.stored))) is str
     with pytest.raises(TypeError, match=rf"attribute {key}: '{bad}' is not "):
-        registry.write(target, key, bad)
+        key.write(target, bad)
+    with pytest.raises(TypeError, match=rf"attribute {key}: '{bad}' is not "):
+        registry.write(target, key, bad)  # a key chosen at run time
     assert target.stored == {key: good}
     with pytest.raises(KeyError, match="'no_such_key' is not a declared attribute"):
         registry.checked("no_such_key", 1)
+
+
+# A read of an attribute that bypasses its key's type: `attrs.get(study_attrs.KEY` or `attrs[KEY]`
+# not followed by an assignment (building a dict of attributes to write is fine).
+UNTYPED_READ = re.compile(
+    r"\.get\((?:study|trial)_attrs\.[A-Z_]+|\[(?:study|trial)_attrs\.[A-Z_]+\](?!\s*=[^=])"
+)
+
+
+def test_the_read_scan_finds_an_untyped_read():
+    """The check below can fail: each untyped way of reading an attribute is caught."""
+    for line in (
+        "row.user_attrs.get(study_attrs.STATUS)",
+        "t.user_attrs[trial_attrs.RUN_DIR]",
+        "a[study_attrs.SPEC] == b",
+    ):
+        assert UNTYPED_READ.search(line), line
+    assert not UNTYPED_READ.search("attrs[study_attrs.SPEC] = spec.stored()")
+    assert not UNTYPED_READ.search("study_attrs.STATUS.of(row.user_attrs)")
+
+
+def test_every_module_reads_attributes_typed_through_their_keys():
+    found = {
+        str(path.relative_to(ROOT)): UNTYPED_READ.findall(text)
+        for path in (ROOT / "tuner").rglob("*.py")
+        if UNTYPED_READ.search(text := path.read_text())
+    }
+    assert not found, f"read these through KEY.of(attrs) or KEY.required(attrs): {found}"
+
+
+def test_a_key_is_its_stored_string_and_reads_its_value():
+    import pickle
+
+    attrs = {"status": "running"}
+    assert study_attrs.STATUS == "status" and study_attrs.STATUS in attrs
+    assert study_attrs.STATUS.of(attrs) == "running" and study_attrs.STATUS.required(attrs) == "running"
+    assert study_attrs.SPEC.of(attrs) is None and study_attrs.WIDENED.of(attrs, []) == []
+    with pytest.raises(KeyError, match="attribute space_def is not stored"):
+        study_attrs.SPACE_DEF.required(attrs)
+    # Ray and multiprocessing pickle attribute dicts: a key travels as the plain string.
+    assert type(pickle.loads(pickle.dumps(study_attrs.STATUS))) is str
+
+
+def test_each_type_is_read_from_the_keys_annotation_and_a_key_without_one_is_refused():
+    import sys
+    import types
+
+    from tuner.attr_registry import Key, Registry
+
+    module = types.ModuleType("attrs_under_test")
+    registry = Registry()
+    module.__annotations__ = {"LIMIT": Key[int]}
+    module.LIMIT = registry("limit", "a test", "a number")
+    module.UNTYPED = registry("untyped", "a test", "anything")
+    sys.modules[module.__name__] = module
+    try:
+        with pytest.raises(TypeError, match="attribute untyped is declared without a Key"):
+            registry.typed_by(module.__name__)
+    finally:
+        del sys.modules[module.__name__]
+    assert [a.kind for a in study_attrs.ALL if a.key == "checkpoint_bytes"] == [int]
+    assert len(study_attrs.ALL) == len(KEYS) and all(a.kind is not None for a in trial_attrs.ALL)
 
 
 def test_values_are_checked_in_their_stored_json_form():

@@ -63,9 +63,9 @@ def _defaults() -> dict[str, Any]:
 
 def task_of(name: str, attrs: Mapping[str, Any]) -> dict[str, Any]:
     """The study's stored fixed settings (`task`, else its stored space's `fixed`)."""
-    task = attrs.get(study_attrs.TASK)
+    task = study_attrs.TASK.of(attrs)
     if not isinstance(task, Mapping):
-        task = (attrs.get(study_attrs.SPACE_DEF) or {}).get("fixed")
+        task = (study_attrs.SPACE_DEF.of(attrs) or {}).get("fixed")
     if not isinstance(task, Mapping):
         raise NotComparable(
             f"studies: study {name!r} stores no task (fixed settings), so it cannot be compared; "
@@ -94,7 +94,7 @@ def shared_task(tasks: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
 
 def model_of(attrs: Mapping[str, Any], task: Mapping[str, Any]) -> str:
     """The cell a study trains (or the cells it tunes, when the cell is a hyperparameter)."""
-    tuned = ((attrs.get(study_attrs.SPACE_DEF) or {}).get("params") or {}).get("cell")
+    tuned = ((study_attrs.SPACE_DEF.of(attrs) or {}).get("params") or {}).get("cell")
     if isinstance(tuned, Mapping) and tuned.get("choices"):
         return "tuned: " + ", ".join(map(str, tuned["choices"]))
     return str(task.get("cell", _cell_default()))
@@ -134,10 +134,10 @@ class Costs:
 def finalize_view(name: str, attrs: Mapping[str, Any]) -> dict[str, Any]:
     """The reruns of the study's best configurations (mean ± sd per configuration, best by rerun
     mean), or, when `finalize` never ran, the command and the REST call that run it."""
-    stored = attrs.get(study_attrs.FINALIZE) or {}
+    stored = study_attrs.FINALIZE.of(attrs) or {}
     rows = finalize.summarize(stored, finalize.word_level_of(attrs)) if stored else []
     best = finalize.best_by_rerun_mean(rows)
-    status = attrs.get(study_attrs.FINALIZE_STATUS)
+    status = study_attrs.FINALIZE_STATUS.of(attrs)
     state = status.get("state") if isinstance(status, Mapping) else None
     return {
         "state": str(state or ("finished" if rows else "none")),
@@ -362,8 +362,8 @@ def compare(store: StudyStore, names: Sequence[str], replicates: int = eb.REPLIC
             {
                 "name": study.name,
                 "model": model_of(study.attrs, tasks[study.name]),
-                "space": study.attrs.get(study_attrs.SPACE),
-                "status": str(study.attrs.get(study_attrs.STATUS, "created")),
+                "space": study_attrs.SPACE.of(study.attrs),
+                "status": str(study_attrs.STATUS.of(study.attrs, "created")),
                 "counts": dict(study.counts),
                 "n_complete": len(study.values),
                 "best_value": best,

@@ -42,8 +42,8 @@ def trials_frame(trials: Sequence[TrialRecord]) -> pd.DataFrame:
         "value": [t.value for t in ordered],
         "step_reached": [max((step for step, _ in t.curve), default=None) for t in ordered],
         "n_evaluations": [len(t.curve) for t in ordered],
-        "wall_time_s": [t.user_attrs.get(trial_attrs.WALL_TIME_S) for t in ordered],
-        "retry_of": [t.user_attrs.get(trial_attrs.RETRY_OF) for t in ordered],
+        "wall_time_s": [trial_attrs.WALL_TIME_S.of(t.user_attrs) for t in ordered],
+        "retry_of": [trial_attrs.RETRY_OF.of(t.user_attrs) for t in ordered],
         "datetime_start": pd.to_datetime([t.datetime_start for t in ordered]),
         "datetime_complete": pd.to_datetime([t.datetime_complete for t in ordered]),
     }

@@ -104,4 +104,4 @@ class StudyRow:
 
     @property
     def status(self) -> str:
-        return str(self.user_attrs.get(study_attrs.STATUS, "created"))
+        return str(study_attrs.STATUS.of(self.user_attrs, "created"))

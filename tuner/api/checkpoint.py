@@ -96,11 +96,10 @@ def run_config(
 ) -> dict[str, Any]:
     """The run's resolved `config.yaml` (beside the checkpoint, else in the run folder) when it is
     inside `roots`, else `params` (the trial's sampled hyperparameters)."""
+    checkpoint = trial_attrs.CHECKPOINT.of(attrs)
     folders = [
-        os.path.dirname(attrs[trial_attrs.CHECKPOINT])
-        if isinstance(attrs.get(trial_attrs.CHECKPOINT), str)
-        else None,
-        attrs.get(trial_attrs.RUN_DIR),
+        os.path.dirname(checkpoint) if isinstance(checkpoint, str) else None,
+        trial_attrs.RUN_DIR.of(attrs),
     ]
     for folder in folders:
         if not isinstance(folder, str):
@@ -138,7 +137,7 @@ def headers(
 def storage_root(user_attrs: dict[str, Any], default: Path) -> Path:
     """The study's `storage_path` attr, else `default`: where the launcher runs a sweep. Never a
     root to serve files from (that is the server's `--storage` alone)."""
-    raw = user_attrs.get(study_attrs.STORAGE_PATH)
+    raw = study_attrs.STORAGE_PATH.of(user_attrs)
     if isinstance(raw, str) and raw and "\x00" not in raw:
         return Path(os.path.expanduser(raw))
     return default

@@ -34,7 +34,7 @@ class StudyFolderRefused(Conflict):
 def study_folder(attrs: dict[str, Any], root: Path, name: str) -> Path:
     """Where the server may write for study `name`: its stored `storage_path` when that resolves
     inside `root`, `root/name` when it has none; StudyFolderRefused when it lies elsewhere."""
-    raw = attrs.get(study_attrs.STORAGE_PATH)
+    raw = study_attrs.STORAGE_PATH.of(attrs)
     if raw is None:
         raw = str(root / name)  # a name from the database is checked like a stored path: no `..`
     found = resolve_within(raw, (root,), root)

@@ -40,12 +40,12 @@ def study_summary(row: StudyRow, handle: Handle | None) -> dict[str, Any]:
         "name": row.name,
         "status": status(row, handle),
         "direction": row.direction,
-        "space": attrs.get(study_attrs.SPACE) if isinstance(attrs.get(study_attrs.SPACE), str) else None,
+        "space": study_attrs.SPACE.of(attrs) if isinstance(study_attrs.SPACE.of(attrs), str) else None,
         "sampler": spec.sampler if spec else None,
         "n_trials": n_trials,
         "parallel": spec.parallel if spec else None,
-        "created_at": attrs.get(study_attrs.CREATED_AT)
-        if isinstance(attrs.get(study_attrs.CREATED_AT), str)
+        "created_at": study_attrs.CREATED_AT.of(attrs)
+        if isinstance(study_attrs.CREATED_AT.of(attrs), str)
         else None,
         "counts": {state: n for state, n in row.counts.items()},
         "best_value": finite(row.best_value),
@@ -66,7 +66,7 @@ def clean(value: Any) -> Any:
 
 def trial_summary(trial: TrialRecord) -> dict[str, Any]:
     attrs = trial.user_attrs
-    error = attrs.get(trial_attrs.ERROR)
+    error = trial_attrs.ERROR.of(attrs)
     return {
         "number": trial.number,
         "state": trial.state,
@@ -74,11 +74,11 @@ def trial_summary(trial: TrialRecord) -> dict[str, Any]:
         "params": clean(trial.params),
         "datetime_start": trial.datetime_start,
         "datetime_complete": trial.datetime_complete,
-        "node": clean(attrs.get(trial_attrs.NODE)),
-        "wall_time_s": finite(attrs.get(trial_attrs.WALL_TIME_S)),
-        "seconds_per_step": finite(attrs.get(trial_attrs.SECONDS_PER_STEP)),
-        "device": _text(attrs.get(trial_attrs.DEVICE)),
-        "cuda_path_used": _text(attrs.get(trial_attrs.CUDA_PATH_USED)),
+        "node": clean(trial_attrs.NODE.of(attrs)),
+        "wall_time_s": finite(trial_attrs.WALL_TIME_S.of(attrs)),
+        "seconds_per_step": finite(trial_attrs.SECONDS_PER_STEP.of(attrs)),
+        "device": _text(trial_attrs.DEVICE.of(attrs)),
+        "cuda_path_used": _text(trial_attrs.CUDA_PATH_USED.of(attrs)),
         "error": None if error is None else str(error),
     }
 

@@ -138,11 +138,11 @@ def run(args: argparse.Namespace) -> int:
         folder = (
             Path(args.storage).expanduser().resolve()
             if args.storage
-            else Path(study.user_attrs.get(study_attrs.STORAGE_PATH) or Path("studies") / args.name)
+            else Path(study_attrs.STORAGE_PATH.of(study.user_attrs) or Path("studies") / args.name)
         )
         root = folder / "finalize"
         if args.best_by:
-            study_attrs.write(study, study_attrs.BEST_BY, args.best_by)
+            study_attrs.BEST_BY.write(study, args.best_by)
         todo = finalize.plan(study, args.top, args.seeds, root)
     except StudyError as err:
         print(f"error: {err}", file=sys.stderr)
@@ -184,5 +184,5 @@ def run(args: argparse.Namespace) -> int:
             ray.shutdown()
     wanted = {t.number for t in finalize.top_trials(study, args.top)}
     rows = [r for r in rows if r["trial"] in wanted]
-    print(report(rows, study.user_attrs.get(study_attrs.BEST_BY)))
+    print(report(rows, study_attrs.BEST_BY.of(study.user_attrs)))
     return 1 if any(r["failed"] for r in rows) else 0

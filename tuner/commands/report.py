@@ -51,7 +51,7 @@ def build(store: StudyStore, name: str, include: str) -> dict[str, Any]:
     row = store.row(name)
     snapshot = store.snapshot(row)
     completed, pruned = snapshot.analysed(include)
-    space_def = row.user_attrs.get(study_attrs.SPACE_DEF) or {}
+    space_def = study_attrs.SPACE_DEF.of(row.user_attrs) or {}
     space = space_def.get("params", {})
     attrs = row.user_attrs
     return {
@@ -66,11 +66,11 @@ def build(store: StudyStore, name: str, include: str) -> dict[str, Any]:
             {**a.to_dict(), "widen_error": _widen_error(space_def, a.param, a.edge)}
             for a in crowded_edges(space, snapshot.complete_points())
         ],
-        "widened": attrs.get(study_attrs.WIDENED) or [],
-        "warm_start": attrs.get(study_attrs.WARM_START),
-        "ended_early": attrs.get(study_attrs.ENDED_EARLY),
-        "checkpoint_bytes": attrs.get(study_attrs.CHECKPOINT_BYTES),
-        "checkpoints_removed": attrs.get(study_attrs.CHECKPOINTS_REMOVED),
+        "widened": study_attrs.WIDENED.of(attrs) or [],
+        "warm_start": study_attrs.WARM_START.of(attrs),
+        "ended_early": study_attrs.ENDED_EARLY.of(attrs),
+        "checkpoint_bytes": study_attrs.CHECKPOINT_BYTES.of(attrs),
+        "checkpoints_removed": study_attrs.CHECKPOINTS_REMOVED.of(attrs),
     }
 
 

@@ -27,6 +27,7 @@ import sys
 from pathlib import Path
 
 from trainer.config import ConfigError
+from tuner import trial_attrs
 from tuner.commands.spec_options import add_spec_options, given
 from tuner.errors import InvalidInput, LeaseLost, StudyError
 from tuner.space import load_space
@@ -127,7 +128,8 @@ def run(args: argparse.Namespace) -> int:
     )
     if best is not None:
         print(
-            f"best: trial #{best.number} objective {best.value:.4f}  checkpoint {best.user_attrs.get('checkpoint', '-')}"
+            f"best: trial #{best.number} objective {best.value:.4f}  "
+            f"checkpoint {trial_attrs.CHECKPOINT.of(best.user_attrs, '-')}"
         )
     if args.widen and outcome.status == "finished" and outcome.finished >= outcome.n_trials:
         print(

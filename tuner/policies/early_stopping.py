@@ -220,14 +220,14 @@ def _describe(error: Mapping[str, Any]) -> str:
 def stores_policy(user_attrs: Mapping[str, Any]) -> bool:
     """Whether a study stores a policy that `study_policy` reads: a sweep spec (every study
     `tuner.sweeps.create` makes) or the `early_stopping` attribute of an older one."""
-    return isinstance(user_attrs.get(study_attrs.SPEC), Mapping) or study_attrs.EARLY_STOPPING in user_attrs
+    return isinstance(study_attrs.SPEC.of(user_attrs), Mapping) or study_attrs.EARLY_STOPPING in user_attrs
 
 
 def study_policy(user_attrs: Mapping[str, Any]) -> EarlyStopping:
     """The policy stored with a study: the fields of its sweep spec (`tuner.spec`, the `spec`
     attribute), else the `early_stopping` attribute of a study written before the spec existed,
     else the defaults."""
-    spec = user_attrs.get(study_attrs.SPEC)
+    spec = study_attrs.SPEC.of(user_attrs)
     if isinstance(spec, Mapping):
         return EarlyStopping.parse({k: spec[k] for k in EarlyStopping.model_fields if k in spec})
-    return EarlyStopping.parse(user_attrs.get(study_attrs.EARLY_STOPPING))
+    return EarlyStopping.parse(study_attrs.EARLY_STOPPING.of(user_attrs))

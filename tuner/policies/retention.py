@@ -48,7 +48,7 @@ def _folders(trials: Sequence[FrozenTrial]) -> dict[str, list[FrozenTrial]]:
     folder, so one folder may serve several trials and is counted once."""
     folders: dict[str, list[FrozenTrial]] = {}
     for trial in trials:
-        if run_dir := trial.user_attrs.get(trial_attrs.RUN_DIR):
+        if run_dir := trial_attrs.RUN_DIR.of(trial.user_attrs):
             folders.setdefault(run_dir, []).append(trial)
     return folders
 
@@ -89,7 +89,7 @@ def keep_top(
     removed: list[FrozenTrial] = []
     freed = 0
     for trial in trials:
-        run_dir = trial.user_attrs.get(trial_attrs.RUN_DIR)
+        run_dir = trial_attrs.RUN_DIR.of(trial.user_attrs)
         if trial.number in kept or trial.state not in (TrialState.COMPLETE, TrialState.PRUNED) or not run_dir:
             continue
         folder = Path(run_dir)

@@ -139,7 +139,7 @@ def compute_hours(trials: Sequence[FrozenTrial], now: dt.datetime, gpus_per_tria
     start to its end or to `now` while it runs) times its GPUs, or once when it has none."""
     seconds = 0.0
     for t in trials:
-        wall = t.user_attrs.get(trial_attrs.WALL_TIME_S)
+        wall = trial_attrs.WALL_TIME_S.of(t.user_attrs)
         if isinstance(wall, int | float) and math.isfinite(wall):
             seconds += max(float(wall), 0.0)
         elif t.datetime_start is not None:

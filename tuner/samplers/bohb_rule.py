@@ -55,7 +55,7 @@ def user_attrs_of(study: Study) -> dict:
 def budgets(study: Study, trials: list[FrozenTrial]) -> set[int]:
     """The rung steps of the study's policy, else the steps where its trials were pruned."""
     attrs = user_attrs_of(study)
-    task = attrs.get(study_attrs.TASK) or {}
+    task = study_attrs.TASK.of(attrs) or {}
     if stores_policy(attrs) and "max_steps" in task and "eval_every" in task:
         return set(study_policy(attrs).rungs(int(task["max_steps"]), int(task["eval_every"])))
     return {

@@ -62,7 +62,7 @@ class FidelityGP(FidelityModel):
 def full_steps(study: Study, trials: list[FrozenTrial]) -> int | None:
     """The full run's length in steps: the study's task (`max_steps`), else the last step any
     COMPLETE trial reported, else the last step any trial reported; None without reports."""
-    task = user_attrs_of(study).get(study_attrs.TASK) or {}
+    task = study_attrs.TASK.of(user_attrs_of(study)) or {}
     if "max_steps" in task:
         return int(task["max_steps"])
     complete = [

@@ -233,7 +233,7 @@ class SweepSpec(BaseModel):
     def of(cls, attrs: Mapping[str, Any]) -> SweepSpec:
         """The spec a study stored (its `spec` attribute), or one read from the separate
         attributes of a study written before the spec existed."""
-        raw = attrs.get(study_attrs.SPEC)
+        raw = study_attrs.SPEC.of(attrs)
         if isinstance(raw, Mapping):
             version = raw.get("version", SPEC_VERSION)
             if version != SPEC_VERSION:
@@ -267,12 +267,12 @@ _USERINFO = re.compile(r"(?<=://)[^/@\s'\"]+@")  # the user:password@ part of a 
 
 def _legacy(attrs: Mapping[str, Any]) -> dict[str, Any]:
     """A spec from the separate attributes a study stored before the spec existed."""
-    policy = attrs.get(study_attrs.EARLY_STOPPING) or {}
+    policy = study_attrs.EARLY_STOPPING.of(attrs) or {}
     stop = attrs.get("study_stop") or {}
-    warm = attrs.get(study_attrs.WARM_START)
+    warm = study_attrs.WARM_START.of(attrs)
     sampler = attrs.get("sampler") or DEFAULT_SAMPLER
     raw: dict[str, Any] = {
-        "space": attrs.get(study_attrs.SPACE) or DEFAULT_SPACE,
+        "space": study_attrs.SPACE.of(attrs) or DEFAULT_SPACE,
         "overrides": attrs.get("overrides") or {},
         "sampler": RETIRED_SAMPLERS.get(sampler, sampler),
         "n_trials": attrs.get("n_trials") or DEFAULT_TRIALS,

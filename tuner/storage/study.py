@@ -112,18 +112,18 @@ def load_study(
         raise StudyNotFoundError(f"no study named {name!r} in {redact_url(storage_url)}") from None
 
 
-def set_status(study: optuna.Study, status: str) -> None:
+def set_status(study: optuna.Study, status: study_attrs.Status) -> None:
     if status not in STATUSES:
         raise StudyError(f"status must be one of {', '.join(STATUSES)}, not {status!r}")
-    study_attrs.write(study, study_attrs.STATUS, status)
-    study_attrs.write(study, study_attrs.STATUS_AT, now())
+    study_attrs.STATUS.write(study, status)
+    study_attrs.STATUS_AT.write(study, now())
 
 
 def counts_towards_total(trial: FrozenTrial) -> bool:
     """Whether a trial uses up one of the study's `n_trials` (retried attempts do not)."""
     if trial.state in (TrialState.COMPLETE, TrialState.PRUNED):
         return True
-    return trial.state == TrialState.FAIL and not trial.user_attrs.get(trial_attrs.NEEDS_RETRY)
+    return trial.state == TrialState.FAIL and not trial_attrs.NEEDS_RETRY.of(trial.user_attrs)
 
 
 def finished_count(study: optuna.Study) -> int:
@@ -143,13 +143,11 @@ def finished_curves(study: optuna.Study) -> dict[str, dict[int, float]]:
 def pending_retries(study: optuna.Study) -> list[FrozenTrial]:
     """FAILed attempts awaiting a retry: `needs_retry` set and no trial yet has `retry_of` = their number."""
     trials = study.get_trials(deepcopy=False)
-    retried = {t.user_attrs.get(trial_attrs.RETRY_OF) for t in trials}
+    retried = {trial_attrs.RETRY_OF.of(t.user_attrs) for t in trials}
     return [
         t
         for t in trials
-        if t.state == TrialState.FAIL
-        and t.user_attrs.get(trial_attrs.NEEDS_RETRY)
-        and t.number not in retried
+        if t.state == TrialState.FAIL and trial_attrs.NEEDS_RETRY.of(t.user_attrs) and t.number not in retried
     ]
 
 
@@ -165,11 +163,9 @@ def fail_trial(
     """
     study_id = storage.get_study_id_from_name(study.study_name)
     trial_id = storage.get_trial_id_from_study_id_trial_number(study_id, number)
-    storage.set_trial_user_attr(trial_id, trial_attrs.ERROR, trial_attrs.checked(trial_attrs.ERROR, reason))
+    storage.set_trial_user_attr(trial_id, trial_attrs.ERROR, trial_attrs.ERROR.checked(reason))
     if needs_retry:
-        storage.set_trial_user_attr(
-            trial_id, trial_attrs.NEEDS_RETRY, trial_attrs.checked(trial_attrs.NEEDS_RETRY, True)
-        )
+        storage.set_trial_user_attr(trial_id, trial_attrs.NEEDS_RETRY, trial_attrs.NEEDS_RETRY.checked(True))
     study.tell(number, state=TrialState.FAIL)
 
 

@@ -147,6 +147,7 @@ def record_exit(state: ControlState, name: str, returncode: int, stop_requested:
         or (lease is not None and lease.state() == "live")
     ):
         return
+    status: study_attrs.Status
     if stop_requested:
         status = "stopped"
     elif returncode == 0:
@@ -154,6 +155,6 @@ def record_exit(state: ControlState, name: str, returncode: int, stop_requested:
     else:
         status = "failed"
     state.store.storage.set_study_user_attr(
-        row.study_id, study_attrs.STATUS, study_attrs.checked(study_attrs.STATUS, status)
+        row.study_id, study_attrs.STATUS, study_attrs.STATUS.checked(status)
     )
     state.store.invalidate(name)

@@ -78,7 +78,7 @@ def create_study(
             f"study {name!r} already exists in {redact_url(storage_url)}; "
             f"resume it with `rnntune sweep --resume {name}` or choose another name"
         ) from None
-    attrs = {
+    attrs: dict[str, Any] = {
         study_attrs.SPEC: spec.stored(),
         study_attrs.SPACE: space.name,
         study_attrs.SPACE_DEF: space.to_dict(),

@@ -93,7 +93,7 @@ def best_setting(study: optuna.Study) -> dict[str, Any] | None:
     if not any(k in SETTINGS for k in best.params):
         return None
     attrs = study.user_attrs
-    fixed = (attrs.get(study_attrs.SPACE_DEF) or {}).get("fixed") or {}
+    fixed = (study_attrs.SPACE_DEF.of(attrs) or {}).get("fixed") or {}
     params = {k: fixed[k] for k in SETTINGS if k in fixed}
     params.update({k: v for k, v in best.params.items() if k in SETTINGS})
     spec = SweepSpec.stored_in(attrs)
@@ -108,8 +108,8 @@ def best_setting(study: optuna.Study) -> dict[str, Any] | None:
 def record_best(study: optuna.Study) -> None:
     """Store the best setting so far as the study's `dyneval_best` attribute (when it changed)."""
     best = best_setting(study)
-    if best is not None and study.user_attrs.get(study_attrs.DYNEVAL_BEST) != best:
-        study_attrs.write(study, study_attrs.DYNEVAL_BEST, best)
+    if best is not None and study_attrs.DYNEVAL_BEST.of(study.user_attrs) != best:
+        study_attrs.DYNEVAL_BEST.write(study, best)
 
 
 def referenced_checkpoints(storage: optuna.storages.BaseStorage) -> frozenset[Path]:

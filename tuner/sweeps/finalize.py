@@ -53,14 +53,14 @@ def top_trials(study: optuna.Study, k: int) -> list[FrozenTrial]:
 def source_config(study: optuna.Study, trial: FrozenTrial) -> dict[str, Any]:
     """The trainer config the trial ran: its run folder's config.yaml, else rebuilt from the stored space.
     A study of a trained model (`checkpoint`) trained nothing: StudyError, there is nothing to rerun."""
-    checkpoint = (study.user_attrs.get(study_attrs.SPEC) or {}).get("checkpoint")
+    checkpoint = (study_attrs.SPEC.of(study.user_attrs) or {}).get("checkpoint")
     if checkpoint:
         raise StudyError(
             f"study {study.study_name!r} tunes dynamic evaluation of {checkpoint}: its trials train "
             f"nothing and are deterministic, so there is nothing to rerun; apply its best setting with "
             f"`rnntune evaluate {checkpoint} --dyneval-from {study.study_name}`"
         )
-    run_dir = trial.user_attrs.get(trial_attrs.RUN_DIR)
+    run_dir = trial_attrs.RUN_DIR.of(trial.user_attrs)
     saved = Path(run_dir) / "config.yaml" if run_dir else None
     if saved is not None and saved.is_file():
         return dict(yaml.safe_load(saved.read_text()))
@@ -71,7 +71,7 @@ def source_config(study: optuna.Study, trial: FrozenTrial) -> dict[str, Any]:
         raise StudyError(
             f"trial {trial.number}: no config.yaml in its run folder and no stored space to rebuild it"
         )
-    space = resolve_data_dir(SearchSpace.from_dict(study.user_attrs[study_attrs.SPACE_DEF]))
+    space = resolve_data_dir(SearchSpace.from_dict(study_attrs.SPACE_DEF.required(study.user_attrs)))
     return space.trial_config(trial.params, run_dir or "")
 
 
@@ -88,7 +88,7 @@ def done_seeds(entry: Mapping[str, Any] | None) -> set[int]:
 
 def plan(study: optuna.Study, top: int, seeds: int, root: Path) -> list[Rerun]:
     """The reruns still to do for the `top` best trials with `seeds` fresh seeds each."""
-    stored = study.user_attrs.get(study_attrs.FINALIZE) or {}
+    stored = study_attrs.FINALIZE.of(study.user_attrs) or {}
     todo = []
     for trial in top_trials(study, top):
         config = source_config(study, trial)
@@ -102,29 +102,28 @@ def plan(study: optuna.Study, top: int, seeds: int, root: Path) -> list[Rerun]:
 
 def record(study: optuna.Study, trial: FrozenTrial, result: Mapping[str, Any]) -> None:
     """Store one finished rerun under its source trial (replacing an earlier attempt at that seed)."""
-    stored = dict(study.user_attrs.get(study_attrs.FINALIZE) or {})
+    stored = dict(study_attrs.FINALIZE.of(study.user_attrs) or {})
     entry = dict(
         stored.get(str(trial.number)) or {"value": trial.value, "params": trial.params, "reruns": []}
     )
     reruns = [r for r in entry["reruns"] if int(r["seed"]) != int(result["seed"])]
     entry["reruns"] = sorted([*reruns, dict(result)], key=lambda r: int(r["seed"]))
     stored[str(trial.number)] = entry
-    study_attrs.write(study, study_attrs.FINALIZE, stored)
+    study_attrs.FINALIZE.write(study, stored)
 
 
 def set_finalize_status(study: optuna.Study, state: str, **extra: Any) -> None:
     """The finalize run's state (`running`, `finished`, `stopped`, `failed`) with who runs it and when."""
     now = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
-    study_attrs.write(
+    study_attrs.FINALIZE_STATUS.write(
         study,
-        study_attrs.FINALIZE_STATUS,
         {"state": state, "host": socket.gethostname(), "pid": os.getpid(), "at": now, **extra},
     )
 
 
 def live_run(attrs: Mapping[str, Any]) -> int | None:
     """The pid of a finalize run of this study alive on this host (its `finalize_status`), else None."""
-    status = attrs.get(study_attrs.FINALIZE_STATUS)
+    status = study_attrs.FINALIZE_STATUS.of(attrs)
     if (
         not isinstance(status, Mapping)
         or status.get("state") != "running"
@@ -194,7 +193,7 @@ def best_by_rerun_mean(rows: list[dict[str, Any]]) -> dict[str, Any] | None:
 def word_level_of(user_attrs: Mapping[str, Any]) -> bool:
     from trainer.config import WORD_LEVEL_DATASETS
 
-    return (user_attrs.get(study_attrs.TASK) or {}).get("dataset", "builtin") in WORD_LEVEL_DATASETS
+    return (study_attrs.TASK.of(user_attrs) or {}).get("dataset", "builtin") in WORD_LEVEL_DATASETS
 
 
 def rerun_trial(config: dict[str, Any]) -> dict[str, Any]:
@@ -278,4 +277,4 @@ def run_finalize(
         )
         raise
     set_finalize_status(study, "finished", top=top, seeds=seeds, todo=len(todo))
-    return summarize(study.user_attrs.get(study_attrs.FINALIZE) or {}, word_level_of(study.user_attrs))
+    return summarize(study_attrs.FINALIZE.of(study.user_attrs) or {}, word_level_of(study.user_attrs))

@@ -57,9 +57,8 @@ class FinalizeLauncher:
             if self._launcher.running(name) is not None or live_run(attrs) is not None:
                 raise Conflict(f"study {name!r} already has a finalize run in progress")
             # Until the child records `running`, the study says the run is queued (not an old `finished`).
-            study_attrs.write(
+            study_attrs.FINALIZE_STATUS.write(
                 load_study(name, self.db_url),
-                study_attrs.FINALIZE_STATUS,
                 {"state": "queued", "top": top, "seeds": seeds},
             )
             return self._launcher.start(
@@ -68,7 +67,7 @@ class FinalizeLauncher:
 
     def _record_exit(self, handle: Handle, code: int) -> None:
         study = load_study(handle.name, self.db_url)
-        status = study.user_attrs.get(study_attrs.FINALIZE_STATUS) or {}
+        status = study_attrs.FINALIZE_STATUS.of(study.user_attrs) or {}
         if status.get("state") in ("queued", "running") and status.get("pid") in (None, handle.process.pid):
             set_finalize_status(
                 study, "failed", error=f"finalize process exited with {code}; see {handle.log}"

@@ -64,7 +64,7 @@ class Evaluation:
     @classmethod
     def from_result(cls, result: Mapping[str, Any]) -> Evaluation:
         step, value = result.get("step"), result.get(METRIC)
-        attrs = {attr: result[key] for attr, key in EVALUATION_ATTRS if result.get(key)}
+        attrs: dict[str, Any] = {attr: result[key] for attr, key in EVALUATION_ATTRS if result.get(key)}
         return cls(
             None if step is None else int(step),
             None if value is None or result.get(FINAL) else float(value),

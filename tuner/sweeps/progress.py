@@ -40,9 +40,9 @@ def fmt_duration(seconds: float) -> str:
 def trial_row(t: FrozenTrial) -> str:
     value = fmt_value(t.value) if t.value is not None else "-"
     steps = max(t.intermediate_values, default="-")
-    wall = t.user_attrs.get(trial_attrs.WALL_TIME_S)
-    extra = t.user_attrs.get(trial_attrs.ERROR, "")
-    if t.user_attrs.get(trial_attrs.RETRY_OF) is not None:
+    wall = trial_attrs.WALL_TIME_S.of(t.user_attrs)
+    extra = trial_attrs.ERROR.of(t.user_attrs, "")
+    if trial_attrs.RETRY_OF.of(t.user_attrs) is not None:
         extra = f"retry of #{t.user_attrs['retry_of']} {extra}".strip()
     row = (
         f"  #{t.number:<4} {t.state.name:<8} {value:>9}  step {steps!s:>6}  "

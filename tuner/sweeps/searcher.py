@@ -173,7 +173,7 @@ class StudySearcher(Searcher):
         trial = self._study.ask()
         params = self._space.suggest(trial)
         live = LiveTrial(trial=trial, params=params, run_dir=str(self._root / f"trial-{trial.number}"))
-        retry_of = trial.user_attrs.get(trial_attrs.RETRY_OF)
+        retry_of = trial_attrs.RETRY_OF.of(trial.user_attrs)
         if retry_of is not None:
             self._resume_from(live, self._study.get_trials(deepcopy=False)[int(retry_of)])
         return live
@@ -185,7 +185,7 @@ class StudySearcher(Searcher):
         with self._asking:  # enqueue and ask as one: a trial asked ahead meanwhile cannot take the retry
             self._study.enqueue_trial(
                 old.params,
-                user_attrs={trial_attrs.RETRY_OF: trial_attrs.checked(trial_attrs.RETRY_OF, old.number)},
+                user_attrs={trial_attrs.RETRY_OF: trial_attrs.RETRY_OF.checked(old.number)},
                 skip_if_exists=False,
             )
             return self._next_trial()
@@ -194,7 +194,7 @@ class StudySearcher(Searcher):
         """Make `live` continue the attempt `old`: its run folder and its curve so far. A stored
         run folder outside the study's storage root is not trusted (the database is data, not a
         path to train in): the retry then starts afresh in its own folder."""
-        resumed = resolve_within(old.user_attrs.get(trial_attrs.RUN_DIR), (self._root,), self._root)
+        resumed = resolve_within(trial_attrs.RUN_DIR.of(old.user_attrs), (self._root,), self._root)
         if resumed is None:
             return
         live.run_dir = str(resumed)

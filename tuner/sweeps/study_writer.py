@@ -98,8 +98,8 @@ class StudyWriter:
 
     def started(self, live: LiveTrial, ray_trial_id: str) -> None:
         """A trial handed to Ray Tune: where it trains and Ray's id for it."""
-        trial_attrs.write(live.trial, trial_attrs.RUN_DIR, live.run_dir)
-        trial_attrs.write(live.trial, trial_attrs.RAY_TRIAL_ID, ray_trial_id)
+        trial_attrs.RUN_DIR.write(live.trial, live.run_dir)
+        trial_attrs.RAY_TRIAL_ID.write(live.trial, ray_trial_id)
 
     def record(self, live: LiveTrial, evaluation: Evaluation, result: Mapping[str, Any]) -> None:
         """One evaluation: its value on the curve (once per step, finite only) and the attributes
@@ -135,7 +135,7 @@ class StudyWriter:
         if not self.writable:
             return
         wall = time.monotonic() - live.started
-        trial_attrs.write(live.trial, trial_attrs.WALL_TIME_S, round(wall, 3))
+        trial_attrs.WALL_TIME_S.write(live.trial, round(wall, 3))
         for key, value in outcome.attrs.items():
             trial_attrs.write(live.trial, key, value)
         if outcome.verdict is Verdict.FAIL:
@@ -158,10 +158,10 @@ class StudyWriter:
         except LeaseLost:
             return None
         if wall:
-            trial_attrs.write(live.trial, trial_attrs.WALL_TIME_S, live.wall())
-        trial_attrs.write(live.trial, trial_attrs.ERROR, message[:ERROR_CHARS])
+            trial_attrs.WALL_TIME_S.write(live.trial, live.wall())
+        trial_attrs.ERROR.write(live.trial, message[:ERROR_CHARS])
         if needs_retry:
-            trial_attrs.write(live.trial, trial_attrs.NEEDS_RETRY, True)
+            trial_attrs.NEEDS_RETRY.write(live.trial, True)
         frozen = self.study.tell(live.trial, state=TrialState.FAIL)
         self._announce(frozen)
         if not needs_retry:

@@ -145,7 +145,7 @@ def _all_failed(study: optuna.Study) -> str | None:
     if not trials or any(t.state in (TrialState.COMPLETE, TrialState.PRUNED) for t in trials):
         return None
     first = next(
-        (t.user_attrs.get(trial_attrs.ERROR) for t in trials if t.user_attrs.get(trial_attrs.ERROR)),
+        (trial_attrs.ERROR.of(t.user_attrs) for t in trials if trial_attrs.ERROR.of(t.user_attrs)),
         "no error recorded",
     )
     return f"every trial FAILed ({len(trials)}); first error: {first}"
@@ -221,15 +221,15 @@ def _drive(
             )
     if study_attrs.SPEC not in attrs and attrs.get("sampler") in RETIRED_SAMPLERS:  # written before the spec
         retired = f"sampler {attrs['sampler']} was retired; the study continues with {spec.sampler}"
-        study_attrs.write(study, study_attrs.SAMPLER_NOTE, retired + " (docs/samplers.md)")
-    study_attrs.write(study, study_attrs.SPEC, spec.stored())
+        study_attrs.SAMPLER_NOTE.write(study, retired + " (docs/samplers.md)")
+    study_attrs.SPEC.write(study, spec.stored())
     target = spec.n_trials
     if storage_path is not None:
-        study_attrs.write(study, study_attrs.STORAGE_PATH, str(Path(storage_path).expanduser().resolve()))
-    root = Path(study.user_attrs[study_attrs.STORAGE_PATH])
-    space = resolve_data_dir(SearchSpace.from_dict(attrs[study_attrs.SPACE_DEF]))
+        study_attrs.STORAGE_PATH.write(study, str(Path(storage_path).expanduser().resolve()))
+    root = Path(study_attrs.STORAGE_PATH.required(study.user_attrs))
+    space = resolve_data_dir(SearchSpace.from_dict(study_attrs.SPACE_DEF.required(attrs)))
     claim_storage(root, name)
-    priors = prior_trials(storage_url, attrs.get(study_attrs.WARM_START))
+    priors = prior_trials(storage_url, study_attrs.WARM_START.of(attrs))
     sampler = make_sampler(
         spec.sampler,
         seed=spec.seed,
@@ -240,9 +240,8 @@ def _drive(
     zombies = fail_zombies(study, ZOMBIE_REASON, storage_url)
     budget = target - finished_count(study)
     if budget <= 0 or request.reason is not None:
-        status = "finished" if budget <= 0 else "stopped"
-        set_status(study, status)
-        return SweepOutcome(name, status, finished_count(study), target, best_trial(study), [])
+        set_status(study, ended := "finished" if budget <= 0 else "stopped")
+        return SweepOutcome(name, ended, finished_count(study), target, best_trial(study), [])
 
     import torch
     from ray import tune
@@ -319,7 +318,7 @@ def _drive(
             *describe_trackers(spec, name, root),
             *(
                 [f"warm start: {len(priors)} prior trials from {', '.join(attrs['warm_start']['studies'])}"]
-                if attrs.get(study_attrs.WARM_START)
+                if study_attrs.WARM_START.of(attrs)
                 else []
             ),
             f"trials {target - budget}/{target} done"
@@ -359,7 +358,8 @@ def _drive(
             verbose=1 if verbose else 0,
         ),
     )
-    status, error = "failed", None
+    status: study_attrs.Status = "failed"
+    error = None
     try:
         if request.reason is None:  # a stop that came while Ray started needs no trial
             with stop_on_signals(request):  # again: ray.init() replaced our SIGTERM handler with its own

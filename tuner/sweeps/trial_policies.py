@@ -65,7 +65,7 @@ class SweepPolicies:
             trials, self.started, now, steps=steps, max_steps=self._max_steps, hours=hours
         )
         if reason is not None:
-            study_attrs.write(self._study, study_attrs.ENDED_EARLY, reason)
+            study_attrs.ENDED_EARLY.write(self._study, reason)
         return reason
 
     def after_trial(self) -> None:
@@ -77,7 +77,7 @@ class SweepPolicies:
             return
         trials = self._study.get_trials(deepcopy=False)
         report, removed = keep_top(trials, self.keep, self._root, self._sizes, pinned=self._pins())
-        study_attrs.write(self._study, study_attrs.CHECKPOINT_BYTES, report.used_bytes)
+        study_attrs.CHECKPOINT_BYTES.write(self._study, report.used_bytes)
         if removed:
-            before = int(self._study.user_attrs.get(study_attrs.CHECKPOINTS_REMOVED, 0))
-            study_attrs.write(self._study, study_attrs.CHECKPOINTS_REMOVED, before + len(removed))
+            before = int(study_attrs.CHECKPOINTS_REMOVED.of(self._study.user_attrs, 0))
+            study_attrs.CHECKPOINTS_REMOVED.write(self._study, before + len(removed))

@@ -35,7 +35,7 @@ def _source(name: str, storage_url: str) -> optuna.Study:
 
 def _tuned(study: optuna.Study) -> set[str]:
     """The parameters a study tunes: its stored space's, else those its trials hold."""
-    space = study.user_attrs.get(study_attrs.SPACE_DEF)
+    space = study_attrs.SPACE_DEF.of(study.user_attrs)
     if isinstance(space, dict) and space.get("params"):
         return set(space["params"])
     return {p for t in study.get_trials(deepcopy=False) for p in t.params}

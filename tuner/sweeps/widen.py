@@ -39,7 +39,7 @@ def parse_widen(item: str) -> tuple[str, str | None]:
 def alert_edge(study: optuna.Study, param: str) -> str:
     """The edge of `param` the study's boundary alert names (`both` if it names the two);
     StudyError naming the parameter when there is no alert for it."""
-    params = study.user_attrs[study_attrs.SPACE_DEF]["params"]
+    params = study_attrs.SPACE_DEF.required(study.user_attrs)["params"]
     complete = [
         (t.value, t.params)
         for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
@@ -61,8 +61,8 @@ def plan_widening(
     boundary alert names), without writing anything: the attributes to store together
     ({space_def, widened}) and the changes as appended to `widened`. SpaceError or StudyError name
     the parameter and what is allowed."""
-    space = SearchSpace.from_dict(study.user_attrs[study_attrs.SPACE_DEF])
-    history = list(study.user_attrs.get(study_attrs.WIDENED) or [])
+    space = SearchSpace.from_dict(study_attrs.SPACE_DEF.required(study.user_attrs))
+    history = list(study_attrs.WIDENED.of(study.user_attrs) or [])
     changes = []
     for param, edge in items:
         check_widenable(space, param)

@@ -62,7 +62,7 @@ def widen(state: ControlState, name: str, body: WidenRequest) -> dict[str, Any]:
 def _widen(state: ControlState, name: str, body: WidenRequest) -> dict[str, Any]:
     """The write itself, run while this API holds the study's lease."""
     study = optuna.load_study(study_name=name, storage=state.store.storage)
-    space = study.user_attrs.get(study_attrs.SPACE_DEF)
+    space = study_attrs.SPACE_DEF.of(study.user_attrs)
     if not isinstance(space, dict) or not isinstance(space.get("params"), dict):
         raise InvalidStudy(f"study {name!r} was not created by rnntune: it has no stored space to widen")
     spec = space["params"].get(body.param)
@@ -73,7 +73,7 @@ def _widen(state: ControlState, name: str, body: WidenRequest) -> dict[str, Any]
     except (SpaceError, StudyError) as err:
         raise InvalidStudy(f"{field}: {err}") from err
     sweep = SweepSpec.of(study.user_attrs)
-    status = study.user_attrs.get(study_attrs.STATUS)
+    status = study_attrs.STATUS.of(study.user_attrs)
     if body.add_trials:
         sweep = sweep.resume_changes({"n_trials": sweep.n_trials + body.add_trials})
         attrs[study_attrs.SPEC] = sweep.stored()

@@ -173,61 +173,51 @@ def _completed(client, name) -> dict[int, tuple]:
     return {t["number"]: (t["value"], t["params"]) for t in items}
 
 
-def test_no_token_or_database_url_reaches_ray(tmp_path, postgres_url):
-    """The tokens and the database URL (with its password) are in the API's environment; none of
-    the Ray processes the sweep starts (GCS, raylet, workers training the trials) holds them, and
-    no file the sweep or the API writes holds the password."""
+def _environs_of(driver: int) -> tuple[dict[int, bytes], list[str]]:
+    """The environment and command line of every process under the sweep driver `driver`."""
+    environs, names = {}, []
+    for pid in _descendants(driver):
+        try:
+            environs[pid] = Path(f"/proc/{pid}/environ").read_bytes()
+            names.append(
+                Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            )
+        except OSError:
+            continue
+    return environs, names
+
+
+def test_api_killed_mid_sweep_adopts_stops_and_resumes_it_and_no_secret_reaches_ray(tmp_path, postgres_url):
+    """kill -9 of the API while its sweep runs: the sweep runs on; a restarted API shows it running
+    (its lease is live), stops it (a second stop is refused; trials cut short say why) and starts it
+    again through REST; no completed trial is lost or changed, none is left RUNNING.
+
+    The same sweep checks the secrets: the tokens and the database URL (with its password) are in the
+    API's environment; none of the Ray processes the sweep starts (GCS, raylet, workers training the
+    trials) holds them, and no file the sweeps or the APIs write holds the password."""
     password = postgres_url.split(":")[2].split("@")[0]
-    secrets_env = {
+    env = {
         "RNNTUNE_API_TOKEN": TOKEN,
         "RNNTUNE_API_READ_TOKEN": "read-secret-2",
         "RNNTUNE_DB_URL": postgres_url,
     }
-    with api_process(tmp_path, secrets_env, headers=AUTH) as (_, client):
-        create(client, "env", n_trials=4, parallel=2, max_steps=400)
-        driver = client.post("/studies/env/start").json()["process"]["pid"]
+    with api_process(tmp_path, env, headers=AUTH) as (api, client):
+        create(client, "adopt", n_trials=5, parallel=1, max_steps=100)
+        driver = client.post("/studies/adopt/start").json()["process"]["pid"]
         wait_for(
             client,
-            "env",
+            "adopt",
             lambda s: s["counts"]["RUNNING"] >= 1 and s["driver"] and s["driver"]["state"] == "live",
             240,
             "a trial running",
         )
         time.sleep(3)  # the trial's worker is up and training
-        environs, names = {}, []
-        for pid in _descendants(driver):
-            try:
-                environs[pid] = Path(f"/proc/{pid}/environ").read_bytes()
-                names.append(
-                    Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-                )
-            except OSError:
-                continue
+        environs, names = _environs_of(driver)
         assert any("gcs_server" in n for n in names) and any("raylet" in n for n in names), names
         assert any(n.startswith("ray::") for n in names), names  # the trial workers
-        for pid, env in environs.items():
+        for pid, environ in environs.items():
             for secret in (TOKEN.encode(), b"read-secret-2", password.encode(), b"RNNTUNE_DB_URL"):
-                assert secret not in env, f"{secret!r} in the environment of pid {pid}"
-        assert client.post("/studies/env/stop").status_code == 202
-        wait_for(client, "env", lambda s: s["status"] == "stopped", 120, "the sweep stopping")
-    # Nor is the password written anywhere: the sweep's log (which names the database, redacted),
-    # run folders, checkpoints and the API's own log.
-    (sweep_log,) = (tmp_path / "storage" / "sweep-logs").glob("*.log")
-    assert "***" in sweep_log.read_text()
-    for path in tmp_path.rglob("*"):
-        if path.is_file():
-            assert password.encode() not in path.read_bytes(), f"password written to {path}"
-
-
-def test_api_killed_mid_sweep_adopts_stops_and_resumes_it(tmp_path):
-    """kill -9 of the API while its sweep runs: the sweep runs on; a restarted API shows it running
-    (its lease is live), stops it (a second stop is refused; trials cut short say why) and starts it
-    again through REST; no completed trial is lost or changed, none is left RUNNING."""
-    db = f"sqlite:///{tmp_path / 's.db'}"
-    env = {"RNNTUNE_API_TOKEN": TOKEN}
-    with api_process(tmp_path, env, db, AUTH) as (api, client):
-        create(client, "adopt", n_trials=5, parallel=1, max_steps=100)
-        driver = client.post("/studies/adopt/start").json()["process"]["pid"]
+                assert secret not in environ, f"{secret!r} in the environment of pid {pid}"
         wait_for(
             client,
             "adopt",
@@ -238,7 +228,7 @@ def test_api_killed_mid_sweep_adopts_stops_and_resumes_it(tmp_path):
         api.send_signal(signal.SIGKILL)
         api.wait(30)
     os.kill(driver, 0)  # the sweep survived its API
-    with api_process(tmp_path, env, db, AUTH) as (_, client):
+    with api_process(tmp_path, env, headers=AUTH) as (_, client):
         study = client.get("/studies/adopt").json()
         assert study["status"] == "running" and study["process"] is None
         assert study["driver"]["state"] == "live" and study["driver"]["pid"] == driver
@@ -261,3 +251,10 @@ def test_api_killed_mid_sweep_adopts_stops_and_resumes_it(tmp_path):
         )
         assert study["status"] == "finished" and study["counts"]["RUNNING"] == 0
         assert after_stop.items() <= _completed(client, "adopt").items()
+    # Nor is the password written anywhere: the sweeps' logs (which name the database, redacted),
+    # run folders, checkpoints and the APIs' own logs.
+    (sweep_log,) = (tmp_path / "storage" / "sweep-logs").glob("*.log")  # both starts append to it
+    assert "***" in sweep_log.read_text()
+    for path in tmp_path.rglob("*"):
+        if path.is_file():
+            assert password.encode() not in path.read_bytes(), f"password written to {path}"

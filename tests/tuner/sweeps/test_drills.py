@@ -74,63 +74,72 @@ def _trials(db: str, name: str) -> list[optuna.trial.FrozenTrial]:
     return optuna.load_study(study_name=name, storage=db).get_trials()
 
 
-def test_drill_ray_worker_killed_mid_trial(api):
+def _last_retry(trials: list[optuna.trial.FrozenTrial], number: int) -> optuna.trial.FrozenTrial:
+    """The trial that finally ran in place of trial `number`: its retry, or the retry's retry when
+    the retry itself was cut short by a later kill."""
+    by_retry_of = {
+        t.user_attrs.get("retry_of"): t for t in trials if t.user_attrs.get("retry_of") is not None
+    }
+    trial = by_retry_of[number]
+    while trial.state == TrialState.FAIL:
+        trial = by_retry_of[trial.number]
+    return trial
+
+
+def test_drill_ray_worker_killed_mid_trial_then_the_sweep_driver_killed(api):
+    """Two kills in one sweep: a trial's Ray worker (the trial fails as the worker's fault and is
+    retried with its parameters), then the sweep driver itself (its RUNNING trials are marked by the
+    next driver and retried); REST starts the sweep again and no finished trial changes."""
     client, db = api
-    create(client, "worker", n_trials=3, parallel=1, max_steps=200)
-    assert client.post("/studies/worker/start").status_code == 202
+    create(client, "kills", n_trials=6, parallel=2, max_steps=100)
+    driver = client.post("/studies/kills/start").json()["process"]["pid"]
 
     def victim():
         return next(
-            (t for t in _trials(db, "worker") if t.state == TrialState.RUNNING and t.user_attrs.get("pid")),
+            (t for t in _trials(db, "kills") if t.state == TrialState.RUNNING and t.user_attrs.get("pid")),
             None,
         )
 
-    wait_for(client, "worker", lambda s: victim() is not None, 300, "a trial training")
-    before, dead = _finished(client, "worker"), victim()
+    wait_for(client, "kills", lambda s: victim() is not None, 300, "a trial training")
+    dead = victim()
     os.kill(int(dead.user_attrs["pid"]), signal.SIGKILL)
-    _recovered(client, "worker", before)
-    study = load_study("worker", db)
-    failed = study.trials[dead.number]
-    assert failed.state == TrialState.FAIL and failed.user_attrs["needs_retry"] is True
-    assert (
-        failed.user_attrs["error"].startswith("worker failed: ") and "retrying" in failed.user_attrs["error"]
-    )
-    # The retry is a linked trial with the dead one's parameters.
-    retry = next(t for t in study.trials if t.user_attrs.get("retry_of") == dead.number)
-    assert retry.params == failed.params and retry.state in (TrialState.COMPLETE, TrialState.PRUNED)
-    assert finished_count(study) == 3
-    check_trials(study)
-
-
-def test_drill_sweep_driver_killed(api):
-    client, db = api
-    create(client, "driver", n_trials=6, parallel=2, max_steps=100)
-    pid = client.post("/studies/driver/start").json()["process"]["pid"]
     wait_for(
         client,
-        "driver",
-        lambda s: s["counts"]["COMPLETE"] >= 1 and s["counts"]["RUNNING"] >= 1,
+        "kills",
+        lambda s: (
+            s["counts"]["COMPLETE"] >= 1
+            and s["counts"]["RUNNING"] >= 1
+            and _trials(db, "kills")[dead.number].state == TrialState.FAIL
+        ),
         300,
-        "a trial completing while others run",
+        "the killed trial failing, then a trial completing while others run",
     )
-    before, stored_before = _finished(client, "driver"), snapshot(_trials(db, "driver"))
-    os.kill(pid, signal.SIGKILL)
-    study, _ = wait_for(client, "driver", lambda s: s["status"] == "failed", 30, "the dead driver's status")
+    before, stored_before = _finished(client, "kills"), snapshot(_trials(db, "kills"))
+    os.kill(driver, signal.SIGKILL)
+    study, _ = wait_for(client, "kills", lambda s: s["status"] == "failed", 30, "the dead driver's status")
     assert study["counts"]["RUNNING"] >= 1  # left behind until the next driver marks them
-    _recovered(client, "driver", before)  # started again at once: the dead pid's lease has expired
-    study = load_study("driver", db)
+    _recovered(client, "kills", before)  # started again at once: the dead pid's lease has expired
+    study = load_study("kills", db)
     after = study.get_trials()
     # Finished trials are unchanged down to their curves, end times and attributes.
     assert {n: v for n, v in snapshot(after).items() if n in stored_before} == stored_before
     assert finished_count(study) == 6
+    # The worker's trial: its fault is the worker's, and its retry reran its parameters.
+    failed = after[dead.number]
+    assert failed.state == TrialState.FAIL and failed.user_attrs["needs_retry"] is True
+    assert (
+        failed.user_attrs["error"].startswith("worker failed: ") and "retrying" in failed.user_attrs["error"]
+    )
+    retry = _last_retry(after, dead.number)
+    assert retry.params == failed.params and retry.state in (TrialState.COMPLETE, TrialState.PRUNED)
+    # The driver's trials: marked by the next driver, each retried.
     zombies = [t for t in after if t.user_attrs.get("error") == ZOMBIE_REASON]
     assert zombies and all(t.user_attrs["needs_retry"] is True for t in zombies)
-    retried = {t.user_attrs.get("retry_of"): t for t in after if t.user_attrs.get("retry_of") is not None}
-    for dead in zombies:
+    for zombie in zombies:
         # The retry reruns what the dead trial stored; a kill while its parameters were being
         # suggested leaves only some stored, and the retry draws the rest.
-        retry = retried[dead.number]
-        assert dead.params.items() <= retry.params.items()
+        retry = _last_retry(after, zombie.number)
+        assert zombie.params.items() <= retry.params.items()
         assert retry.state in (TrialState.COMPLETE, TrialState.PRUNED)
     check_trials(study)
 

@@ -16,47 +16,16 @@ from tuner.storage.study import finished_count, load_study
 pytestmark = pytest.mark.slow
 
 
-def test_sqlite_sweep_of_eight_trials_two_at_a_time(tmp_path):
+def test_sqlite_sweep_of_eight_trials_two_at_a_time_stopped_by_sigterm_then_resumed(tmp_path):
+    """The CLI's sweep, stop and resume in one study: eight trials two at a time under the default
+    scheduler, SIGTERM once a trial has completed while another runs (a clean stop that names the
+    resume command), then `--resume` to the end."""
     db = f"sqlite:///{tmp_path / 'studies.db'}"
-    proc, log = launch(
-        tmp_path,
-        ["--name", "e2e", "--trials", "8", "--parallel", "2", "--db", db, "--seed", "1", *tiny_set_args()],
-    )
-    assert finish(proc, log, 600) == 0, log.read_text()
-    out = log.read_text()
-    assert "done 8/8" in out and "study e2e: finished, 8/8 trials" in out
-    assert "Configuration for experiment" not in out  # Ray's own tables stay quiet
-    study = load_study("e2e", db)
-    assert len(study.trials) == 8 and study.user_attrs["status"] == "finished"
-    check_trials(study)
-    # The default scheduler, adaptive ASHA, prunes at no rung before MIN_PAIRS trials calibrated it.
-    assert "scheduler adaptive" in out and "adaptive: a rung prunes once" in out
-    assert [t.state for t in study.trials[:MIN_PAIRS]] == [TrialState.COMPLETE] * MIN_PAIRS
-    assert Path(study.best_trial.user_attrs["checkpoint"]).is_file()
-    assert (tmp_path / "studies" / "e2e" / f"trial-{study.best_trial.number}" / "best.pt").is_file()
-
-
-def test_sigterm_stops_cleanly_then_resume_finishes(tmp_path):
-    db = f"sqlite:///{tmp_path / 'studies.db'}"
-    proc, log = launch(
-        tmp_path,
-        [
-            "--name",
-            "term",
-            "--trials",
-            "6",
-            "--parallel",
-            "2",
-            "--scheduler",
-            "none",
-            "--db",
-            db,
-            *tiny_set_args(max_steps=80),
-        ],
-    )
+    args = ["--name", "e2e", "--trials", "8", "--parallel", "2", "--db", db, "--seed", "1"]
+    proc, log = launch(tmp_path, [*args, *tiny_set_args(max_steps=60)])
     wait_until(
         lambda: (lambda ts: count(ts, TrialState.COMPLETE) >= 1 and count(ts, TrialState.RUNNING) >= 1)(
-            trials(db, "term")
+            trials(db, "e2e")
         ),
         proc,
         log,
@@ -64,8 +33,11 @@ def test_sigterm_stops_cleanly_then_resume_finishes(tmp_path):
     )
     proc.send_signal(signal.SIGTERM)
     assert finish(proc, log, 120) == 130, log.read_text()
-    assert "resume with: rnntune sweep --resume term" in log.read_text()
-    study = load_study("term", db)
+    out = log.read_text()
+    assert "resume with: rnntune sweep --resume e2e" in out
+    assert "Configuration for experiment" not in out  # Ray's own tables stay quiet
+    assert "scheduler adaptive" in out and "adaptive: a rung prunes once" in out
+    study = load_study("e2e", db)
     assert study.user_attrs["status"] == "stopped"
     ts = study.get_trials()
     assert count(ts, TrialState.RUNNING) == 0
@@ -76,9 +48,16 @@ def test_sigterm_stops_cleanly_then_resume_finishes(tmp_path):
     assert reasons <= {"interrupted: sweep stopped by SIGTERM", "not started: sweep stopped by SIGTERM"}
     assert all(t.user_attrs["needs_retry"] for t in interrupted)
 
-    proc, log = launch(tmp_path, ["--resume", "term", "--db", db])
+    proc, log = launch(tmp_path, ["--resume", "e2e", "--db", db])
     assert finish(proc, log, 600) == 0, log.read_text()
-    study = load_study("term", db)
-    assert finished_count(study) == 6 and study.user_attrs["status"] == "finished"
+    assert "study e2e: finished, 8/8 trials" in log.read_text()
+    study = load_study("e2e", db)
+    assert finished_count(study) == 8 and study.user_attrs["status"] == "finished"
     assert {t.user_attrs.get("retry_of") for t in study.trials} >= {t.number for t in interrupted}
     check_trials(study)
+    # The default scheduler, adaptive ASHA, prunes at no rung before MIN_PAIRS trials calibrated it.
+    ended = sorted((t for t in study.trials if t.state != TrialState.FAIL), key=lambda t: t.datetime_complete)
+    assert [t.state for t in ended[:MIN_PAIRS]] == [TrialState.COMPLETE] * MIN_PAIRS
+    best = study.best_trial
+    assert Path(best.user_attrs["checkpoint"]).is_file()
+    assert (tmp_path / "studies" / "e2e" / f"trial-{best.number}" / "best.pt").is_file()

@@ -26,7 +26,7 @@ async def get_boundaries(request: Request, name: StudyName) -> dict[str, Any]:
     snapshot = await snapshot_of(request, name)
     store = state_of(request).store
     row = await run_in_threadpool(store.row, name)
-    space = (row.user_attrs.get(study_attrs.SPACE_DEF) or {}).get("params", {})
+    space = (study_attrs.SPACE_DEF.of(row.user_attrs) or {}).get("params", {})
     complete = snapshot.complete_points()
 
     def compute() -> dict[str, Any]:
@@ -39,5 +39,5 @@ async def get_boundaries(request: Request, name: StudyName) -> dict[str, Any]:
 
     # A widened range changes the alerts but not the trials the snapshot is keyed on.
     return await memoised(
-        snapshot, ("boundaries", len(row.user_attrs.get(study_attrs.WIDENED) or [])), compute
+        snapshot, ("boundaries", len(study_attrs.WIDENED.of(row.user_attrs) or [])), compute
     )

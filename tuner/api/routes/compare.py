@@ -76,7 +76,7 @@ def _build(request: Request, names: list[str]) -> str:
             row.status,
             store.snapshot(row).fingerprint,
             json.dumps(
-                [row.user_attrs.get(study_attrs.FINALIZE), row.user_attrs.get(study_attrs.FINALIZE_STATUS)],
+                [study_attrs.FINALIZE.of(row.user_attrs), study_attrs.FINALIZE_STATUS.of(row.user_attrs)],
                 sort_keys=True,
                 default=str,
             ),

@@ -84,17 +84,17 @@ def get_finalize(request: Request, name: StudyName) -> dict:
     row = state.store.row(name)
     attrs = row.user_attrs
     rows = views.clean(
-        finalize.summarize(attrs.get(study_attrs.FINALIZE) or {}, finalize.word_level_of(attrs))
+        finalize.summarize(study_attrs.FINALIZE.of(attrs) or {}, finalize.word_level_of(attrs))
     )
     winner = finalize.best_by_rerun_mean(rows)
-    best_by = attrs.get(study_attrs.BEST_BY) or "tuning"
+    best_by = study_attrs.BEST_BY.of(attrs) or "tuning"
     best: dict[str, Any] | None
     if best_by == "rerun_mean" and winner is not None:
         best = {"trial": winner["trial"], "value": winner["val_loss_mean"], "by": "rerun_mean"}
     else:
         tuned = state.store.snapshot(row).best
         best = {"trial": tuned.number, "value": views.finite(tuned.value), "by": "tuning"} if tuned else None
-    run_status = attrs.get(study_attrs.FINALIZE_STATUS)
+    run_status = study_attrs.FINALIZE_STATUS.of(attrs)
     handle = launcher_of(request).get(name)
     return {
         "name": name,

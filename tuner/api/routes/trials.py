@@ -103,7 +103,7 @@ def get_best_checkpoint(request: Request, name: StudyName) -> StreamingResponse:
     best = _best(state.store.snapshot(state.store.row(name)), name)
     settings = state.settings
     found = checkpoint.locate(
-        best.user_attrs.get(trial_attrs.CHECKPOINT), (settings.storage_root,), settings.storage_root / name
+        trial_attrs.CHECKPOINT.of(best.user_attrs), (settings.storage_root,), settings.storage_root / name
     )
     config_url = str(request.url_for("get_trial_config", name=name, number=best.number).path)
     assert best.value is not None  # `best` is a completed trial with a finite objective

@@ -112,5 +112,5 @@ def merged(stored: Any, counts: Mapping[str, int]) -> dict[str, int]:
 def count_tracker_failures(study: optuna.Study, failures: Mapping[str, int]) -> None:
     """Add this sweep's tracker failures to the study's `tracker_failures` (nothing when none)."""
     if any(failures.values()):
-        stored = study.user_attrs.get(study_attrs.TRACKER_FAILURES)
-        study_attrs.write(study, study_attrs.TRACKER_FAILURES, merged(stored, failures))
+        stored = study_attrs.TRACKER_FAILURES.of(study.user_attrs)
+        study_attrs.TRACKER_FAILURES.write(study, merged(stored, failures))

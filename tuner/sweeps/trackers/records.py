@@ -69,6 +69,6 @@ def ending(state: str, value: float | None, user_attrs: Mapping[str, Any]) -> En
     return Ending(
         state,
         float(value) if finite and value is not None else None,
-        user_attrs.get(trial_attrs.CHECKPOINT) or None,
-        user_attrs.get(trial_attrs.ERROR) or None,
+        trial_attrs.CHECKPOINT.of(user_attrs) or None,
+        trial_attrs.ERROR.of(user_attrs) or None,
     )
