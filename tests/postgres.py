@@ -41,10 +41,21 @@ def pg_bin() -> Path:
     )
 
 
+# Every port free_port handed out in this process: the kernel may hand a port it just released out
+# again, and a Ray node given the same port for two of its components fails to start.
+_HANDED_OUT: set[int] = set()
+
+
 def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A port free on loopback now, and never one this process was given before."""
+    for _ in range(1000):
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        if port not in _HANDED_OUT:
+            _HANDED_OUT.add(port)
+            return port
+    raise RuntimeError("no loopback port free that was not handed out already")
 
 
 def _run_as() -> tuple[list[str], pwd.struct_passwd | None]:

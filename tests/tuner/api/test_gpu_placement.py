@@ -29,7 +29,14 @@ TOKEN = "gpu-token"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
 # A few seconds of training per trial on a shared CPU: long enough for the four to overlap.
 # device cpu: the logical GPUs only pace the trials (with `auto`, CPU-only torch fails them).
-SETTINGS = {"device": "cpu", "max_steps": 150, "eval_every": 50, "hidden_size": 16, "max_eval_tokens": 1000}
+SETTINGS = {
+    "device": "cpu",
+    "max_steps": 150,
+    "eval_every": 50,
+    "hidden_size": 16,
+    "max_eval_tokens": 1000,
+    "eval_batch_size": 64,
+}
 
 
 @pytest.fixture

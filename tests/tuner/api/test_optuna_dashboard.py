@@ -5,7 +5,6 @@ database as rnntune's API reads it (docs/web.md, "Using optuna-dashboard beside 
 from __future__ import annotations
 
 import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -15,6 +14,7 @@ import httpx
 import pytest
 import sqlalchemy
 
+from tests.postgres import free_port
 from tests.tuner.compare_studies import MAX_STEPS, make_compared
 from tuner.analysis.reads import SCHEMA_VERSION, StudyStore
 
@@ -25,17 +25,11 @@ pytestmark = [
 ]
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 def test_optuna_dashboard_lists_rnntune_studies_and_their_trials(tmp_path):
     db_url = f"sqlite:///{tmp_path / 'studies.db'}"
     make_compared(db_url, "mog-ptb", tmp_path, [4.0, 4.1, 4.2], pruned=2)
     make_compared(db_url, "lstm-ptb", tmp_path, [4.3, 4.4], cell="lstm")
-    port = _free_port()
+    port = free_port()
     assert DASHBOARD is not None
     process = subprocess.Popen(
         [DASHBOARD, db_url, "--host", "127.0.0.1", "--port", str(port)],

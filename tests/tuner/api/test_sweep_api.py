@@ -7,7 +7,6 @@ import contextlib
 import hashlib
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -17,6 +16,7 @@ import httpx
 import pytest
 
 import trainer
+from tests.postgres import free_port
 from tests.tuner.api.fixtures import live_server
 from tuner.api import ApiSettings
 
@@ -59,7 +59,8 @@ def create(client, name, n_trials, parallel, max_steps):
         "sampler": "random",
         "seed": 0,
         "scheduler": "none",
-        "overrides": {"set": {"max_steps": max_steps}},
+        # 64 evaluation streams: the end-of-run figures take a quarter of the sequential steps.
+        "overrides": {"set": {"max_steps": max_steps, "eval_batch_size": 64}},
     }
     response = client.post("/studies", json=body, headers=AUTH)
     assert response.status_code == 201, response.text
@@ -99,16 +100,10 @@ def test_sweep_runs_to_the_end_and_its_best_checkpoint_loads(api, tmp_path):
 # --- the API as its own process: killed mid-sweep, restarted; secrets kept from Ray ---------------
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @contextlib.contextmanager
 def api_process(tmp_path, env: dict[str, str], db: str | None = None, headers: dict | None = None):
     """`rnntune serve` as a subprocess on a free port; yields (process, client)."""
-    port = _free_port()
+    port = free_port()
     cmd = [
         sys.executable,
         "-m",

@@ -6,7 +6,6 @@ from __future__ import annotations
 import os
 import re
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -15,18 +14,14 @@ from pathlib import Path
 import httpx
 import pytest
 
+from tests.postgres import free_port
+
 pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parents[3]
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def test_up_serves_the_sweep_and_keeps_serving_until_ctrl_c(tmp_path):
-    port = _free_port()
+    port = free_port()
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     proc = subprocess.Popen(
         [

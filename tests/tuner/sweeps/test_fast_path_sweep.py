@@ -23,7 +23,8 @@ from tuner.sweeps.create import create_study
 from tuner.sweeps.sweep import run_sweep
 
 root = Path(sys.argv[1])
-settings = {"max_steps": 6, "eval_every": 3, "max_eval_tokens": 300, "bptt": 12, "batch_size": 8}
+settings = {"max_steps": 6, "eval_every": 3, "max_eval_tokens": 300, "bptt": 12, "batch_size": 8,
+            "eval_batch_size": 64}
 create_study("fast", storage_url=f"sqlite:///{root / 's.db'}", space="tiny", storage_path=root / "fast",
              sampler="random", scheduler="none", seed=3, overrides={"set": settings},
              n_trials=int(sys.argv[2]), parallel=2)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -14,6 +13,8 @@ from pathlib import Path
 
 import httpx
 
+from tests.postgres import free_port
+
 START_TIMEOUT_S = 180.0
 
 
@@ -21,9 +22,7 @@ class MlflowServer:
     """A running `mlflow server`: its URI, and `stop()` to take it down (as a crash would)."""
 
     def __init__(self, folder: Path) -> None:
-        with socket.socket() as probe:
-            probe.bind(("127.0.0.1", 0))
-            port = probe.getsockname()[1]
+        port = free_port()
         self.uri = f"http://127.0.0.1:{port}"
         self.log = folder / "mlflow-server.log"
         mlflow = Path(sys.executable).with_name("mlflow")
