@@ -81,14 +81,15 @@ EXPECTED_NEIGHBOURS = {1: 0.1, 3: 0.3}
 
 
 def make_study(
-    db_url: str,
+    db_url: str | optuna.storages.BaseStorage,
     name: str,
     storage_path: Path,
     trials: list[tuple[dict, TrialState, float | None]] = FIXED_TRIALS,
     status: str = "finished",
     checkpoints: dict[int, str] | None = None,
 ) -> optuna.Study:
-    """A study with the contract's study and trial attrs; `checkpoints` maps trial number → path."""
+    """A study with the contract's study and trial attrs; `checkpoints` maps trial number → path.
+    `db_url` may be a storage already open, for many studies in a row (about twice as fast)."""
     study = optuna.create_study(study_name=name, storage=db_url, direction="minimize")
     for key, value in {
         "space": "fixed",

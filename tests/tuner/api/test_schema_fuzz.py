@@ -41,6 +41,7 @@ import time
 from typing import Any
 
 import httpx
+import optuna
 import pytest
 import schemathesis
 from hypothesis import HealthCheck, Phase, given, seed, settings
@@ -130,8 +131,9 @@ def _serve(root, crowd: int = 0):
     db_url = f"sqlite:///{root / 's.db'}"
     make_study(db_url, "fixed", storage / "fixed", checkpoints={0: str(run / "best.pt")})
     make_study(db_url, "abroad", root / "elsewhere", status="stopped")
+    opened = optuna.storages.RDBStorage(db_url)
     for number in range(crowd):
-        make_study(db_url, f"crowd-{number}", root / f"crowd-{number}", trials=[])
+        make_study(opened, f"crowd-{number}", root / f"crowd-{number}", trials=[])
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("PYTHONHOME", "/nonexistent")
         with (
