@@ -78,3 +78,11 @@ def ray_cluster():
     yield
     if started:
         ray.shutdown()
+
+
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    # `make test` runs the fast tests on both cores, one pytest worker each: one torch thread per
+    # worker, or the two workers' intra-op threads take turns on the same two cores.
+    import torch
+
+    torch.set_num_threads(1)
