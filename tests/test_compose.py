@@ -450,7 +450,7 @@ def compose_project(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[
         "RNNTUNE_BASE_IMAGE": images["base"],
         "POSTGRES_IMAGE": images["postgres"],
         "RNNTUNE_API_PORT": str(free_port()),
-        "RNNTUNE_TRIALS": "4",  # the default sweep, shortened: what it proves needs no more trials
+        "RNNTUNE_TRIALS": "2",  # the default sweep, shortened: what it proves needs no more trials
     }
     lines = [
         f"{line.partition('=')[0]}={overrides[line.partition('=')[0]]}"

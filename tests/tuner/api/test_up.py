@@ -33,6 +33,10 @@ def test_up_serves_the_sweep_and_keeps_serving_until_ctrl_c(tmp_path):
             str(port),
             "--budget",  # the embedded default's 24 trials, cut by a step budget the first trials spend
             "0.1",
+            "--set",  # and shortened: what it proves needs no longer trials
+            "max_steps=50",
+            "--set",
+            "eval_batch_size=64",
             "--name",
             "up-run",
             "--db",
@@ -64,7 +68,7 @@ def test_up_serves_the_sweep_and_keeps_serving_until_ctrl_c(tmp_path):
         assert study["status"] == "finished" and study["counts"]["COMPLETE"] + study["counts"]["PRUNED"] == 2
         assert study["space"] == "tiny" and study["n_trials"] == 24
         assert study["user_attrs"]["spec"]["budget"] == 0.1
-        assert "(--budget 0.1 × 200 steps)" in study["user_attrs"]["ended_early"]
+        assert "(--budget 0.1 × 50 steps)" in study["user_attrs"]["ended_early"]
         plot = httpx.get(f"http://127.0.0.1:{port}/studies/up-run/plots/parallel-coordinates").json()
         assert len(plot["trial_numbers"]) == study["counts"]["COMPLETE"] + study["counts"]["PRUNED"]
         proc.send_signal(signal.SIGINT)

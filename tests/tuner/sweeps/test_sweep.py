@@ -4,51 +4,14 @@ from __future__ import annotations
 
 import io
 import os
-from pathlib import Path
 
 import pytest
 from optuna.trial import TrialState
 
 from tests.conftest import TINY_SETTINGS
-from tests.tuner.sweep_checks import check_trials
 from tuner.storage.study import load_study
 from tuner.sweeps.create import create_study
 from tuner.sweeps.sweep import run_sweep
-
-
-@pytest.mark.slow
-def test_created_study_runs_then_extends(tmp_path, ray_cluster):
-    db = f"sqlite:///{tmp_path / 'db.sqlite'}"
-    create_study(
-        "short",
-        storage_url=db,
-        space="tiny",
-        n_trials=3,
-        parallel=2,
-        scheduler="asha",
-        storage_path=tmp_path / "store",
-        overrides={"set": {**TINY_SETTINGS, "max_steps": 20}},
-        seed=0,
-    )
-    out = io.StringIO()
-    outcome = run_sweep("short", db, num_cpus=2, out=out)
-    assert (outcome.status, outcome.finished, outcome.n_trials) == ("finished", 3, 3)
-    study = load_study("short", db)
-    assert study.user_attrs["status"] == "finished"
-    assert len(study.trials) == 3
-    check_trials(study)
-    assert all(Path(t.user_attrs["run_dir"]).parent == tmp_path / "store" for t in study.trials)
-    text = out.getvalue()
-    assert "done 3/3" in text and "best " in text
-    assert len([line for line in text.splitlines() if "] done " in line]) >= 2  # live status lines
-    before = {t.number: (t.state, t.value, t.params, t.intermediate_values) for t in study.trials}
-
-    outcome = run_sweep("short", db, changes={"n_trials": 4}, num_cpus=2, out=io.StringIO())
-    assert (outcome.status, outcome.finished) == ("finished", 4)
-    study = load_study("short", db)
-    assert len(study.trials) == 4
-    assert {t.number: (t.state, t.value, t.params, t.intermediate_values) for t in study.trials[:3]} == before
-    check_trials(study)
 
 
 @pytest.mark.slow

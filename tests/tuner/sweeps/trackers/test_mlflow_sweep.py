@@ -2,7 +2,7 @@
 study's parent run, with the trial's params and curve; a server that dies mid-sweep fails no trial
 and is counted in the study's `tracker_failures`.
 
-Both tests share the module's server; the second stops it, so it runs last.
+The test stops the module's server, so it runs last.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ import pytest
 from optuna.trial import TrialState
 
 from tests.conftest import TINY_SETTINGS
+from tests.tuner.sweep_checks import check_trials
 from tests.tuner.sweeps.trackers.mlflow_server import mlflow_server
 from tuner import study_attrs
 from tuner.storage.study import load_study
@@ -53,14 +54,25 @@ def _create(name: str, db: str, store: Path, uri: str, **fields) -> None:
     )
 
 
-def test_each_trial_is_a_run_with_its_params_and_curve(tmp_path, ray_cluster, server):
+def test_each_trial_is_a_run_and_extensions_log_under_it_until_the_server_dies(tmp_path, ray_cluster, server):
+    """One study, three in-process sweeps (the end-to-end run of `run_sweep`: create, run, extend):
+    each trial is a run under the study's parent run with its params, curve and checkpoint; an
+    extension leaves the finished trials unchanged and logs under the same parent; a server that
+    dies mid-sweep fails no trial and is counted in `tracker_failures`."""
     db = f"sqlite:///{tmp_path / 'db.sqlite'}"
     _create("ml", db, tmp_path / "store", server.uri, n_trials=3, parallel=2, mlflow_checkpoints=True)
     out = io.StringIO()
-    assert run_sweep("ml", db, num_cpus=2, out=out).status == "finished"
-    assert f"mlflow: experiment ml at {server.uri}" in out.getvalue()
+    outcome = run_sweep("ml", db, num_cpus=2, out=out)
+    assert (outcome.status, outcome.finished, outcome.n_trials) == ("finished", 3, 3)
+    text = out.getvalue()
+    assert f"mlflow: experiment ml at {server.uri}" in text
+    assert "done 3/3" in text and "best " in text
+    assert len([line for line in text.splitlines() if "] done " in line]) >= 2  # live status lines
     study = load_study("ml", db)
+    assert study.user_attrs["status"] == "finished"
     assert [t.state for t in study.trials] == [TrialState.COMPLETE] * 3
+    check_trials(study)
+    assert all(Path(t.user_attrs["run_dir"]).parent == tmp_path / "store" for t in study.trials)
 
     client = MlflowClient(tracking_uri=server.uri)
     experiment = client.get_experiment_by_name("ml")
@@ -89,38 +101,42 @@ def test_each_trial_is_a_run_with_its_params_and_curve(tmp_path, ray_cluster, se
         uploaded = [f.path for f in client.list_artifacts(run.info.run_id, "checkpoint")]
         assert uploaded == ["checkpoint/best.pt"]
     assert study_attrs.TRACKER_FAILURES not in study.user_attrs
+    before = {t.number: (t.state, t.value, t.params, t.intermediate_values) for t in study.trials}
 
-    # Extending the study logs the new trial under the same experiment and parent run.
-    assert run_sweep("ml", db, changes={"n_trials": 4}, num_cpus=2, out=io.StringIO()).status == "finished"
+    # Extending the study: its finished trials are unchanged, the new trial logs under the same
+    # experiment and parent run.
+    outcome = run_sweep("ml", db, changes={"n_trials": 4}, num_cpus=2, out=io.StringIO())
+    assert (outcome.status, outcome.finished) == ("finished", 4)
+    study = load_study("ml", db)
+    assert len(study.trials) == 4
+    assert {t.number: (t.state, t.value, t.params, t.intermediate_values) for t in study.trials[:3]} == before
+    check_trials(study)
     runs = client.search_runs([experiment.experiment_id])
     assert [r.info.run_id for r in runs if r.data.tags.get("rnntune.role") == "study"] == [parent.info.run_id]
     trial_runs = [r for r in runs if r.data.tags.get("rnntune.role") == "trial"]
     assert sorted(int(r.data.tags["rnntune.trial"]) for r in trial_runs) == [0, 1, 2, 3]
 
-
-def test_a_server_down_mid_sweep_fails_no_trial_and_is_counted(tmp_path, ray_cluster, server):
-    db = f"sqlite:///{tmp_path / 'db.sqlite'}"
-    _create("down", db, tmp_path / "store", server.uri, n_trials=3, parallel=1)
+    # Extending it again, one trial at a time, while the server dies once the first new trial is in.
     done = threading.Event()
 
-    def stop_after_first_trial() -> None:
+    def stop_after_the_next_trial() -> None:
         while not done.wait(0.2):
-            trials = optuna.load_study(study_name="down", storage=db).get_trials(deepcopy=False)
-            if any(t.state == TrialState.COMPLETE for t in trials):
+            trials = optuna.load_study(study_name="ml", storage=db).get_trials(deepcopy=False)
+            if sum(t.state == TrialState.COMPLETE for t in trials) >= 5:
                 server.stop()
                 return
 
-    watcher = threading.Thread(target=stop_after_first_trial, daemon=True)
+    watcher = threading.Thread(target=stop_after_the_next_trial, daemon=True)
     watcher.start()
     out = io.StringIO()
     try:
-        outcome = run_sweep("down", db, num_cpus=2, out=out)
+        outcome = run_sweep("ml", db, changes={"n_trials": 6, "parallel": 1}, num_cpus=2, out=out)
     finally:
         done.set()
         watcher.join(30)
-    assert (outcome.status, outcome.finished) == ("finished", 3)
-    study = load_study("down", db)
-    assert [t.state for t in study.trials] == [TrialState.COMPLETE] * 3
+    assert (outcome.status, outcome.finished) == ("finished", 6)
+    study = load_study("ml", db)
+    assert [t.state for t in study.trials] == [TrialState.COMPLETE] * 6
     failures = study.user_attrs[study_attrs.TRACKER_FAILURES]
     assert set(failures) == {"mlflow"} and failures["mlflow"] >= 1
     assert out.getvalue().count("warning: mlflow:") == 1, out.getvalue()
