@@ -32,15 +32,16 @@ lint: setup
 	$(VENV)/bin/lint-imports
 
 # Everything, end-to-end tests included (what CI runs): lint, then every test but the GPU ones.
-# The fast tests run on two pytest workers (pytest-xdist); the end-to-end ones one at a time, as
-# each sweep uses both cores of the CI machine.
+# The fast tests, and the slow ones marked `parallel` (no Ray, sweep or Docker engine), run on two
+# pytest workers (pytest-xdist); the other end-to-end tests one at a time, as each sweep, cluster or
+# Compose run uses every core of the CI machine.
 test: setup system-deps lint
-	RNNTUNE_REQUIRE_E2E=1 $(PY) -m pytest -m "not slow and not gpu" -q -n 2
-	RNNTUNE_REQUIRE_E2E=1 $(PY) -m pytest -m "slow and not gpu" -q
+	RNNTUNE_REQUIRE_E2E=1 $(PY) -m pytest -m "(not slow or parallel) and not gpu" -q -n 2 --dist worksteal
+	RNNTUNE_REQUIRE_E2E=1 $(PY) -m pytest -m "slow and not parallel and not gpu" -q
 
 # The fast suite only (no Ray sweeps, PostgreSQL, Chromium or Docker engine).
 test-fast: setup
-	$(PY) -m pytest -m "not slow and not gpu" -q -n 2
+	$(PY) -m pytest -m "not slow and not gpu" -q -n 2 --dist worksteal
 
 # The API fuzz with fresh seeds and more cases (make test runs it with fixed seeds): a case it finds
 # goes into FOUND in tests/tuner/api/test_schema_fuzz.py.

@@ -29,6 +29,18 @@ def pytest_runtest_makereport(item, call):
         report.longrepr = f"skipped under RNNTUNE_REQUIRE_E2E=1: {report.longrepr}"
 
 
+# Fixtures that start Ray: a test using one runs alone (`make test`'s second phase), never on the
+# two workers of the first, where two Ray clusters would share two cores.
+RAY_FIXTURES = ("ray_cluster", "shared_ray_head")
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        alone = item.get_closest_marker("slow") is not None and item.get_closest_marker("parallel") is None
+        if not alone and any(f in getattr(item, "fixturenames", ()) for f in RAY_FIXTURES):
+            raise pytest.UsageError(f"{item.nodeid} starts Ray: mark it slow, and not parallel")
+
+
 def pytest_runtest_call(item):
     """A `gpu` test fails, rather than skips, without CUDA (`make test-gpu` on a GPU machine)."""
     if item.get_closest_marker("gpu") is not None:

@@ -59,7 +59,7 @@ def test_before_any_rerun_the_best_is_the_tuning_best(server):
 def test_post_runs_reruns_and_get_reports_mean_sd_and_gap(tmp_path):
     from tests.tuner.finalize_study import swept_study
 
-    db = swept_study(tmp_path, "fin-api")
+    db = swept_study(tmp_path, "fin-api", trials=2)
     study = load_study("fin-api", db)
     best = min((t for t in study.trials if t.state == TrialState.COMPLETE), key=lambda t: t.value)
     settings = ApiSettings(db_url=db, storage_root=tmp_path / "studies")

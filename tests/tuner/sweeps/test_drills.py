@@ -239,7 +239,7 @@ def test_drill_postgres_killed_and_restarted_after_10_s(tmp_path, killable_postg
     pg = killable_postgres
     settings = ApiSettings(db_url=pg.url, storage_root=tmp_path / "storage", api_token=TOKEN)
     with live_server(settings) as url, httpx.Client(base_url=url, timeout=30, headers=AUTH) as client:
-        create(client, "pgdrill", n_trials=4, parallel=2, max_steps=100)
+        create(client, "pgdrill", n_trials=3, parallel=2, max_steps=100)
         assert client.post("/studies/pgdrill/start").status_code == 202
         wait_for(
             client,

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from tests.tuner.api.web.conftest import ARTIFACTS, WEB
 
-pytestmark = WEB
+pytestmark = [*WEB, pytest.mark.parallel]  # no sweep runs here
 
 
 def _page(browser, server):
