@@ -40,13 +40,11 @@ def study_summary(row: StudyRow, handle: Handle | None) -> dict[str, Any]:
         "name": row.name,
         "status": status(row, handle),
         "direction": row.direction,
-        "space": study_attrs.SPACE.of(attrs) if isinstance(study_attrs.SPACE.of(attrs), str) else None,
+        "space": _text(study_attrs.SPACE.of(attrs)),
         "sampler": spec.sampler if spec else None,
         "n_trials": n_trials,
         "parallel": spec.parallel if spec else None,
-        "created_at": study_attrs.CREATED_AT.of(attrs)
-        if isinstance(study_attrs.CREATED_AT.of(attrs), str)
-        else None,
+        "created_at": _text(study_attrs.CREATED_AT.of(attrs)),
         "counts": {state: n for state, n in row.counts.items()},
         "best_value": finite(row.best_value),
         "progress": min(1.0, finished / n_trials) if n_trials else None,
