@@ -85,9 +85,9 @@ def main() -> None:
                     torch.cuda.synchronize()
                 steps.append(time.perf_counter() - started)
             firsts.append(steps[0])
-            from trainer.cells import fallback
+            from trainer.cells import fallback, paths
 
-            used = fallback.path_used(args.device.startswith("cuda"))
+            used = paths.path_used(args.device.startswith("cuda"), fallback.forced_on_cpu())
             rows.append(steps)
             print(f"{k + 1:>5} {shape['cell']:>15} {shape['hidden_size']:>6} {shape['batch_size']:>5} "
                   f"{rounds:>6} {shape['mogrifier_rank']:>4} {'yes' if shape['state_dropout'] else 'no':>4} "

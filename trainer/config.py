@@ -221,6 +221,13 @@ class TrainConfig(BaseModel):
         "graphs, and eager for the rest of the process after any failure of that path), graphs (the "
         "same, a failure is an error) or eager; ignored on CPU (docs/trainer.md)",
     )
+    mogrifier_kernel: Literal["torch", "fused"] = Field(
+        "torch",
+        description="on CUDA's compiled and graphed paths, how the Mogrifier rounds run: torch (two products "
+        "and a gate per round and step) or fused (every round of a step in one Triton kernel, forward and "
+        "backward; opt-in until its equivalence tests have passed on a GPU); ignored on CPU and without "
+        "rounds (docs/trainer.md)",
+    )
     precision: Literal["fp32", "tf32", "bf16"] = Field(
         "fp32",
         description="fp32 (the papers' setting), tf32 (float32 matmuls on TensorFloat-32 tensor cores, "
@@ -246,6 +253,11 @@ class TrainConfig(BaseModel):
             raise ValueError("set hidden_size or num_params (a parameter budget)")
         if not (self.device in ("auto", "cpu", "cuda") or self.device.startswith("cuda:")):
             raise ValueError(f"device must be auto, cpu, cuda or cuda:N, not {self.device!r}")
+        if self.mogrifier_kernel == "fused" and self.cuda_path == "eager":
+            raise ValueError(
+                "mogrifier_kernel fused runs on the compiled and graphed CUDA paths; with cuda_path eager it "
+                "would never run: set cuda_path auto or graphs, or mogrifier_kernel torch"
+            )
         if self.dataset not in ("builtin", "reverse_copy") and self.data_dir is None:
             raise ValueError(f"dataset {self.dataset!r} needs data_dir (the folder with its files)")
         return self

@@ -20,7 +20,7 @@ from torch import Tensor
 
 from . import reverse_copy
 from .averaging import Decision, chosen_weights, make_averaging, swap_in
-from .cells import fallback
+from .cells import fallback, paths
 from .checkpoint import checkpoint_config, header, last_evaluation, read_checkpoint, save_atomic
 from .config import ConfigError, TrainConfig
 from .data import batchify, load_corpus
@@ -37,7 +37,9 @@ from .result import TrainingDiverged, TrainResult
 # (Circling Back §5 / thesis §4.4); after `divergence_restores` restores it fails with TrainingDiverged.
 LR_DECAY_ON_RESTORE = 0.9
 # Settings that may change when a run resumes (they steer the run, not what it computes).
-RESUMABLE_CHANGES = frozenset({"max_steps", "max_time_s", "device", "cuda_path", "run_dir"})
+RESUMABLE_CHANGES = frozenset(
+    {"max_steps", "max_time_s", "device", "cuda_path", "mogrifier_kernel", "run_dir"}
+)
 
 Report = Callable[[dict[str, Any]], Any]
 
@@ -269,7 +271,7 @@ class Trainer:
         self.run_dir.mkdir(parents=True, exist_ok=True)
         (self.run_dir / "config.yaml").write_text(cfg.to_yaml())
         bar = _progress_bar(cfg, self.step) if self.progress else None
-        fallback.begin_run()
+        paths.begin_run()
         stopped = "max_steps"
         window_tokens, window_time, train_losses = 0, 0.0, []
         # last.pt is written just before its evaluation is reported: a run stopped in between
@@ -348,7 +350,8 @@ class Trainer:
             "elapsed_s": self.train_time,
             "best_val_loss": self.best_val_loss,
             "restores": self.restores,
-            "cuda_path_used": fallback.path_used(self.device.type == "cuda"),
+            "cuda_path_used": self._path_used(),
+            "cuda_path_calls": paths.counts(),
         }
         if self.copy_task:  # sequence accuracy of the weights 2TA chose (Mogrifier paper §4.3)
             metrics["accuracy"] = self.accuracies.get(decision.loss)
@@ -357,6 +360,9 @@ class Trainer:
         with open(self.run_dir / "metrics.jsonl", "a") as f:
             f.write(json.dumps(metrics) + "\n")
         return metrics
+
+    def _path_used(self) -> str:
+        return paths.path_used(self.device.type == "cuda", fallback.forced_on_cpu())
 
     def _finish(self, stopped: str) -> TrainResult:
         best = self.run_dir / "best.pt"
@@ -375,7 +381,8 @@ class Trainer:
             best_checkpoint=str(best.resolve()) if best.is_file() else None,
             stopped=stopped,
             steps=self.step,
-            cuda_path_used=fallback.path_used(self.device.type == "cuda"),
+            cuda_path_used=self._path_used(),
+            cuda_path_calls=paths.counts(),
             **figures,
         )
         (self.run_dir / "result.json").write_text(json.dumps(asdict(result), indent=2) + "\n")

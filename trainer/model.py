@@ -68,6 +68,7 @@ class LanguageModel(nn.Module):
                 chrono_init=cfg.chrono_init,
                 multiplicative_form=cfg.multiplicative_form,
                 cuda_path=cfg.cuda_path,
+                mogrifier_kernel=cfg.mogrifier_kernel,
             )
             for layer in range(cfg.num_layers)
         )

@@ -27,3 +27,4 @@ class TrainResult:
     mc_temperature: float | None = None
     mc_dropout_scale: float | None = None  # the dropout-rate scale MC evaluation used (chosen on validation)
     cuda_path_used: str | None = None
+    cuda_path_calls: dict[str, int] | None = None  # training calls per path (trainer/cells/paths.py)

@@ -35,13 +35,19 @@ GPU_IDS: Key[list[str]] = _attr(
     "the GPUs Ray assigned it, as Ray numbers them on its node; absent without one",
 )
 DEVICE: Key[str] = _attr("device", "each evaluation", "the device it trained on (docs/gpu.md)")
-# The trainer's PathUsed (trainer/cells/fallback.py); a test ties the two.
+# The trainer's PathUsed (trainer/cells/paths.py); a test ties the two.
 CUDA_PATH_USED: Key[Literal["graphs", "compiled", "eager", "cpu"]] = _attr(
     "cuda_path_used",
     "each evaluation",
     "the training path it took: `graphs`, `eager` (by choice or after the fast path failed), `cpu`, "
     "or `compiled` (the compiled steps without CUDA graphs: the fast path forced on the CPU, tests "
     "only) (docs/trainer.md)",
+)
+CUDA_PATH_CALLS: Key[dict[str, int]] = _attr(
+    "cuda_path_calls",
+    "each evaluation",
+    "training calls per path so far: `cpu`, `eager`, `compiled`, `graphs`, the last two with "
+    "`+fused_rounds` where `mogrifier_kernel: fused` ran the Mogrifier rounds (docs/trainer.md)",
 )
 SECONDS_PER_STEP: Key[float] = _attr(
     "seconds_per_step",

@@ -5,11 +5,11 @@ from __future__ import annotations
 from typing import Protocol
 
 from .base import RecurrentCell, State, chrono_init_
-from .graphed import CUDA_PATHS, CudaPath
 from .lstm import LSTMCell
 from .mgru import MGRUCell
 from .mlstm import MLSTMCell
 from .mogrifier import MogrifierLSTMCell
+from .paths import CUDA_PATHS, MOGRIFIER_KERNELS, CudaPath, MogrifierKernel
 from .rlstm import MogrifierRLSTMCell, RLSTMCell
 from .tmgru import TMGRUCell
 from .tmlstm import TMLSTMCell
@@ -57,6 +57,7 @@ def make_cell(
     chrono_init: bool = False,
     multiplicative_form: str = "default",
     cuda_path: CudaPath = "auto",
+    mogrifier_kernel: MogrifierKernel = "torch",
 ) -> RecurrentCell:
     """Build the cell called `name` (a TrainConfig.cell value) for one layer.
 
@@ -70,12 +71,17 @@ def make_cell(
     the LSTM-family cells (LSTM, Mogrifier LSTM, RLSTM, Mogrifier RLSTM) train on CUDA: "auto" (the
     graphed path of graphed.py, falling back to eager for the process on any failure), "graphs"
     (the same, a failure is an error) or "eager"; it changes nothing on CPU, and the multiplicative
-    cells run eagerly.
+    cells run eagerly. `mogrifier_kernel` "fused" runs those paths' Mogrifier rounds in one Triton
+    kernel per step (cuda_rounds.py), "torch" as torch ops.
     """
     if name not in CELLS:
         raise ValueError(f"cell must be one of {sorted(CELLS)}, not {name!r}")
     if cuda_path not in CUDA_PATHS:
         raise ValueError(f"cuda_path must be one of {list(CUDA_PATHS)}, not {cuda_path!r}")
+    if mogrifier_kernel not in MOGRIFIER_KERNELS:
+        raise ValueError(
+            f"mogrifier_kernel must be one of {list(MOGRIFIER_KERNELS)}, not {mogrifier_kernel!r}"
+        )
     chrono = t_max if chrono_init else None
     cell: RecurrentCell
     if name == "mogrifier_lstm":
@@ -92,7 +98,18 @@ def make_cell(
         cell = CELLS[name](input_size, hidden_size, t_max=chrono)
     if isinstance(cell, LSTMCell | RLSTMCell):  # the cells with a graphed CUDA path
         cell.cuda_path = cuda_path
+        cell.mogrifier_kernel = mogrifier_kernel
     return cell
 
 
-__all__ = ["CELLS", "CUDA_PATHS", "CudaPath", "RecurrentCell", "State", "chrono_init_", "make_cell"]
+__all__ = [
+    "CELLS",
+    "CUDA_PATHS",
+    "MOGRIFIER_KERNELS",
+    "CudaPath",
+    "MogrifierKernel",
+    "RecurrentCell",
+    "State",
+    "chrono_init_",
+    "make_cell",
+]

@@ -65,9 +65,18 @@ class DeferredMatmul:
         self._base = base.unbind(0)
 
     def __call__(self, t: int, u: Tensor) -> Tensor:
+        self.record(u)
+        return torch.addmm(self._base[t], u, self._weight)
+
+    def base(self, t: int) -> Tensor:
+        """Step t's added term: a kernel that computes the product itself adds this and returns its
+        gradient (cuda_rounds.py), so that the window's dL/dW is still one GEMM."""
+        return self._base[t]
+
+    def record(self, u: Tensor) -> None:
+        """Record the next step's input u_t when a kernel computed base[t] + u_t @ W itself."""
         if self._record:
             self._inputs.append(u.detach())
-        return torch.addmm(self._base[t], u, self._weight)
 
 
 def zeros_base(like: Tensor, steps: int, batch: int, out: int) -> Tensor:

@@ -13,13 +13,13 @@ buffers (the next replay would overwrite a caller's outputs) and cannot tell whe
 comes before the first one's backward (the saved activations would be overwritten): here outputs
 are copies, and such a second call runs the same window eagerly instead.
 
-Used only where `wanted` says so: a cell whose `cuda_path` is "auto" (the default) or "graphs" and
-CUDA inputs. Training (gradients recorded) replays the graphs; evaluation under no_grad runs the
-window with the compiled steps, one fused kernel per step, without capture (its key would change
-with every evaluation batch shape at the end of a split). Everything else (CPU, cuda_path "eager")
-runs the cell's own forward, unchanged. With "auto", any exception from compilation,
-capture or replay turns the fast path off for the rest of the process with one warning
-(fallback.py) and the call runs eagerly; with "graphs" it is an error naming the cause.
+Which calls come here is decided by paths.choose (route.py asks it once per call): training on
+CUDA replays the graphs (`graphs`); evaluation under no_grad, and a second window before the first
+one's backward, run the window with the compiled steps, one fused kernel per step, without capture
+(`compiled`: an evaluation key would change with every batch shape at the end of a split).
+With cuda_path "auto", any exception from compilation, capture or replay turns the fast path off
+for the rest of the process with one warning (fallback.py) and the call runs the cell's own
+forward (`eager`); with "graphs" it is an error naming the cause.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from __future__ import annotations
 import functools
 import weakref
 from collections.abc import Callable, Sequence
-from typing import Any, Literal
+from typing import Any
 
 import torch
 from torch import Tensor, nn
@@ -35,32 +35,14 @@ from torch.autograd.function import once_differentiable
 
 from . import fallback
 from .base import State
-from .windows import PLAIN, Config, Steps, compiled_steps
+from .paths import Path
+from .windows import Config, Steps, compiled_steps
 
-CudaPath = Literal["auto", "graphs", "eager"]
-CUDA_PATHS: tuple[CudaPath, ...] = ("auto", "graphs", "eager")
 # Eager runs on a side stream before capture: torch.compile compiles, cuBLAS picks its kernels and
 # workspaces, and the allocator warms up, so that none of that happens inside the capture.
 WARMUP_RUNS = 3
-# Captures kept per layer; a layer that meets more keys (shapes) than this runs those eagerly, so
-# that memory held by graph pools stays bounded.
-MAX_CAPTURES = 8
-
 Window = Callable[..., tuple[Tensor, Tensor, Tensor]]
 Args = Sequence[Tensor | None]
-
-
-def wanted(cell: nn.Module, x: Tensor) -> bool:
-    """Whether this call of `cell` takes the fast path (see the module docstring)."""
-    path = getattr(cell, "cuda_path", "eager")
-    if path == "eager":
-        return False
-    if path == "auto" and fallback.broken() is not None:
-        fallback.note("eager")
-        return False
-    if x.is_cuda:
-        return not torch.cuda.is_current_stream_capturing()
-    return fallback.forced_on_cpu()
 
 
 def window_call(
@@ -171,10 +153,22 @@ def _key(window: Window, config: Config, args: Args) -> tuple[Any, ...]:
     return (window, config, _autocast(), shapes)
 
 
-def run(cell: nn.Module, x: Tensor, state: State, mask: Tensor | None) -> tuple[Tensor, State]:
-    """The cell's window on the fast path; on failure, the fallback the module docstring describes."""
+def capture_facts(cell: nn.Module, x: Tensor, state: State, mask: Tensor | None) -> tuple[bool, int, bool]:
+    """(a capture exists for this training call's key, captures the layer holds, that capture is busy):
+    what paths.choose needs to know of this layer's captures."""
+    captures = _CAPTURES.get(cell, {})
+    capture = captures.get(_training_key(cell, x, state, mask))
+    busy = capture is not None and capture is not _PROBED and capture.busy
+    return capture is not None, len(captures), busy
+
+
+def run(
+    cell: nn.Module, path: Path, x: Tensor, state: State, mask: Tensor | None, own: Callable[..., Any]
+) -> tuple[tuple[Tensor, State], Path]:
+    """The cell's window on `path` (compiled or graphs) and the path that ran: on a failure, the
+    fallback the module docstring describes, whose call runs `own` (the cell's own forward)."""
     try:
-        out = _fast(cell, x, state, mask)
+        return _fast(cell, path, x, state, mask), path
     except Exception as err:  # any failure of compile, capture or replay, FailOnRecompileLimitHit included
         if getattr(cell, "cuda_path", "auto") == "graphs":
             raise RuntimeError(
@@ -182,37 +176,49 @@ def run(cell: nn.Module, x: Tensor, state: State, mask: Tensor | None) -> tuple[
                 "set cuda_path: auto to fall back to eager, or eager to train without it"
             ) from err
         fallback.fall_back(err)
-        return cell(x, state, mask)  # `wanted` is False from now on: the cell's eager forward
-    if torch.is_grad_enabled():  # what a run trained on; evaluation takes the same path
-        fallback.note("graphs" if x.is_cuda else "compiled")
-    return out
+        return own(x, state, mask), Path.EAGER
 
 
-def _fast(cell: nn.Module, x: Tensor, state: State, mask: Tensor | None) -> tuple[Tensor, State]:
-    """Captured on first use of a key, replayed after; on CPU (tests) the compiled steps without
-    graphs, each key first run forward and backward on copies so that compilation fails here."""
+def _training_args(
+    cell: nn.Module, x: Tensor, state: State, mask: Tensor | None
+) -> tuple[Tensor | None, ...]:
+    """The window's arguments for a training call. A window's first state (zeros, or carried and
+    detached) needs no gradient, later steps' do: as leaves that ask for one, every call compiles
+    and captures one variant, not two."""
+    _, _, params = cell.fast_window()  # type: ignore[operator]
+    state = tuple(s if s.requires_grad else s.detach().requires_grad_() for s in state)
+    return (x, *state, mask, *params)
+
+
+def _training_key(cell: nn.Module, x: Tensor, state: State, mask: Tensor | None) -> tuple[Any, ...]:
+    window, config, _ = cell.fast_window()  # type: ignore[operator]
+    return _key(window, config, _training_args(cell, x, state, mask))
+
+
+def _fast(cell: nn.Module, path: Path, x: Tensor, state: State, mask: Tensor | None) -> tuple[Tensor, State]:
+    """`compiled`: the window with the compiled steps (on CPU, a training key's first call runs them
+    forward and backward on copies first, so that compilation fails here); `graphs`: captured on the
+    key's first call, replayed after."""
     window, config, params = cell.fast_window()  # type: ignore[operator]
     fn = functools.partial(window, compiled_steps(), config)
-    args = (x, *state, mask, *params)
-    if not torch.is_grad_enabled() or not any(a is not None and a.requires_grad for a in args):
-        h_seq, h, c = fn(*args)  # evaluation, or nothing to differentiate: the compiled steps alone
+    training = torch.is_grad_enabled() and any(
+        a is not None and a.requires_grad for a in (x, *state, mask, *params)
+    )
+    if not training:  # evaluation, or nothing to differentiate: the compiled steps alone
+        h_seq, h, c = fn(x, *state, mask, *params)
         return h_seq, (h, c)
-    # A window's first state (zeros, or carried and detached) needs no gradient, later steps' do: as
-    # leaves that ask for one, every call compiles and captures one variant, not two.
-    state = tuple(s if s.requires_grad else s.detach().requires_grad_() for s in state)
-    args = (x, *state, mask, *params)
+    args = _training_args(cell, x, state, mask)
     captures = _CAPTURES.setdefault(cell, {})
     key = _key(window, config, args)
-    capture = captures.get(key)
-    if capture is None and len(captures) >= MAX_CAPTURES:
-        h_seq, h, c = window(PLAIN, config, *args)  # past the bound: the same math, uncompiled
+    if path is Path.GRAPHS:
+        capture = captures.get(key)
+        if capture is None:
+            capture = captures[key] = Capture(fn, args)
+        h_seq, h, c = _Replay.apply(capture, *args)
         return h_seq, (h, c)
-    if capture is None:
-        capture = captures[key] = Capture(fn, args) if x.is_cuda else _probe(fn, args)
-    if capture is _PROBED or capture.busy:  # CPU, or a second forward before the first one's backward
-        h_seq, h, c = fn(*args)
-        return h_seq, (h, c)
-    h_seq, h, c = _Replay.apply(capture, *args)
+    if not x.is_cuda and key not in captures:
+        captures[key] = _probe(fn, args)
+    h_seq, h, c = fn(*args)
     return h_seq, (h, c)
 
 

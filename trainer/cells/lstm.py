@@ -5,9 +5,10 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
-from . import graphed
+from . import graphed, route
 from .base import RecurrentCell, State, chrono_init_, uniform_init_
 from .fused import CappedLSTMWindow
+from .paths import CudaPath, MogrifierKernel
 from .windows import Config, lstm_window
 
 
@@ -18,10 +19,12 @@ class LSTMCell(RecurrentCell):
     runs as one autograd Function with a hand-written backward (fused.py): the input projection
     W^x x + b is hoisted out of the recurrence, and weight gradients are GEMMs over many steps.
     On CUDA, with `cuda_path` "auto" (make_cell's default) or "graphs", training runs the same
-    equations from windows.py replayed as CUDA graphs (graphed.py); "eager" keeps this forward there.
+    equations from windows.py replayed as CUDA graphs (graphed.py); "eager" keeps `own_forward` there.
+    Which path a call takes is decided in one place (paths.choose, asked by route.py).
     """
 
-    cuda_path: graphed.CudaPath = "auto"
+    cuda_path: CudaPath = "auto"
+    mogrifier_kernel: MogrifierKernel = "torch"
 
     def __init__(self, input_size: int, hidden_size: int, t_max: float | None = None) -> None:
         """`t_max`: Chrono-initialize b^f with it (thesis §4.4); None leaves b^f at zero."""
@@ -38,9 +41,16 @@ class LSTMCell(RecurrentCell):
         """The graphed path's window function, its Mogrifier ranks and its tensors (windows.py)."""
         return lstm_window, (), (self.w_x, self.w_h, self.bias)
 
+    @property
+    def fused_rounds(self) -> bool:
+        """Whether the compiled and graphed windows run the Mogrifier rounds in one kernel per step."""
+        return self.mogrifier_kernel == "fused" and getattr(self, "rounds", 0) > 0
+
     def forward(self, x: Tensor, state: State, state_mask: Tensor | None = None) -> tuple[Tensor, State]:
-        if graphed.wanted(self, x):
-            return graphed.run(self, x, state, state_mask)
+        return route.forward(self, x, state, state_mask, self.own_forward)
+
+    def own_forward(self, x: Tensor, state: State, state_mask: Tensor | None = None) -> tuple[Tensor, State]:
+        """The layer without the compiled or graphed window: the CPU path, and `eager` on CUDA."""
         h, c = state
         h_seq, h, c = CappedLSTMWindow.apply(x, self.w_x, self.w_h, self.bias, h, c, state_mask, ())
         return h_seq, (h, c)

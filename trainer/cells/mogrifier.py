@@ -15,7 +15,7 @@ from . import graphed
 from .base import State
 from .fused import CappedLSTMWindow
 from .lstm import LSTMCell
-from .windows import Config, lstm_window
+from .windows import Config, fused_lstm_window, lstm_window
 
 
 class MogrifierGate(nn.Module):
@@ -95,11 +95,12 @@ class MogrifierLSTMCell(LSTMCell):
         """The graphed path's window function, one rank per round, and the LSTM's then the gates' tensors."""
         gates = [cast(MogrifierGate, gate) for gate in self.gates]
         params = (self.w_x, self.w_h, self.bias, *(p for gate in gates for p in gate.tensors()))
-        return lstm_window, tuple(gate.rank for gate in gates), params
+        window = fused_lstm_window if self.fused_rounds else lstm_window
+        return window, tuple(gate.rank for gate in gates), params
 
-    def forward(self, x: Tensor, state: State, state_mask: Tensor | None = None) -> tuple[Tensor, State]:
-        if self.rounds == 0 or graphed.wanted(self, x):
-            return super().forward(x, state, state_mask)
+    def own_forward(self, x: Tensor, state: State, state_mask: Tensor | None = None) -> tuple[Tensor, State]:
+        if self.rounds == 0:
+            return super().own_forward(x, state, state_mask)
         h, c = state
         # x↑ depends on h_prev, so the input projection stays in the loop: [x↑, h↑] @ [W^x; W^h]
         # is one GEMM per step; the rounds and the LSTM run inside one Function (fused.py).

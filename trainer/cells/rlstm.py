@@ -10,11 +10,12 @@ from typing import cast
 import torch
 from torch import Tensor, nn
 
-from . import graphed
+from . import graphed, route
 from .base import RecurrentCell, State, chrono_init_, uniform_init_
 from .deferred import DeferredMatmul, zeros_base
 from .mogrifier import MogrifierGate, make_gates, mogrify
-from .windows import Config, rlstm_window
+from .paths import CudaPath, MogrifierKernel
+from .windows import Config, fused_rlstm_window, rlstm_window
 
 
 class RLSTMCell(RecurrentCell):
@@ -26,7 +27,8 @@ class RLSTMCell(RecurrentCell):
     runs the same equations from windows.py replayed as CUDA graphs (graphed.py).
     """
 
-    cuda_path: graphed.CudaPath = "auto"
+    cuda_path: CudaPath = "auto"
+    mogrifier_kernel: MogrifierKernel = "torch"
 
     def __init__(self, input_size: int, hidden_size: int, t_max: float | None = None) -> None:
         """`t_max`: Chrono-initialize b^f with it (thesis §4.4); None leaves b^f at zero."""
@@ -45,9 +47,16 @@ class RLSTMCell(RecurrentCell):
         """The graphed path's window function, its Mogrifier ranks and its tensors (windows.py)."""
         return rlstm_window, (), (self.w_x, self.w_h, self.w_fu, self.w_oc, self.bias)
 
+    @property
+    def fused_rounds(self) -> bool:
+        """Whether the compiled and graphed windows run the Mogrifier rounds in one kernel per step."""
+        return self.mogrifier_kernel == "fused" and getattr(self, "rounds", 0) > 0
+
     def forward(self, x: Tensor, state: State, state_mask: Tensor | None = None) -> tuple[Tensor, State]:
-        if graphed.wanted(self, x):
-            return graphed.run(self, x, state, state_mask)
+        return route.forward(self, x, state, state_mask, self.own_forward)
+
+    def own_forward(self, x: Tensor, state: State, state_mask: Tensor | None = None) -> tuple[Tensor, State]:
+        """The layer without the compiled or graphed window: the CPU path, and `eager` on CUDA."""
         steps, batch, _ = x.shape
         n = self.hidden_size
         h, c = state
@@ -88,13 +97,14 @@ class MogrifierRLSTMCell(RLSTMCell):
 
     def fast_window(self) -> tuple[graphed.Window, Config, tuple[Tensor, ...]]:
         """The graphed path's window function, one rank per round, and the RLSTM's then the gates' tensors."""
-        window, _, params = super().fast_window()
+        _, _, params = super().fast_window()
         gates = [cast(MogrifierGate, gate) for gate in self.gates]
+        window = fused_rlstm_window if self.fused_rounds else rlstm_window
         return window, tuple(g.rank for g in gates), (*params, *(p for g in gates for p in g.tensors()))
 
-    def forward(self, x: Tensor, state: State, state_mask: Tensor | None = None) -> tuple[Tensor, State]:
-        if self.rounds == 0 or graphed.wanted(self, x):
-            return super().forward(x, state, state_mask)
+    def own_forward(self, x: Tensor, state: State, state_mask: Tensor | None = None) -> tuple[Tensor, State]:
+        if self.rounds == 0:
+            return super().own_forward(x, state, state_mask)
         n = self.hidden_size
         h, c = state
         b_ij, b_f, b_o = self.bias[: 2 * n], self.bias[2 * n : 3 * n], self.bias[3 * n :]

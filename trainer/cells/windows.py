@@ -20,6 +20,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
+from .cuda_rounds import FusedRounds
 from .deferred import DeferredMatmul, zeros_base
 
 Config = tuple[int, ...]  # one rank per Mogrifier round (k <= 0: full rank); () for no rounds
@@ -102,8 +103,8 @@ def compiled_steps() -> Steps:
 class _Rounds:
     """The Mogrifier rounds' products Q^i u + b with weight gradients batched over the window."""
 
-    def __init__(self, ranks: Config, params: tuple[Tensor, ...], x: Tensor) -> None:
-        steps, batch, _ = x.shape
+    def __init__(self, ranks: Config, params: tuple[Tensor, ...], x: Tensor, n: int, fused: bool) -> None:
+        steps, batch, m = x.shape
         self.products: list[list[DeferredMatmul]] = []
         k = 0
         for rank in ranks:
@@ -120,9 +121,13 @@ class _Rounds:
                 weight, bias = params[k : k + 2]
                 k += 2
                 self.products.append([DeferredMatmul(weight, bias.expand(steps, batch, -1))])
+        # `mogrifier_kernel: fused`: every round of a step in one kernel launch (cuda_rounds.py).
+        self.kernel = FusedRounds(ranks, params, m, n, x.device) if fused and ranks else None
 
     def mogrify(self, steps: Steps, t: int, x: Tensor, h: Tensor) -> tuple[Tensor, Tensor]:
         """x↑, h↑ (Mogrifier paper §2): x^i = 2σ(Q^i h^{i-1}) ⊙ x^{i-2} (odd i), h^i alike (even i)."""
+        if self.kernel is not None:
+            return self.kernel.step(self.products, t, x, h)
         for i, products in enumerate(self.products, start=1):
             z = x if i % 2 == 0 else h  # the gate of round i reads the other value
             for product in products:
@@ -136,27 +141,36 @@ class _Rounds:
 
 # Hand-written, not fused.py's Function: a CUDA graph captures a pure function and its autograd backward.
 def lstm_window(
-    steps: Steps, ranks: Config, x: Tensor, h: Tensor, c: Tensor, mask: Tensor | None, *params: Tensor
+    steps: Steps,
+    ranks: Config,
+    x: Tensor,
+    h: Tensor,
+    c: Tensor,
+    mask: Tensor | None,
+    *params: Tensor,
+    fused_rounds: bool = False,
 ) -> tuple[Tensor, Tensor, Tensor]:
     """(h_seq, h_T, c_T) of the (Mogrifier) capped LSTM over x [T, B, m] (thesis §4.1, Mogrifier §2).
 
     params: w_x [m, 4n], w_h [n, 4n], bias [4n], then each round's gate tensors (mogrifier.py).
     Without rounds W^x x + b is hoisted out of the loop; with them [x↑, h↑] @ [W^x; W^h] + b is
-    one product per step, since x↑ depends on h_prev.
+    one product per step, since x↑ depends on h_prev. `fused_rounds`: the rounds of each step in
+    one Triton kernel launch (cuda_rounds.py) instead of two products and a gate per round.
     """
     w_x, w_h, bias, *gate_params = params
     t_len, batch, m = x.shape
-    rounds = _Rounds(ranks, tuple(gate_params), x)
+    rounds = _Rounds(ranks, tuple(gate_params), x, w_h.shape[0], fused_rounds)
     if ranks:
         recurrent = DeferredMatmul(torch.cat([w_x, w_h]), bias.expand(t_len, batch, -1))
     else:
         gx = torch.addmm(bias, x.reshape(-1, m), w_x).view(t_len, batch, -1)
         recurrent = DeferredMatmul(w_h, gx)
     h_hat = h if mask is None else h * mask  # ĥ = h ⊙ M^state (thesis §4.2 eq. 1)
+    xs = x.unbind(0)  # one gradient node for the window; x[t] would add a [T, B, m] tensor per step
     outs = []
     for t in range(t_len):
         if ranks:
-            x_up, h_up = rounds.mogrify(steps, t, x[t], h_hat)
+            x_up, h_up = rounds.mogrify(steps, t, xs[t], h_hat)
             g = recurrent(t, torch.cat([x_up, h_up], dim=1))
         else:
             g = recurrent(t, h_hat)
@@ -167,19 +181,26 @@ def lstm_window(
 
 
 def rlstm_window(
-    steps: Steps, ranks: Config, x: Tensor, h: Tensor, c: Tensor, mask: Tensor | None, *params: Tensor
+    steps: Steps,
+    ranks: Config,
+    x: Tensor,
+    h: Tensor,
+    c: Tensor,
+    mask: Tensor | None,
+    *params: Tensor,
+    fused_rounds: bool = False,
 ) -> tuple[Tensor, Tensor, Tensor]:
     """(h_seq, h_T, c_T) of the (Mogrifier) RLSTM over x [T, B, m] (thesis §4.1, §4.2 eq. 1).
 
     params: w_x [m, 2n], w_h [n, 3n], w_fu [n, n], w_oc [n, n], bias [4n] (rlstm.py), then each
     round's gate tensors. With rounds the step multiplies [x↑, h↑] by [[W^ix, W^jx, 0]; W^h]: the
-    same [i, j, f] pre-activations as the RLSTM's, in one product.
+    same [i, j, f] pre-activations as the RLSTM's, in one product. `fused_rounds` as in lstm_window.
     """
     w_x, w_h, w_fu, w_oc, bias, *gate_params = params
     t_len, batch, m = x.shape
     n = w_h.shape[0]
     b_ij, b_f, b_o = bias[: 2 * n], bias[2 * n : 3 * n], bias[3 * n :]
-    rounds = _Rounds(ranks, tuple(gate_params), x)
+    rounds = _Rounds(ranks, tuple(gate_params), x, n, fused_rounds)
     if ranks:
         weight = torch.cat([torch.cat([w_x, w_x.new_zeros(m, n)], dim=1), w_h])
         recurrent = DeferredMatmul(weight, bias[: 3 * n].expand(t_len, batch, -1))
@@ -189,10 +210,11 @@ def rlstm_window(
     from_u = DeferredMatmul(w_fu, zeros_base(x, t_len, batch, n))
     from_c = DeferredMatmul(w_oc, b_o.expand(t_len, batch, n))
     h_hat = h if mask is None else h * mask  # ĥ = h ⊙ M^state (thesis §4.2 eq. 1)
+    xs = x.unbind(0)  # one gradient node for the window; x[t] would add a [T, B, m] tensor per step
     outs = []
     for t in range(t_len):
         if ranks:
-            x_up, h_up = rounds.mogrify(steps, t, x[t], h_hat)  # mogrify(ĥ_prev, x) (thesis §4.2 eq. 1)
+            x_up, h_up = rounds.mogrify(steps, t, xs[t], h_hat)  # mogrify(ĥ_prev, x) (thesis §4.2 eq. 1)
             g = recurrent(t, torch.cat([x_up, h_up], dim=1))
         else:
             g = recurrent(t, h_hat)
@@ -203,3 +225,9 @@ def rlstm_window(
         h_hat = h if hat is None else hat
         outs.append(h)
     return torch.stack(outs), h, c
+
+
+# The windows with every step's rounds in one kernel launch (`mogrifier_kernel: fused`): module-level
+# objects, so that graphed.py's capture key (which holds the window) is the same on every call.
+fused_lstm_window = functools.partial(lstm_window, fused_rounds=True)
+fused_rlstm_window = functools.partial(rlstm_window, fused_rounds=True)

@@ -143,6 +143,11 @@ class TrialSummary(BaseModel):
         description="The training path it took: graphs (CUDA graphs of compiled steps), eager (CUDA "
         "without them: cuda_path eager, or after a failure of the fast path), cpu, or compiled (tests).",
     )
+    cuda_path_calls: dict[str, int] | None = Field(
+        None,
+        description="Training calls per path at its last evaluation (cpu, eager, compiled, graphs; "
+        "+fused_rounds where mogrifier_kernel fused ran the Mogrifier rounds).",
+    )
     error: str | None = None
 
 

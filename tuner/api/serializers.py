@@ -77,12 +77,20 @@ def trial_summary(trial: TrialRecord) -> dict[str, Any]:
         "seconds_per_step": finite(trial_attrs.SECONDS_PER_STEP.of(attrs)),
         "device": _text(trial_attrs.DEVICE.of(attrs)),
         "cuda_path_used": _text(trial_attrs.CUDA_PATH_USED.of(attrs)),
+        "cuda_path_calls": _counts(trial_attrs.CUDA_PATH_CALLS.of(attrs)),
         "error": None if error is None else str(error),
     }
 
 
 def _text(value: Any) -> str | None:
     return value if isinstance(value, str) else None
+
+
+def _counts(value: Any) -> dict[str, int] | None:
+    """A stored {name: count} read back, or None for anything else (an older or planted row)."""
+    if not isinstance(value, dict):
+        return None
+    return {str(k): v for k, v in value.items() if isinstance(v, int) and not isinstance(v, bool)}
 
 
 def trial_detail(trial: TrialRecord) -> dict[str, Any]:

@@ -31,7 +31,8 @@ EVALUATION_ATTRS = (
     (
         trial_attrs.CUDA_PATH_USED,
         "cuda_path_used",
-    ),  # graphs, compiled, eager or cpu (trainer/cells/fallback.py)
+    ),  # graphs, compiled, eager or cpu (trainer/cells/paths.py)
+    (trial_attrs.CUDA_PATH_CALLS, "cuda_path_calls"),  # training calls per path
 )
 # Summary fields stored as user attrs (of the same name) when present.
 SUMMARY_ATTRS = (

@@ -12,7 +12,7 @@ import warnings
 import pytest
 import torch
 
-from trainer.cells import graphed, make_cell, windows
+from trainer.cells import graphed, make_cell, paths, route, windows
 from trainer.config import TrainConfig, make_config
 from trainer.model import LanguageModel
 
@@ -23,7 +23,7 @@ CASES = [("lstm", 0, 0)] + [
 ]
 
 
-def build(name: str, rounds: int, rank: int, cuda_path: graphed.CudaPath = "auto", seed: int = 0):
+def build(name: str, rounds: int, rank: int, cuda_path: paths.CudaPath = "auto", seed: int = 0):
     torch.manual_seed(seed)
     return make_cell(
         name, M, N, t_max=12.0, mogrifier_rounds=rounds, mogrifier_rank=rank, cuda_path=cuda_path
@@ -131,9 +131,12 @@ def test_cpu_never_takes_the_graphed_path(monkeypatch):
     monkeypatch.setattr(graphed, "run", refuse)
     for name, rounds, rank in [("lstm", 0, 0), ("mogrifier_lstm", 3, RANK), ("rlstm", 0, 0), ("rlstm", 3, 0)]:
         cell = build(name, rounds, rank)
-        assert cell.cuda_path == "auto" and not graphed.wanted(cell, torch.zeros(1))
-        h_seq, _ = cell(torch.randn(T, B, M), cell.zero_state(B, "cpu", torch.float32))
+        x, state = torch.randn(T, B, M), cell.zero_state(B, "cpu", torch.float32)
+        assert cell.cuda_path == "auto" and route.facts(cell, x, state, None).on_cuda is False
+        paths.begin_run()
+        h_seq, _ = cell(x, state)
         h_seq.sum().backward()
+        assert paths.counts() == {"cpu": 1}
 
 
 def test_cuda_path_setting():

@@ -41,6 +41,9 @@ def test_a_sweep_of_many_shapes_trains_every_trial_on_the_compiled_path(tmp_path
         (t.number, t.state.name, t.user_attrs.get("error")) for t in trials
     ]
     assert {t.user_attrs["cuda_path_used"] for t in trials} == {"compiled"}
+    # Every training call counted, all on the compiled path (trainer/cells/paths.py).
+    assert all(list(t.user_attrs["cuda_path_calls"]) == ["compiled"] for t in trials)
+    assert all(t.user_attrs["cuda_path_calls"]["compiled"] > 0 for t in trials)
     shapes = {
         (round(t.params["input_embedding_ratio"] * 48) if t.params["input_embedding_ratio"] < 1 else 48,
          t.params["mogrifier_rounds"], t.params.get("mogrifier_rank"), t.params["state_dropout"] > 0)
