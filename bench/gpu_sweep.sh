@@ -11,6 +11,7 @@
 # Every trial trains MAX_STEPS steps unless stopped early (832: 4 passes over PTB's training set at
 # batch 64 and BPTT 70), evaluated every EVAL_EVERY steps; no trial starts after MAX_HOURS (those
 # in flight finish). MPS=0 packs the trials without MPS (they then take turns on the GPU).
+# KERNEL=fused trains with the Mogrifier rounds in one Triton kernel per step (mogrifier_kernel).
 # The corpus is PTB's shape, not PTB: docs/gpu.md says what it was built from.
 set -u
 OUT=${OUT:-gpu-logs}
@@ -18,7 +19,7 @@ mkdir -p "$OUT"
 PY=${PY:-$( [ -x .venv/bin/python ] && echo .venv/bin/python || echo python3 )}
 PTB_DIR=${PTB_DIR:?set PTB_DIR to a folder with ptb.train.txt, ptb.valid.txt and ptb.test.txt}
 TRIALS=${TRIALS:-20} PER_GPU=${PER_GPU:-4} MAX_STEPS=${MAX_STEPS:-832} EVAL_EVERY=${EVAL_EVERY:-104}
-MAX_HOURS=${MAX_HOURS:-0.1} CPUS=${CPUS:-2} MPS=${MPS:-1}
+MAX_HOURS=${MAX_HOURS:-0.1} CPUS=${CPUS:-2} MPS=${MPS:-1} KERNEL=${KERNEL:-torch}
 export PYTHONUNBUFFERED=1 PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH}
 export TORCHINDUCTOR_CACHE_DIR=${TORCHINDUCTOR_CACHE_DIR:-/tmp/rnntune-inductor}
 
@@ -37,7 +38,7 @@ GPUS_PER_TRIAL=$("$PY" -c "print(1 / $PER_GPU)")
 set -o pipefail
 "$PY" -c 'from tuner.cli import main; main()' sweep --space mogrifier_lstm \
     --set "data_dir=$(realpath "$PTB_DIR")" --set "max_steps=$MAX_STEPS" --set "eval_every=$EVAL_EVERY" \
-    --trials "$TRIALS" --parallel "$PER_GPU" --gpus-per-trial "$GPUS_PER_TRIAL" --cpus-per-trial "$CPUS" \
+    --set "mogrifier_kernel=$KERNEL" --trials "$TRIALS" --parallel "$PER_GPU" --gpus-per-trial "$GPUS_PER_TRIAL" --cpus-per-trial "$CPUS" \
     --max-hours "$MAX_HOURS" --keep-top 2 --db "sqlite:///$(realpath "$OUT")/study.db" \
     --storage "${STORAGE:-/tmp/rnntune-studies}" --name "${NAME:-ptb-size-gpu}" 2>&1 | tee "$OUT/sweep.log"
 rc=$?

@@ -10,14 +10,15 @@ On a CPU that other processes share, read the CPU-time columns (see Stopwatch).
 On CUDA each model runs alone (a GPU is not shared): for each of the trainer's precisions (fp32,
 tf32: TensorFloat-32 matmuls and cuDNN, bf16: autocast), cuDNN's
 nn.LSTM and every cell on both of its CUDA paths (`cuda_path`: eager, and graphs, which captures
-each layer's window as CUDA graphs, trainer/cells/graphed.py), with the ratio to nn.LSTM in the
+each layer's window as CUDA graphs, trainer/cells/graphed.py; for the Mogrifier cells also `fused`:
+graphs with `mogrifier_kernel: fused`, every round of a step in one Triton kernel), with the ratio to nn.LSTM in the
 same precision, the peak GPU memory of the row (torch.cuda.max_memory_allocated, model and
 optimizer included) and the first step's time, which on the graphs path holds the one-off
 torch.compile and capture cost.
 
     python bench/trainer_speed.py                 # PTB-like size, 1 CPU thread
     python bench/trainer_speed.py --quick         # a small size, for a smoke run
-    python bench/trainer_speed.py --device cuda --steps 20   # against cuDNN's LSTM, both paths
+    python bench/trainer_speed.py --device cuda --steps 20   # against cuDNN's LSTM, every path
 """
 
 from __future__ import annotations
@@ -36,7 +37,11 @@ from torch import Tensor, nn
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from trainer.cells import CUDA_PATHS, CudaPath, make_cell, onednn
+from trainer.cells import CUDA_PATHS, CudaPath, MogrifierKernel, make_cell, onednn
+
+# A row's path: a cuda_path, or `fused` (graphs with the Mogrifier rounds in one kernel per step).
+FUSED = "fused"
+MOGRIFIER_MODELS = ("mogrifier_lstm", "mogrifier_rlstm")
 
 
 @dataclass(frozen=True)
@@ -70,11 +75,20 @@ class TorchLSTMLM(nn.Module):
 class CellLM(nn.Module):
     """The same LM with a stack of rnntune cells (trainer.cells.make_cell)."""
 
-    def __init__(self, size: Size, cell: str, cuda_path: CudaPath = "graphs", **cell_args: int) -> None:
+    def __init__(
+        self,
+        size: Size,
+        cell: str,
+        cuda_path: CudaPath = "graphs",
+        kernel: MogrifierKernel = "torch",
+        **cell_args: int,
+    ) -> None:
         super().__init__()
         self.embedding = nn.Embedding(size.vocab, size.hidden)
         self.layers = nn.ModuleList(
-            make_cell(cell, size.hidden, size.hidden, cuda_path=cuda_path, **cell_args)
+            make_cell(
+                cell, size.hidden, size.hidden, cuda_path=cuda_path, mogrifier_kernel=kernel, **cell_args
+            )
             for _ in range(size.layers)
         )
         self.softmax = nn.Linear(size.hidden, size.vocab)
@@ -102,14 +116,16 @@ def forward_flops_per_token(name: str, size: Size) -> int:
     return 2 * (size.layers * per_layer + n * size.vocab)
 
 
-def build(name: str, size: Size, cuda_path: CudaPath = "graphs") -> nn.Module:
+def build(
+    name: str, size: Size, cuda_path: CudaPath = "graphs", kernel: MogrifierKernel = "torch"
+) -> nn.Module:
     if name == "torch.nn.LSTM":
         return TorchLSTMLM(size)
     mogrifier = {"mogrifier_rounds": MOGRIFIER_ROUNDS, "mogrifier_rank": MOGRIFIER_RANK}
     if name == "mogrifier_lstm":
-        return CellLM(size, name, cuda_path, **mogrifier)
+        return CellLM(size, name, cuda_path, kernel, **mogrifier)
     if name == "mogrifier_rlstm":  # the RLSTM with rounds > 0 (make_cell)
-        return CellLM(size, "rlstm", cuda_path, **mogrifier)
+        return CellLM(size, "rlstm", cuda_path, kernel, **mogrifier)
     return CellLM(size, name, cuda_path)
 
 
@@ -193,11 +209,12 @@ class Trainee:
         seed: int,
         cuda_path: CudaPath = "graphs",
         autocast: torch.dtype | None = None,
+        kernel: MogrifierKernel = "torch",
     ) -> None:
         torch.manual_seed(seed)
         self.name = name
         self.autocast = autocast
-        self.model = build(name, size, cuda_path).to(device)
+        self.model = build(name, size, cuda_path, kernel).to(device)
         self.optimizer = torch.optim.RAdam(self.model.parameters(), lr=1e-3)
         self.tokens = torch.randint(size.vocab, (size.bptt + 1, size.batch), device=device)
         self.seconds: list[float] = []
@@ -246,7 +263,7 @@ def run_cuda(
     size: Size,
     device: torch.device,
     steps: int,
-    paths: tuple[CudaPath, ...] = ("graphs", "eager"),
+    paths: tuple[str, ...] = ("graphs", FUSED, "eager"),
     precisions: tuple[str, ...] = tuple(PRECISIONS),
 ) -> None:
     """One model at a time per precision: nn.LSTM (cuDNN), then each cell on each CUDA path."""
@@ -268,12 +285,16 @@ def run_cuda(
         torch.backends.cudnn.allow_tf32 = tf32
         base = None
         for name in names:
-            row_paths: tuple[CudaPath | None, ...] = (None,) if name == "torch.nn.LSTM" else paths
+            row_paths: tuple[str | None, ...] = (None,) if name == "torch.nn.LSTM" else paths
+            if name not in MOGRIFIER_MODELS:  # no rounds: `fused` would be the graphs row again
+                row_paths = tuple(p for p in row_paths if p != FUSED)
             for path in row_paths:
                 torch.cuda.empty_cache()
                 torch.cuda.reset_peak_memory_stats(device)
                 try:
-                    trainee = Trainee(name, size, device, seed=0, cuda_path=path or "eager", autocast=dtype)
+                    cuda_path: CudaPath = "graphs" if path == FUSED else path or "eager"  # type: ignore[assignment]
+                    kernel: MogrifierKernel = "fused" if path == FUSED else "torch"
+                    trainee = Trainee(name, size, device, 0, cuda_path, dtype, kernel)
                     trainee.step(watch)  # the first step: on the graphs path, compilation and capture
                     first = trainee.seconds[0]
                     trainee.step(watch)
@@ -311,8 +332,9 @@ def main(argv: list[str] | None = None) -> None:
     )
     parser.add_argument(
         "--paths",
-        default="graphs,eager",
-        help=f"CUDA only: comma-separated cuda_path values of {', '.join(CUDA_PATHS)} (default: graphs,eager; "
+        default=f"graphs,{FUSED},eager",
+        help=f"CUDA only: comma-separated cuda_path values of {', '.join(CUDA_PATHS)}, or {FUSED} (graphs with "
+        "the Mogrifier rounds in one Triton kernel per step; Mogrifier models only) (default: graphs,fused,eager; "
         "auto is graphs unless something fails)",
     )
     parser.add_argument(
@@ -324,7 +346,7 @@ def main(argv: list[str] | None = None) -> None:
     paths = tuple(args.paths.split(","))
     precisions = tuple(args.precisions.split(","))
     for value, allowed, flag in (
-        (paths, CUDA_PATHS, "--paths"),
+        (paths, (*CUDA_PATHS, FUSED), "--paths"),
         (precisions, tuple(PRECISIONS), "--precisions"),
     ):
         if not set(value) <= set(allowed):

@@ -41,7 +41,7 @@ from tuner.storage.study import (
     redact_url,
     set_status,
 )
-from tuner.sweeps import ask_ahead
+from tuner.sweeps import ask_ahead, mps
 from tuner.sweeps.create import grid
 from tuner.sweeps.driver import LeaseKeeper, StopRequest, stop_on_signals
 from tuner.sweeps.dyneval_study import referenced_checkpoints
@@ -269,6 +269,7 @@ def _drive(
     try:
         started_ray = start_ray(ray_address, num_cpus, verbose)
         parallel, crowded = check_resources(resources, parallel, ray_address)
+        gpu_lines = mps.describe(spec.gpus_per_trial)
     except Exception:
         set_status(study, "failed")
         if started_ray:
@@ -309,6 +310,7 @@ def _drive(
         early += f" (each trial evaluates {spec.checkpoint} once, trains nothing)"
     progress.header(
         [line for line in (warning, crowded) if line]
+        + gpu_lines
         + [
             f"study {name}  space {space.name}  sampler {spec.sampler}  scheduler {scheduler}  "
             f"parallel {parallel}  per trial {spec.cpus_per_trial:g} CPU, {spec.gpus_per_trial:g} GPU",
