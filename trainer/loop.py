@@ -350,7 +350,7 @@ class Trainer:
             "elapsed_s": self.train_time,
             "best_val_loss": self.best_val_loss,
             "restores": self.restores,
-            "cuda_path_used": self._path_used(),
+            "cuda_path_used": paths.path_used(self.device.type == "cuda", fallback.forced_on_cpu()),
             "cuda_path_calls": paths.counts(),
         }
         if self.copy_task:  # sequence accuracy of the weights 2TA chose (Mogrifier paper §4.3)
@@ -360,9 +360,6 @@ class Trainer:
         with open(self.run_dir / "metrics.jsonl", "a") as f:
             f.write(json.dumps(metrics) + "\n")
         return metrics
-
-    def _path_used(self) -> str:
-        return paths.path_used(self.device.type == "cuda", fallback.forced_on_cpu())
 
     def _finish(self, stopped: str) -> TrainResult:
         best = self.run_dir / "best.pt"
@@ -381,7 +378,7 @@ class Trainer:
             best_checkpoint=str(best.resolve()) if best.is_file() else None,
             stopped=stopped,
             steps=self.step,
-            cuda_path_used=self._path_used(),
+            cuda_path_used=paths.path_used(self.device.type == "cuda", fallback.forced_on_cpu()),
             cuda_path_calls=paths.counts(),
             **figures,
         )

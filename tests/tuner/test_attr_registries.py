@@ -207,7 +207,7 @@ def test_the_training_path_attribute_takes_every_path_the_trainer_reports():
     its values must be the trainer's own list."""
     import typing
 
-    from trainer.cells.fallback import PathUsed
+    from trainer.cells.paths import PathUsed
 
     for path in typing.get_args(PathUsed):
         assert trial_attrs.checked(trial_attrs.CUDA_PATH_USED, path) == path
