@@ -1,5 +1,6 @@
 """Typed user attributes (of studies and trials): each one declared once, as `KEY: Key[T] =
-registry(key, written_by, holds)`, its value type T read from that annotation.
+registry(key, T, written_by, holds)`, with its value type T given explicitly (the annotation is
+for mypy; a test checks the two agree).
 
 A `Key` is the attribute's plain string (what Optuna stores, so it works wherever a key does) that
 also reads the value typed as T (`KEY.of(attrs)`) and writes it checked against T (`KEY.write`,
@@ -11,7 +12,6 @@ generated from the registry (`Registry.table`).
 from __future__ import annotations
 
 import json
-import sys
 import typing
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -97,28 +97,16 @@ class Registry:
 
     def __init__(self) -> None:
         self.all: list[Attr] = []
-        self._declared: list[tuple[str, str, str]] = []
         self._adapters: dict[str, TypeAdapter[Any]] = {}
 
-    def __call__(self, key: str, written_by: str, holds: str) -> Key[Any]:
-        self._declared.append((key, written_by, holds))
+    def __call__(self, key: str, kind: Any, written_by: str, holds: str) -> Key[Any]:
+        """Declare attribute `key` whose values have type `kind` (a class, a Literal, a union or a
+        parametrised container: anything pydantic's TypeAdapter takes)."""
+        if key in self._adapters:
+            raise ValueError(f"attribute {key} is declared twice")
+        self.all.append(Attr(key, written_by, holds, kind))
+        self._adapters[key] = TypeAdapter(kind)
         return Key(key, self)
-
-    def typed_by(self, module: str) -> None:
-        """Read each declared key's value type from its `Key[T]` annotation in `module` (called once,
-        at the end of the declaring module); a key declared without one is a TypeError."""
-        hints = typing.get_type_hints(sys.modules[module])
-        namespace = vars(sys.modules[module])
-        kinds = {
-            str(namespace[name]): typing.get_args(hint)[0]
-            for name, hint in hints.items()
-            if typing.get_origin(hint) is Key
-        }
-        for key, written_by, holds in self._declared:
-            if key not in kinds:
-                raise TypeError(f"attribute {key} is declared without a Key[T] annotation in {module}")
-            self.all.append(Attr(key, written_by, holds, kinds[key]))
-            self._adapters[key] = TypeAdapter(kinds[key])
 
     def checked(self, key: str, value: Any) -> Any:
         """`value`, if its JSON form (what Optuna stores) has `key`'s declared type; TypeError naming

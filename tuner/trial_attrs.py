@@ -19,25 +19,27 @@ checked = _attr.checked  # for keys chosen at run time
 write = _attr.write
 
 
-RUN_DIR: Key[str] = _attr("run_dir", "the driver, when it starts the trial", "the trial's run folder")
+RUN_DIR: Key[str] = _attr("run_dir", str, "the driver, when it starts the trial", "the trial's run folder")
 RAY_TRIAL_ID: Key[str] = _attr(
-    "ray_trial_id", "the driver, when it starts the trial", "Ray Tune's id of the trial"
+    "ray_trial_id", str, "the driver, when it starts the trial", "Ray Tune's id of the trial"
 )
 RETRY_OF: Key[int] = _attr(
-    "retry_of", "the driver, when it asks a retry", "the number of the trial it retries"
+    "retry_of", int, "the driver, when it asks a retry", "the number of the trial it retries"
 )
-NODE: Key[str] = _attr("node", "each evaluation", "the Ray node's IP the trial runs on")
-PID: Key[int] = _attr("pid", "each evaluation", "the trial process's id on its node")
-CHECKPOINT: Key[str] = _attr("checkpoint", "each evaluation", "absolute path of its `best.pt`")
+NODE: Key[str] = _attr("node", str, "each evaluation", "the Ray node's IP the trial runs on")
+PID: Key[int] = _attr("pid", int, "each evaluation", "the trial process's id on its node")
+CHECKPOINT: Key[str] = _attr("checkpoint", str, "each evaluation", "absolute path of its `best.pt`")
 GPU_IDS: Key[list[str]] = _attr(
     "gpu_ids",
+    list[str],
     "each evaluation",
     "the GPUs Ray assigned it, as Ray numbers them on its node; absent without one",
 )
-DEVICE: Key[str] = _attr("device", "each evaluation", "the device it trained on (docs/gpu.md)")
+DEVICE: Key[str] = _attr("device", str, "each evaluation", "the device it trained on (docs/gpu.md)")
 # The trainer's PathUsed (trainer/cells/paths.py); a test ties the two.
 CUDA_PATH_USED: Key[Literal["graphs", "compiled", "eager", "cpu"]] = _attr(
     "cuda_path_used",
+    Literal["graphs", "compiled", "eager", "cpu"],
     "each evaluation",
     "the training path it took: `graphs`, `eager` (by choice or after the fast path failed), `cpu`, "
     "or `compiled` (the compiled steps without CUDA graphs: the fast path forced on the CPU, tests "
@@ -45,48 +47,56 @@ CUDA_PATH_USED: Key[Literal["graphs", "compiled", "eager", "cpu"]] = _attr(
 )
 CUDA_PATH_CALLS: Key[dict[str, int]] = _attr(
     "cuda_path_calls",
+    dict[str, int],
     "each evaluation",
     "training calls per path so far: `cpu`, `eager`, `compiled`, `graphs`, the last two with "
     "`+fused_rounds` where `mogrifier_kernel: fused` ran the Mogrifier rounds (docs/trainer.md)",
 )
 SECONDS_PER_STEP: Key[float] = _attr(
     "seconds_per_step",
+    float,
     "each evaluation, when it moves by more than 5%",
     "measured training seconds per step; cost-aware search fits it",
 )
-WALL_TIME_S: Key[float] = _attr("wall_time_s", "the driver, when the trial ends", "seconds from start to end")
-BEST_STEP: Key[int] = _attr("best_step", "the trial's summary", "the step of its best validation loss")
-TEST_LOSS: Key[float] = _attr("test_loss", "the trial's summary", "the test loss of its best checkpoint")
+WALL_TIME_S: Key[float] = _attr(
+    "wall_time_s", float, "the driver, when the trial ends", "seconds from start to end"
+)
+BEST_STEP: Key[int] = _attr("best_step", int, "the trial's summary", "the step of its best validation loss")
+TEST_LOSS: Key[float] = _attr(
+    "test_loss", float, "the trial's summary", "the test loss of its best checkpoint"
+)
 DYNEVAL_VAL_LOSS: Key[float] = _attr(
     "dyneval_val_loss",
+    float,
     "the trial's summary",
     "its validation loss after dynamic evaluation (a space fixing `dyneval: true`, or a study of a "
     "trained model, where it is the trial's value and `best_step` is 0: nothing was trained)",
 )
 DYNEVAL_TEST_LOSS: Key[float] = _attr(
-    "dyneval_test_loss", "the trial's summary", "its test loss after dynamic evaluation"
+    "dyneval_test_loss", float, "the trial's summary", "its test loss after dynamic evaluation"
 )
 MC_TEST_LOSS: Key[float] = _attr(
     "mc_test_loss",
+    float,
     "the trial's summary, with `mc_dropout_samples` > 0",
     "Monte Carlo dropout's test loss",
 )
 MC_TEMPERATURE: Key[float] = _attr(
     "mc_temperature",
+    float,
     "with `mc_test_loss`",
     "the temperature chosen for it on validation (Mogrifier §3.3)",
 )
 MC_DROPOUT_SCALE: Key[float] = _attr(
-    "mc_dropout_scale", "with `mc_test_loss`", "the dropout-rate scale chosen for it on validation"
+    "mc_dropout_scale", float, "with `mc_test_loss`", "the dropout-rate scale chosen for it on validation"
 )
-ERROR: Key[str] = _attr("error", "the driver, when the trial fails", "why it failed (FAIL only)")
+ERROR: Key[str] = _attr("error", str, "the driver, when the trial fails", "why it failed (FAIL only)")
 NEEDS_RETRY: Key[bool] = _attr(
     "needs_retry",
+    bool,
     "the driver, when the trial fails through no fault of its own",
     "true: a retry runs in its place",
 )
-
-_attr.typed_by(__name__)
 
 
 def table() -> str:

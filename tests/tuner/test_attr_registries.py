@@ -4,6 +4,7 @@ writes an attribute by a string of its own."""
 
 from __future__ import annotations
 
+import ast
 import re
 from pathlib import Path
 
@@ -14,28 +15,61 @@ from tuner import study_attrs, trial_attrs
 ROOT = Path(__file__).resolve().parents[2]
 KEYS = [a.key for a in study_attrs.ALL]
 TRIAL_KEYS = [a.key for a in trial_attrs.ALL]
-# A study attribute named by a literal: X.set_user_attr("key" on a study, set_study_user_attr(id,
-# "key", or any `...attrs.get("key"` / `...attrs["key"]` / `"key" in ...attrs` with a study key.
-LITERAL = re.compile(
-    r'(?:study\.set_user_attr\(\s*|set_study_user_attr\([^,()]+,\s*|attrs(?:\.get\(|\[))"(?P<a>[a-z_]+)"'
-    r'|"(?P<b>[a-z_]+)" (?:not )?in [\w.]*attrs\b'
-)
+# Where a string names an attribute: the key argument of set_user_attr(KEY, ...),
+# set_study_user_attr(id, KEY, ...) and set_trial_user_attr(id, KEY, ...); a subscript or `.get(KEY`
+# of anything named *attrs; `KEY in ...attrs`; the keys of a `user_attrs={...}` argument. Read from
+# the syntax tree, so quotes of either kind and f-strings are all seen.
+SETTERS = {"set_user_attr": 0, "set_study_user_attr": 1, "set_trial_user_attr": 1}
 
 
-# A trial attribute named by a literal: trial.set_user_attr("key", set_trial_user_attr(id, "key",
-# `...attrs.get("key"` / `...attrs["key"]`, `user_attrs={"key"` or `"key" in ...attrs`.
-TRIAL_LITERAL = re.compile(
-    r'(?:set_user_attr\(\s*|set_trial_user_attr\([^,()]+,\s*|attrs(?:\.get\(|\[)|user_attrs=\{)"(?P<a>[a-z_]+)"'
-    r'|"(?P<b>[a-z_]+)" (?:not )?in [\w.]*attrs\b'
-)
+def _is_attrs(node: ast.AST) -> bool:
+    name = node.attr if isinstance(node, ast.Attribute) else node.id if isinstance(node, ast.Name) else ""
+    return name.endswith("attrs")
+
+
+def _named_keys(tree: ast.AST) -> list[ast.expr]:
+    """Every expression in `tree` that stands where an attribute's key goes."""
+    found: list[ast.expr] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            position = SETTERS.get(node.func.attr)
+            if position is not None and len(node.args) > position:
+                found.append(node.args[position])
+            if node.func.attr == "get" and _is_attrs(node.func.value) and node.args:
+                found.append(node.args[0])
+        if isinstance(node, ast.Call):
+            for keyword in node.keywords:
+                if keyword.arg == "user_attrs" and isinstance(keyword.value, ast.Dict):
+                    found += [k for k in keyword.value.keys if k is not None]
+        if isinstance(node, ast.Subscript) and _is_attrs(node.value):
+            found.append(node.slice)
+        if (
+            isinstance(node, ast.Compare)
+            and any(isinstance(op, ast.In | ast.NotIn) for op in node.ops)
+            and any(_is_attrs(c) for c in node.comparators)
+        ):
+            found.append(node.left)
+    return found
+
+
+def literal_keys(text: str, keys: list[str]) -> list[str]:
+    """The attribute keys of `keys` that `text` names by a string literal, and `f"..."` for each
+    f-string in a key's place (whatever it would name)."""
+    named = []
+    for expr in _named_keys(ast.parse(text)):
+        if isinstance(expr, ast.Constant) and isinstance(expr.value, str) and expr.value in keys:
+            named.append(expr.value)
+        elif isinstance(expr, ast.JoinedStr):
+            named.append('f"..."')
+    return named
 
 
 def literal_study_keys(text: str) -> list[str]:
-    return [k for m in LITERAL.finditer(text) if (k := m["a"] or m["b"]) in KEYS]
+    return literal_keys(text, KEYS)
 
 
 def literal_trial_keys(text: str) -> list[str]:
-    return [k for m in TRIAL_LITERAL.finditer(text) if (k := m["a"] or m["b"]) in TRIAL_KEYS]
+    return literal_keys(text, TRIAL_KEYS)
 
 
 @pytest.mark.parametrize("registry", [study_attrs, trial_attrs], ids=["study", "trial"])
@@ -55,20 +89,26 @@ def test_the_scan_finds_a_literal_key():
     """The check below can fail: each way of naming a key by a string is caught."""
     for line in (
         'study.set_user_attr("status", "x")',
+        "study.set_user_attr('status', 'x')",
         'storage.set_study_user_attr(row.study_id, "status", s)',
         'row.user_attrs.get("space_def")',
         'attrs["warm_start"]',
-        'if "space_def" not in study.user_attrs:',
+        "attrs['warm_start']",
+        'if "space_def" not in study.user_attrs: pass',
+        'x = attrs[f"{name}"]',
     ):
         assert literal_study_keys(line), line
     assert not literal_study_keys('trial.user_attrs.get("run_dir")')  # a trial attribute
+    assert not literal_study_keys('warm["studies"]')  # a value's own field, not an attribute
     for line in (
         'live.trial.set_user_attr("wall_time_s", 1.0)',
         'storage.set_trial_user_attr(trial_id, "error", reason)',
         't.user_attrs.get("retry_of")',
+        "t.user_attrs['retry_of']",
         'attrs["checkpoint"]',
         'enqueue_trial(params, user_attrs={"retry_of": 3})',
-        'if "needs_retry" in trial.user_attrs:',
+        'if "needs_retry" in trial.user_attrs: pass',
+        'trial.set_user_attr(f"retry_{kind}", 1)',
     ):
         assert literal_trial_keys(line), line
 
@@ -154,25 +194,26 @@ def test_a_key_is_its_stored_string_and_reads_its_value():
     assert type(pickle.loads(pickle.dumps(study_attrs.STATUS))) is str
 
 
-def test_each_type_is_read_from_the_keys_annotation_and_a_key_without_one_is_refused():
-    import sys
-    import types
+def test_each_type_is_declared_with_its_key_and_agrees_with_the_annotation():
+    """The registry takes each type explicitly; mypy reads the `Key[T]` annotation: the two agree."""
+    import typing
 
     from tuner.attr_registry import Key, Registry
 
-    module = types.ModuleType("attrs_under_test")
     registry = Registry()
-    module.__annotations__ = {"LIMIT": Key[int]}
-    module.LIMIT = registry("limit", "a test", "a number")
-    module.UNTYPED = registry("untyped", "a test", "anything")
-    sys.modules[module.__name__] = module
-    try:
-        with pytest.raises(TypeError, match="attribute untyped is declared without a Key"):
-            registry.typed_by(module.__name__)
-    finally:
-        del sys.modules[module.__name__]
-    assert [(a.key, a.kind) for a in registry.all] == [("limit", int)]  # read before the refusal
+    limit = registry("limit", int, "a test", "a number")
+    assert [(a.key, a.kind) for a in registry.all] == [("limit", int)] and limit == "limit"
+    with pytest.raises(ValueError, match="attribute limit is declared twice"):
+        registry("limit", str, "a test", "again")
     assert [a.kind for a in study_attrs.ALL if a.key == "checkpoint_bytes"] == [int]
+    for module in (study_attrs, trial_attrs):
+        hints = typing.get_type_hints(module)
+        annotated = {
+            str(getattr(module, name)): typing.get_args(hint)[0]
+            for name, hint in hints.items()
+            if typing.get_origin(hint) is Key
+        }
+        assert annotated == {a.key: a.kind for a in module.ALL}, module.__name__
 
 
 def test_values_are_checked_in_their_stored_json_form():

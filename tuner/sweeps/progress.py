@@ -42,8 +42,8 @@ def trial_row(t: FrozenTrial) -> str:
     steps = max(t.intermediate_values, default="-")
     wall = trial_attrs.WALL_TIME_S.of(t.user_attrs)
     extra = trial_attrs.ERROR.of(t.user_attrs, "")
-    if trial_attrs.RETRY_OF.of(t.user_attrs) is not None:
-        extra = f"retry of #{t.user_attrs['retry_of']} {extra}".strip()
+    if (retry_of := trial_attrs.RETRY_OF.of(t.user_attrs)) is not None:
+        extra = f"retry of #{retry_of} {extra}".strip()
     row = (
         f"  #{t.number:<4} {t.state.name:<8} {value:>9}  step {steps!s:>6}  "
         f"{fmt_duration(wall) if wall is not None else '-':>6}  {fmt_params(t.params)}"

@@ -18,17 +18,7 @@ from tuner.sweeps.lifecycle import METRIC
 from tuner.sweeps.searcher import StudySearcher
 from tuner.sweeps.trackers.guard import Guard, Tracker
 from tuner.sweeps.trackers.records import Point, ending, point
-from tuner.sweeps.trackers.tensorboard import TensorBoardRuns, logdir
-
-
-def describe(spec: SweepSpec, study_name: str, storage_root: Path) -> list[str]:
-    """The sweep header's lines saying where the trials are logged."""
-    lines = []
-    if spec.tensorboard:
-        lines.append(f"tensorboard: tensorboard --logdir {logdir(storage_root)}")
-    if spec.mlflow_uri:
-        lines.append(f"mlflow: experiment {study_name} at {spec.mlflow_uri}")
-    return lines
+from tuner.sweeps.trackers.tensorboard import TensorBoardRuns
 
 
 def open_trackers(spec: SweepSpec, study_name: str, storage_root: Path) -> list[Tracker]:

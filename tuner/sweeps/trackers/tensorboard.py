@@ -21,17 +21,11 @@ from tensorboardX.summary import hparams
 from tuner.sweeps.lifecycle import METRIC
 from tuner.sweeps.trackers.records import VALUE, Ending, Point
 from tuner.sweeps.trackers.records import hparams as scalar_params
+from tuner.sweeps.trackers.where import logdir
 
-# The study's folder of TensorBoard runs: `tensorboard --logdir STORAGE/tensorboard`.
-FOLDER = "tensorboard"
 # The HParams plugin's session-end tag and status of each ending (tensorboard/plugins/hparams).
 _END_TAG = "_hparams_/session_end_info"
 _STATUS = {"COMPLETE": "STATUS_SUCCESS", "PRUNED": "STATUS_SUCCESS", "FAIL": "STATUS_FAILURE"}
-
-
-def logdir(storage_root: str | Path) -> Path:
-    """Where a study's TensorBoard runs are, for `tensorboard --logdir`."""
-    return Path(storage_root) / FOLDER
 
 
 class TensorBoardRuns:
