@@ -1,6 +1,6 @@
 """Latency of the study API on a 10,000-trial SQLite study, with 16 concurrent clients.
 
-    .venv/bin/python bench/api_latency.py [--trials 10000] [--clients 16] [--requests 50]
+    .venv/bin/python -m bench.api_latency [--trials 10000] [--clients 16] [--requests 50]
 
 1. Builds the study: one trial through Optuna (which creates the schema, the study and its
    attrs), then the rest bulk-inserted into Optuna's tables in one transaction (Optuna's
@@ -41,12 +41,11 @@ import sqlalchemy
 from optuna.distributions import FloatDistribution, IntDistribution, distribution_to_json
 from optuna.trial import TrialState
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+from tuner.analysis import plots, sensitivity
+from tuner.analysis.export import encode, trials_frame
+from tuner.analysis.reads import TrialDB
 
-from tuner.analysis import plots, sensitivity  # noqa: E402
-from tuner.analysis.export import encode, trials_frame  # noqa: E402
-from tuner.analysis.reads import TrialDB  # noqa: E402
+ROOT = Path(__file__).resolve().parent.parent
 
 NAME = "bench-10k"
 SPACE = {
@@ -64,11 +63,13 @@ STEPS = (20, 40, 60, 80, 100, 120)
 
 
 def _sample(rng: random.Random) -> tuple[dict, float]:
-    params = {}
+    params: dict[str, float] = {}
     for name, dist in SPACE.items():
         if isinstance(dist, IntDistribution):
             params[name] = rng.randint(dist.low, dist.high)
-        elif dist.log:
+            continue
+        assert isinstance(dist, FloatDistribution)
+        if dist.log:
             params[name] = math.exp(rng.uniform(math.log(dist.low), math.log(dist.high)))
         else:
             params[name] = rng.uniform(dist.low, dist.high)
@@ -298,7 +299,9 @@ def main() -> int:
         start = time.perf_counter()
         records = TrialDB(optuna.storages.RDBStorage(db_url)).trials(1)
         load_s = time.perf_counter() - start
-        completed = sorted((t for t in records if t.completed), key=lambda t: t.value)
+        completed = sorted(
+            (t for t in records if t.completed), key=lambda t: math.inf if t.value is None else t.value
+        )
         pruned = [t for t in records if t.state == "PRUNED"]
         start = time.perf_counter()
         drawn = sensitivity.points(completed, pruned, "all")

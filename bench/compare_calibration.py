@@ -10,7 +10,7 @@ Prints (docs/compare.md):
 Trial values are drawn as 4 + scale × gamma(2) (right-skewed, as validation losses of tuning trials
 are: many poor trials, few good ones) or normal. Seeded: the same figures every run.
 
-    .venv/bin/python bench/compare_calibration.py [--sims 200]
+    .venv/bin/python -m bench.compare_calibration [--sims 200]
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ is repeated on the first k trials of each (by trial number, as a sweep grows) fo
 after how many trials the verdict became separable and stayed so. The paper's ordering (Melis et al.
 2020, Table 1 and §4: the Mogrifier LSTM ahead of the LSTM at equal tuning) is what it should find.
 
-    nice -n 10 .venv/bin/python bench/compare_models.py --trials 24 --parallel 2 --out runs/bench/compare
+    nice -n 10 .venv/bin/python -m bench.compare_models --trials 24 --parallel 2 --out runs/bench/compare
 """
 
 from __future__ import annotations
@@ -16,12 +16,10 @@ from __future__ import annotations
 import argparse
 import io
 import json
-import sys
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
 MODELS = {"mogrifier": {}, "lstm": {"cell": "lstm"}}
 
@@ -60,11 +58,13 @@ def first_k_verdicts(db: str, trials: int) -> list[dict]:
     from tuner.analysis import expected_best as eb
     from tuner.analysis.compare import MIN_COMPLETE
 
-    values = {}
+    values: dict[str, list[tuple[int, float]]] = {}
     for name in MODELS:
         study = optuna.load_study(study_name=name, storage=db)
         values[name] = [
-            (t.number, t.value) for t in study.trials if t.state == optuna.trial.TrialState.COMPLETE
+            (t.number, t.value)
+            for t in study.trials
+            if t.state == optuna.trial.TrialState.COMPLETE and t.value is not None
         ]
     rows = []
     for k in range(1, trials + 1):

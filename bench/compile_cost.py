@@ -12,8 +12,8 @@ node whose cache is warm (`--cache DIR` sets TORCHINDUCTOR_CACHE_DIR for both).
 On CPU it runs the compiled steps through RNNTUNE_FAST_PATH_ON_CPU=1 (the CUDA path's compilation
 without CUDA graphs); with `--device cuda` it runs the real graphed path.
 
-    .venv/bin/python bench/compile_cost.py --trials 100 --cache /tmp/rnntune-inductor --clear
-    .venv/bin/python bench/compile_cost.py --trials 100 --cache /tmp/rnntune-inductor
+    .venv/bin/python -m bench.compile_cost --trials 100 --cache /tmp/rnntune-inductor --clear
+    .venv/bin/python -m bench.compile_cost --trials 100 --cache /tmp/rnntune-inductor
 """
 
 from __future__ import annotations
@@ -23,13 +23,9 @@ import os
 import random
 import shutil
 import statistics
-import sys
 import tempfile
 import time
 from pathlib import Path
-
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
 
 def main() -> None:

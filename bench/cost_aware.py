@@ -43,8 +43,8 @@ curve first reached that regret; bands are the seeds' interquartile range and 80
 intervals over seeds. The sweeps run on past the largest budget (`--horizon`, default 1.25 times
 it), so the largest budget's curves have drops after it and a slower method's time is measured.
 
-    nice -n 10 .venv/bin/python bench/cost_aware.py --seeds 20 --jobs 2 --results runs/bench/cost_aware.jsonl
-    .venv/bin/python bench/cost_aware.py --results runs/bench/cost_aware.jsonl --report-only
+    nice -n 10 .venv/bin/python -m bench.cost_aware --seeds 20 --jobs 2 --results runs/bench/cost_aware.jsonl
+    .venv/bin/python -m bench.cost_aware --results runs/bench/cost_aware.jsonl --report-only
 """
 
 from __future__ import annotations
@@ -58,7 +58,6 @@ import contextlib
 import functools
 import json
 import statistics
-import sys
 import time
 import warnings
 from concurrent.futures import ProcessPoolExecutor
@@ -68,9 +67,7 @@ from typing import Any
 import numpy as np
 import optuna
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-from bench.multifidelity import (  # noqa: E402 (after the sys.path insert)
+from bench.multifidelity import (
     DATA,
     WORKERS,
     Surrogate,
@@ -81,11 +78,12 @@ from bench.multifidelity import (  # noqa: E402 (after the sys.path insert)
     replay,
     surrogate,
 )
-from tuner import study_attrs  # noqa: E402
-from tuner.policies.early_stopping import ASHA_SCHEDULERS, DEFAULT_SCHEDULER, EarlyStopping  # noqa: E402
-from tuner.samplers import make_sampler  # noqa: E402
-from tuner.samplers.cost import COST_ATTR  # noqa: E402 (the attribute a sweep sets)
+from tuner import study_attrs
+from tuner.policies.early_stopping import ASHA_SCHEDULERS, DEFAULT_SCHEDULER, EarlyStopping
+from tuner.samplers import make_sampler
+from tuner.samplers.cost import COST_ATTR  # the attribute a sweep sets
 
+ROOT = Path(__file__).resolve().parents[1]
 COSTS = ROOT / "bench" / "data" / "tiny_step_costs.json"
 BUDGETS = (12, 24, 48)
 NOISE = 0.05  # sd of the log of a trial's cost around its configuration's

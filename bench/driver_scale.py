@@ -19,9 +19,9 @@ Printed:
 Short trials are the hard case: the driver must suggest `--in-flight / trial length` trials a second.
 The target is under 1% of GPU time idle for the full run. On a small machine, shrink it:
 
-    python bench/driver_scale.py                                   # 1,000 trials, 16 nodes x 4 GPUs, 64 in flight
-    python bench/driver_scale.py --trials 40 --nodes 2 --gpus-per-node 2 --in-flight 4 --trial-seconds 10
-    python bench/driver_scale.py --trials 100 --nodes 8 --gpus-per-node 2 --in-flight 16 --trial-seconds 20 --ask-ahead 0,2,8
+    python -m bench.driver_scale                                   # 1,000 trials, 16 nodes x 4 GPUs, 64 in flight
+    python -m bench.driver_scale --trials 40 --nodes 2 --gpus-per-node 2 --in-flight 4 --trial-seconds 10
+    python -m bench.driver_scale --trials 100 --nodes 8 --gpus-per-node 2 --in-flight 16 --trial-seconds 20 --ask-ahead 0,2,8
 
 `--ask-ahead 0,2,8` runs the same sweep without and with trials asked ahead (tuner/sweeps/ask_ahead.py),
 one after the other in one invocation, and prints them side by side (8 is what the driver uses for 16
@@ -39,15 +39,12 @@ import json
 import math
 import os
 import statistics
-import sys
 import tempfile
 import time
 from collections import defaultdict
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from tuner.policies.early_stopping import DEFAULT_SCHEDULER, SCHEDULERS
 from tuner.samplers import DEFAULT_SAMPLER
@@ -152,7 +149,10 @@ class WriteCounter:
 
         event.listen(Engine, "before_cursor_execute", statement)
         event.listen(Engine, "commit", commit)
-        self._listeners = [("before_cursor_execute", statement), ("commit", commit)]
+        self._listeners: list[tuple[str, Callable[..., None]]] = [
+            ("before_cursor_execute", statement),
+            ("commit", commit),
+        ]
 
     def uninstall(self) -> None:
         from sqlalchemy import event
@@ -230,7 +230,10 @@ def main(argv: list[str] | None = None) -> None:
     summary = []
     for depth in depths:
         # The sweep driver sizes the depth with `depth_for`; the benchmark pins it instead.
-        ask_ahead.depth_for = lambda parallel, depth=depth: depth  # type: ignore[assignment]
+        def pinned(parallel: int, depth: int = depth) -> int:
+            return depth
+
+        ask_ahead.depth_for = pinned
         print(f"--- ask-ahead {depth}" + (" (the default)" if depth == default_depth else ""))
         summary.append((depth, one_run(args)))
     if len(summary) > 1:

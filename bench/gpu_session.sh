@@ -35,14 +35,14 @@ step env 20 bash -c "nvidia-smi; $PY -c 'import torch, triton, sys; print(sys.ve
 step tests 180 "$PY" -m pytest -m gpu -q -p no:cacheprovider tests/trainer/cells/test_graphed.py \
     tests/trainer/cells/test_fallback.py tests/trainer/cells/test_cuda_rounds.py
 # The first training step of many trial shapes in one process: compile and capture cost on a GPU.
-step shapes 50 "$PY" bench/compile_cost.py --device cuda --trials 12
-step speed 170 "$PY" bench/trainer_speed.py --device cuda --steps 15 --precisions fp32,bf16,tf32
-step packing 100 "$PY" bench/packing.py --device cuda --ks 1,2,4,8 --steps 30
+step shapes 50 "$PY" -m bench.compile_cost --device cuda --trials 12
+step speed 170 "$PY" -m bench.trainer_speed --device cuda --steps 15 --precisions fp32,bf16,tf32
+step packing 100 "$PY" -m bench.packing --device cuda --ks 1,2,4,8 --steps 30
 # The same under the MPS daemon, started as the GPU image's worker starts it (tuner/sweeps/mps.py).
 step packing_mps 120 bash -c "export CUDA_MPS_PIPE_DIRECTORY=/tmp/rnntune-mps CUDA_MPS_LOG_DIRECTORY=/tmp/rnntune-mps-log; \
     mkdir -p /tmp/rnntune-mps /tmp/rnntune-mps-log; \
     [ \"\$($PY -m tuner.sweeps.mps auto 0.25 1)\" = start ] && nvidia-cuda-mps-control -d; \
-    $PY bench/packing.py --device cuda --ks 1,4,8 --steps 30; rc=\$?; echo quit | nvidia-cuda-mps-control; exit \$rc"
+    $PY -m bench.packing --device cuda --ks 1,4,8 --steps 30; rc=\$?; echo quit | nvidia-cuda-mps-control; exit \$rc"
 
 echo "== summary"
 printf '%s\n' "${SUMMARY[@]}"

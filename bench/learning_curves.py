@@ -6,7 +6,7 @@ to `max_steps`, reporting the 2TA validation loss at every `eval_every` step. So
 trained again with other trainer seeds, to measure the seed noise. The curves, the settings used, the
 seeds and the git commit go to a gzipped JSON file that `bench/multifidelity.py` replays.
 
-    nice -n 10 .venv/bin/python bench/learning_curves.py --workers 2     # ~25 min on 2 cores
+    nice -n 10 .venv/bin/python -m bench.learning_curves --workers 2     # ~25 min on 2 cores
 """
 
 from __future__ import annotations
@@ -20,7 +20,6 @@ import gzip
 import json
 import math
 import subprocess
-import sys
 import tempfile
 import time
 import warnings
@@ -29,7 +28,6 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 OUT = ROOT / "bench" / "data" / "tiny_curves.json.gz"
 
 

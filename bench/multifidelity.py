@@ -25,15 +25,15 @@ ones' median. Without --policy every method runs under the default policy as a s
 resolves it (its brackets depend on the budget, `tuner.policies.early_stopping`), and the report's
 `default` rows take, at each budget, the runs of the policy resolved for it.
 
-    nice -n 10 .venv/bin/python bench/multifidelity.py --jobs 2 --results runs/bench/mf.jsonl
-    .venv/bin/python bench/multifidelity.py --results runs/bench/mf.jsonl --report-only
-    .venv/bin/python bench/multifidelity.py --suggest-timing 500     # s per suggestion, 500 trials
-    .venv/bin/python bench/multifidelity.py --embedded --seeds 20 --results runs/bench/mf_embedded.jsonl
-    .venv/bin/python bench/multifidelity.py --embedded --embedded-budget 0 --methods "gp_warped + ASHA" \
+    nice -n 10 .venv/bin/python -m bench.multifidelity --jobs 2 --results runs/bench/mf.jsonl
+    .venv/bin/python -m bench.multifidelity --results runs/bench/mf.jsonl --report-only
+    .venv/bin/python -m bench.multifidelity --suggest-timing 500     # s per suggestion, 500 trials
+    .venv/bin/python -m bench.multifidelity --embedded --seeds 20 --results runs/bench/mf_embedded.jsonl
+    .venv/bin/python -m bench.multifidelity --embedded --embedded-budget 0 --methods "gp_warped + ASHA" \
         --seeds 20 --results runs/bench/mf_embedded.jsonl     # `make run` before the step budget
-    .venv/bin/python bench/multifidelity.py --embedded --trials 8,12,16 --seeds 40 \
+    .venv/bin/python -m bench.multifidelity --embedded --trials 8,12,16 --seeds 40 \
         --results runs/bench/mf_small.jsonl     # small studies: COMPLETE trials per study
-    .venv/bin/python bench/multifidelity.py --task crossover --seeds 20 --budgets 24,48 --methods \
+    .venv/bin/python -m bench.multifidelity --task crossover --seeds 20 --budgets 24,48 --methods \
         "gp_fidelity + adaptive ASHA (default)" "gp_fidelity, no early stopping" "gp_fidelity + ASHA" \
         --results runs/bench/mf_crossover.jsonl
 
@@ -58,7 +58,6 @@ import importlib.util
 import json
 import math
 import statistics
-import sys
 import time
 import warnings
 from collections import defaultdict
@@ -71,14 +70,13 @@ from typing import Any
 import numpy as np
 import optuna
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-from tuner import study_attrs  # noqa: E402
-from tuner.policies.early_stopping import EarlyStopping  # noqa: E402
-from tuner.samplers import DEFAULT_SAMPLER, BOHBRule, GPSampler, Subset, make_sampler  # noqa: E402
-from tuner.space import SearchSpace  # noqa: E402
-from tuner.spec.defaults import DEFAULT_BUDGET, DEFAULT_PARALLEL, DEFAULT_TRIALS  # noqa: E402 (after the sys.path insert)
+from tuner import study_attrs
+from tuner.policies.early_stopping import EarlyStopping
+from tuner.samplers import DEFAULT_SAMPLER, BOHBRule, GPSampler, Subset, make_sampler
+from tuner.space import SearchSpace
+from tuner.spec.defaults import DEFAULT_BUDGET, DEFAULT_PARALLEL, DEFAULT_TRIALS
 
+ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "bench" / "data" / "tiny_curves.json.gz"
 BUDGETS = (24, 48, 96)
 WORKERS = 4
@@ -165,6 +163,7 @@ class BOHBStudy:
 
         cs = CS.ConfigurationSpace(seed=self.seed)
         for name, p in space.params.items():
+            assert p.scale != "categorical"  # numeric spaces only: a categorical has no low, high
             if p.scale == "int":
                 cs.add(CS.UniformIntegerHyperparameter(name, int(p.low), int(p.high)))
             else:
@@ -211,6 +210,7 @@ class Surrogate:
     def encode(self, params: dict[str, Any]) -> np.ndarray:
         out = []
         for name, p in self.space.params.items():
+            assert p.scale != "categorical"  # numeric spaces only: a categorical has no low, high
             v = float(params[name])
             if p.scale == "log":
                 out.append((np.log(v) - np.log(p.low)) / (np.log(p.high) - np.log(p.low)))
@@ -260,6 +260,7 @@ class Surrogate:
     def _random_params(self, rng: np.random.Generator) -> dict[str, Any]:
         out: dict[str, Any] = {}
         for name, p in self.space.params.items():
+            assert p.scale != "categorical"  # numeric spaces only: a categorical has no low, high
             u = rng.random()
             if p.scale == "log":
                 out[name] = float(np.exp(np.log(p.low) + u * (np.log(p.high) - np.log(p.low))))
@@ -377,8 +378,8 @@ def run_one(job: dict[str, Any]) -> dict[str, Any]:
         "final_true": min(finished, key=lambda f: f[1])[2] if finished else None,
     }
     for b in budgets:
-        done = [f for f in finished if f[0] <= b * max_steps]
-        out["best_true"][str(b)] = min(done, key=lambda f: f[1])[2] if done else None
+        within = [f for f in finished if f[0] <= b * max_steps]
+        out["best_true"][str(b)] = min(within, key=lambda f: f[1])[2] if within else None
         out["started"][str(b)] = sum(1 for s in started if s < b * max_steps)
     return out
 
@@ -714,9 +715,9 @@ def suggest_timing(n: int, data: str, policy: EarlyStopping, name: str) -> None:
         sur.space.suggest(trial)
         times.append(time.perf_counter() - t0)
         cpu.append(time.process_time() - c0)
-    states = defaultdict(int)
-    for t in study.trials:
-        states[t.state.name] += 1
+    states: defaultdict[str, int] = defaultdict(int)
+    for frozen in study.trials:
+        states[frozen.state.name] += 1
     print(
         f"{name}: {n} finished trials {dict(states)}: "
         f"{statistics.median(times):.3f} s per suggestion (median of 5, max {max(times):.3f}; "

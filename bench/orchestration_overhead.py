@@ -12,11 +12,11 @@
    and 2/3 of the rest at 150 (ASHA with reduction factor 3), which the default multi-fidelity
    sampler fits at their steps. `--trials 0` skips part 1.
 
-Usage: .venv/bin/python bench/orchestration_overhead.py [--trials 40] [--parallel 2]
+Usage: .venv/bin/python -m bench.orchestration_overhead [--trials 40] [--parallel 2]
        [--samplers SAMPLERS] [--history 100,500] [--suggestions 5] [--pending 0] [--pruned]
-e.g.   .venv/bin/python bench/orchestration_overhead.py --trials 0 --samplers gp_fidelity \
+e.g.   .venv/bin/python -m bench.orchestration_overhead --trials 0 --samplers gp_fidelity \
            --history 1000,2000,5000 --pending 64 --pruned --suggestions 3
-       .venv/bin/python bench/orchestration_overhead.py --trials 0 --history 5000 --pending 64 --pruned \
+       .venv/bin/python -m bench.orchestration_overhead --trials 0 --history 5000 --pending 64 --pruned \
            --samplers gp_fidelity@200,gp_fidelity@250,gp_fidelity@300,gp_fidelity@400   # the cap
 """
 

@@ -12,37 +12,21 @@ The figures are the device's: `--device cuda` measures the GPU (what sizing `gpu
 needs); on a CPU the same table is a smoke check of the script and says nothing about GPUs
 (each CPU process gets `--threads` threads; they compete for the cores).
 
-    python bench/packing.py --device cuda                     # PTB size, K = 1, 2, 4, 8
-    python bench/packing.py --device cuda --cell lstm --steps 100
-    python bench/packing.py --size quick --steps 3 --ks 1,2   # CPU smoke run
+    python -m bench.packing --device cuda                     # PTB size, K = 1, 2, 4, 8
+    python -m bench.packing --device cuda --cell lstm --steps 100
+    python -m bench.packing --size quick --steps 3 --ks 1,2   # CPU smoke run
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import multiprocessing as mp
-import sys
-from pathlib import Path
 from typing import Any
 
 import torch
 
-BENCH = Path(__file__).resolve().parent
-sys.path.insert(0, str(BENCH.parent))
+from bench import trainer_speed as speed  # its model, sizes and training step (one definition of each)
 
-
-def _speed_module() -> Any:
-    """bench/trainer_speed.py, for its model, sizes and training step (one definition of each)."""
-    spec = importlib.util.spec_from_file_location("trainer_speed", BENCH / "trainer_speed.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["trainer_speed"] = module  # its dataclasses look their module up there
-    spec.loader.exec_module(module)
-    return module
-
-
-speed = _speed_module()
 SIZES = {"ptb": speed.PTB_LIKE, "quick": speed.QUICK}
 # About 50 PTB epochs at batch 64, BPTT 70 (929k training words / 4,480 per step ≈ 207 steps each).
 TRIAL_STEPS = 10_000

@@ -7,7 +7,7 @@ builds `ptb.train.txt`, `ptb.valid.txt` and `ptb.test.txt` of exactly those size
 files and HTML pages given (folders are read recursively, in sorted order, so the same sources
 give the same corpus), for `dataset: ptb`.
 
-    python bench/ptb_size_corpus.py --out data/ptb-size /root/.rustup/toolchains/*/share/doc/rust/html
+    python -m bench.ptb_size_corpus --out data/ptb-size /root/.rustup/toolchains/*/share/doc/rust/html
 """
 
 from __future__ import annotations

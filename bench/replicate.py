@@ -8,9 +8,9 @@ averaging switch; dynamic evaluation's gain; reverse-copy accuracy against seque
 model of a row uses the same untuned settings (SCALES); nothing is tuned to agree. The rows, their
 settings and their mechanical verdicts are in bench/replication_rows.py.
 
-    python bench/replicate.py                       # small scale on CPU, every row
-    python bench/replicate.py --workers 2 --only rounds,averaging
-    python bench/replicate.py --scale ptb --device cuda --data-dir data/ptb   # needs a GPU and PTB
+    python -m bench.replicate                       # small scale on CPU, every row
+    python -m bench.replicate --workers 2 --only rounds,averaging
+    python -m bench.replicate --scale ptb --device cuda --data-dir data/ptb   # needs a GPU and PTB
 
 Writes results.json (every run and row) and replication.md (the table) to --out.
 """
@@ -20,16 +20,13 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import sys
 import tempfile
 import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from bench.replication_rows import SCALES, SEEDS, TAIL_STARTS, Row, fmt, rows
+from bench.replication_rows import SCALES, SEEDS, TAIL_STARTS, Row, Seeds, fmt, rows
 
 # --- running ---------------------------------------------------------------------------------
 
@@ -39,35 +36,35 @@ def run_one(job: dict[str, Any]) -> dict[str, Any]:
     import torch
 
     from trainer import Trainer, make_config
-    from trainer.averaging import swap_in
+    from trainer.averaging import Decision, chosen_weights, swap_in
     from trainer.evaluate import evaluate
+    from trainer.model import LanguageModel
 
     torch.set_num_threads(1)
     cfg = make_config(job["config"])
-    trainer = Trainer(cfg)
     steps = cfg.max_steps
     starts = sorted({int(f * steps) for f in TAIL_STARTS}) if job["tails"] else []
+    decisions: list[Decision] = []  # 2TA's decisions, the last of which names the weights it chose at the end
+
+    class Recording(Trainer):
+        """The trainer, also summing the iterates after each tail's start (Tail Averaging) and
+        keeping 2TA's decisions."""
+
+        def train_step(self) -> float:
+            before = self.step
+            loss = super().train_step()
+            if self.step > before:
+                for s in starts:
+                    if self.step > s:
+                        torch._foreach_add_(sums[s], [p.detach() for p in self.params])
+            return loss
+
+        def evaluate_2ta(self) -> Decision:
+            decisions.append(super().evaluate_2ta())
+            return decisions[-1]
+
+    trainer = Recording(cfg)
     sums = {s: [torch.zeros_like(p) for p in trainer.params] for s in starts}
-    step_fn = trainer.train_step
-
-    def train_step() -> float:  # also sums the iterates after each tail's start (Tail Averaging)
-        before = trainer.step
-        loss = step_fn()
-        if trainer.step > before:
-            for s in starts:
-                if trainer.step > s:
-                    torch._foreach_add_(sums[s], [p.detach() for p in trainer.params])
-        return loss
-
-    trainer.train_step = train_step
-    decisions = []  # 2TA's decisions, the last of which names the weights it chose at the end
-    evaluate_2ta = trainer.evaluate_2ta
-
-    def record_decision():
-        decisions.append(evaluate_2ta())
-        return decisions[-1]
-
-    trainer.evaluate_2ta = record_decision
     t0 = time.perf_counter()
     result = trainer.run()
     metrics = [json.loads(line) for line in (Path(cfg.run_dir) / "metrics.jsonl").read_text().splitlines()]
@@ -83,19 +80,21 @@ def run_one(job: dict[str, Any]) -> dict[str, Any]:
         "accuracy": getattr(result, "test_accuracy", None),  # reverse copy, on the test examples
     }
     if starts:
+        model = trainer.model
+        assert isinstance(model, LanguageModel)  # the rows with tails train language models
 
         def loss(weights: list | None, data: torch.Tensor, max_tokens: int | None = None) -> float:
             """The loss of `weights` (None: the last raw iterate) on a split."""
             saved = swap_in(trainer.params, weights) if weights is not None else None
             try:
-                return evaluate(trainer.model, data, cfg.bptt, max_tokens=max_tokens)[0]
+                return evaluate(model, data, cfg.bptt, max_tokens=max_tokens)[0]
             finally:
                 if saved is not None:
                     swap_in(trainer.params, saved)
 
         # Selection on validation, comparison on test: 2TA's choice, the raw iterate, and every tail.
         test = trainer.test_data
-        chosen = trainer.averaging.long.weights if decisions and decisions[-1].source == "long" else None
+        chosen = chosen_weights(trainer.averaging, decisions[-1]) if decisions else None
         averages = {s: [t / (trainer.step - s) for t in sums[s]] for s in starts}
         summary["tails"] = {s: loss(a, trainer.valid_data, cfg.max_eval_tokens) for s, a in averages.items()}
         summary["tails_test"] = {s: loss(a, test) for s, a in averages.items()}
@@ -252,7 +251,7 @@ def build_report(chosen: list[Row], plan: dict, results: dict) -> dict[str, Any]
     for row in chosen:
         values, errors, pending = {}, [], 0
         for label in row.arms:
-            vals = []
+            vals: Seeds = []
             for key in plan[(row.name, label)]:
                 run = results.get(key)
                 if run is None:

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 SEEDS = (0, 1, 2)
+Seeds = list[float | None]  # an arm's value per seed: None where a run failed or has none
 # Starts of the fixed tail averages, as fractions of the run: the average of the iterates after
 # step s·N (Tail Averaging, thesis §3.2 eq. (3.2)); the best of them on validation is "the best
 # fixed tail".
@@ -61,7 +62,7 @@ SCALES: dict[str, dict[str, Any]] = {
 }
 # Reverse copy (Mogrifier paper §4.3): an encoder–decoder with no dropout; sequence lengths per scale.
 # The paper draws from 1000 symbols with 10M parameters; the small scale draws from 20.
-REVERSE_COPY = {
+REVERSE_COPY: dict[str, dict[str, Any]] = {
     "small": {
         "lengths": (5, 10, 20),
         "settings": {
@@ -101,20 +102,20 @@ class Row:
     paper: str
     arms: dict[str, dict[str, Any]]
     metric: str  # a key of a run's summary
-    judge: Callable[[dict[str, list[float]]], tuple[str, str]]
+    judge: Callable[[dict[str, Seeds]], tuple[str, str]]
     paper_ptb: str = "–"
     tails: bool = False
     extra: dict[str, Any] = field(default_factory=dict)
 
 
-def mean_sd(values: list[float]) -> tuple[float, float]:
+def mean_sd(values: Seeds) -> tuple[float, float]:
     finite = [v for v in values if v is not None and math.isfinite(v)]
     if not finite:
         return math.nan, math.nan
     return statistics.fmean(finite), (statistics.stdev(finite) if len(finite) > 1 else 0.0)
 
 
-def fmt(values: list[float], digits: int = 3) -> str:
+def fmt(values: Seeds, digits: int = 3) -> str:
     """mean ± sd, with the number of seeds when some are missing."""
     mean, sd = mean_sd(values)
     count = sum(1 for v in values if v is not None and math.isfinite(v))
@@ -127,11 +128,11 @@ def fmt(values: list[float], digits: int = 3) -> str:
 ALPHA = 0.05
 
 
-def _finite(values: list[float]) -> list[float]:
+def _finite(values: Seeds) -> list[float]:
     return [v for v in values if v is not None and math.isfinite(v)]
 
 
-def welch_p(a: list[float], b: list[float]) -> float:
+def welch_p(a: Seeds, b: Seeds) -> float:
     """Two-sided p of equal means (Welch's unequal-variance t-test; failed seeds left out).
 
     One finite run on a side is a one-sample test of the other side against it; one run on each
@@ -156,7 +157,7 @@ def welch_p(a: list[float], b: list[float]) -> float:
     return float(stats.ttest_ind(x, y, equal_var=False).pvalue)
 
 
-def verdict(better: list[float], worse: list[float]) -> str:
+def verdict(better: Seeds, worse: Seeds) -> str:
     """Whether `better` is below `worse` as the paper says: yes / within noise / no.
 
     "yes" needs the difference of the means in the paper's direction with a Welch p below ALPHA,
@@ -174,22 +175,22 @@ def verdict(better: list[float], worse: list[float]) -> str:
     return "within noise (" + ("same direction" if diff > 0 else "opposite direction") + ")"
 
 
-def stated(better: list[float], worse: list[float]) -> str:
+def stated(better: Seeds, worse: Seeds) -> str:
     """`verdict` with the test's p, as the table prints it."""
     p = welch_p(better, worse)
     return verdict(better, worse) + ("" if math.isnan(p) else f", Welch p = {p:.2g}")
 
 
-def lower(a: str, b: str) -> Callable[[dict[str, list[float]]], tuple[str, str]]:
+def lower(a: str, b: str) -> Callable[[dict[str, Seeds]], tuple[str, str]]:
     """Judge 'arm a is lower than arm b'."""
 
-    def judge(v: dict[str, list[float]]) -> tuple[str, str]:
+    def judge(v: dict[str, Seeds]) -> tuple[str, str]:
         return f"{a} < {b} ({stated(v[a], v[b])})", verdict(v[a], v[b])
 
     return judge
 
 
-def judge_switch(v: dict[str, list[float]]) -> tuple[str, str]:
+def judge_switch(v: dict[str, Seeds]) -> tuple[str, str]:
     """Circling Back §5 / thesis §4.4: "2TA does not improve the final results over well-tuned Tail
     Averaging", which the baseline's switch (Mogrifier paper §3.3) is. Agrees when they are on par;
     2TA clearly better contradicts the claim; the switch clearly better is "partly" (2TA not
@@ -200,17 +201,17 @@ def judge_switch(v: dict[str, list[float]]) -> tuple[str, str]:
     )
 
 
-def higher(a: str, b: str) -> Callable[[dict[str, list[float]]], tuple[str, str]]:
+def higher(a: str, b: str) -> Callable[[dict[str, Seeds]], tuple[str, str]]:
     """Judge 'arm a is higher than arm b' (accuracies)."""
 
-    def judge(v: dict[str, list[float]]) -> tuple[str, str]:
-        above, below = [-x for x in v[a]], [-x for x in v[b]]
+    def judge(v: dict[str, Seeds]) -> tuple[str, str]:
+        above, below = [None if x is None else -x for x in v[a]], [None if x is None else -x for x in v[b]]
         return f"{a} > {b} ({stated(above, below)})", verdict(above, below)
 
     return judge
 
 
-def judge_rounds(v: dict[str, list[float]]) -> tuple[str, str]:
+def judge_rounds(v: dict[str, Seeds]) -> tuple[str, str]:
     """Fig. 3's shape: the loss falls from r = 0 and is lowest at r = 4…6."""
     means = {int(k.split("=")[1]): mean_sd(x)[0] for k, x in v.items()}
     best = min(means, key=lambda r: means[r])
@@ -221,7 +222,7 @@ def judge_rounds(v: dict[str, list[float]]) -> tuple[str, str]:
     )
 
 
-def judge_averaging(v: dict[str, list[float]]) -> tuple[str, str]:
+def judge_averaging(v: dict[str, Seeds]) -> tuple[str, str]:
     """Thesis §3.6 / Circling Back §5: 2TA beats the raw iterate and is on par with the best tail.
 
     The values are test losses of weights chosen on validation: 2TA's choice at the end (Algorithm

@@ -14,9 +14,9 @@ every budget. Figures: median normalized regret over seeds, (best f − f_opt)/(
 f_ref the median f of 1000 uniform points; mean rank of each optimizer across problems; seconds per
 suggestion with 100 completed trials (and K − 1 pending).
 
-    .venv/bin/python bench/search_efficiency.py            # full run (~1.5 h on 2 shared cores)
-    .venv/bin/python bench/search_efficiency.py --quick    # ~1 min smoke run
-    .venv/bin/python bench/search_efficiency.py --results runs/bench/se.jsonl --jobs 2  # resumable
+    .venv/bin/python -m bench.search_efficiency            # full run (~1.5 h on 2 shared cores)
+    .venv/bin/python -m bench.search_efficiency --quick    # ~1 min smoke run
+    .venv/bin/python -m bench.search_efficiency --results runs/bench/se.jsonl --jobs 2  # resumable
 
 `--conditional` makes `mogrifier_rank` conditional, as in the shipped spaces: it is suggested only
 when `mogrifier_rounds >= 1`, and the function ignores it otherwise (its coordinate is held at the
@@ -46,7 +46,6 @@ import numpy as np
 import optuna
 from scipy.stats import rankdata
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from tuner.samplers import DEFAULT_SAMPLER, SAMPLERS, BOHBRule, GPSampler, make_sampler
 
 # Thesis Table 2.4 (docs/contracts.md): name, low, high, scale.
@@ -99,8 +98,9 @@ def suggest(trial: optuna.Trial, conditional: bool = False) -> np.ndarray:
         if conditional and i == RANK and trial.params["mogrifier_rounds"] < 1:
             x[i] = 0.0
             continue
+        v: float
         if scale == "int":
-            v = trial.suggest_int(name, low, high)
+            v = trial.suggest_int(name, int(low), int(high))
         else:
             v = trial.suggest_float(name, low, high, log=scale == "log")
         if scale == "log":
@@ -116,7 +116,7 @@ def random_points(n: int, rng: np.random.Generator) -> np.ndarray:
     x = rng.uniform(-5.0, 5.0, size=(n, DIM))
     for i, (_, low, high, scale) in enumerate(SPACE):
         if scale == "int":
-            x[:, i] = -5.0 + 10.0 * (rng.integers(low, high + 1, n) - low) / (high - low)
+            x[:, i] = -5.0 + 10.0 * (rng.integers(int(low), int(high) + 1, n) - low) / (high - low)
     return x
 
 

@@ -26,7 +26,7 @@ reverse order, so a busy period hits other configurations) and keeps each figure
 over its passes (all passes' values are recorded too). Finished measurements are appended to a
 journal as they end, so an interrupted measurement resumes.
 
-    nice -n 10 .venv/bin/python bench/step_costs.py --workers 1     # ~1 h on one core, 2 passes
+    nice -n 10 .venv/bin/python -m bench.step_costs --workers 1     # ~1 h on one core, 2 passes
 """
 
 from __future__ import annotations
@@ -48,10 +48,9 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-from bench.learning_curves import git_commit  # noqa: E402 (after the sys.path insert)
+from bench.learning_curves import git_commit
 
+ROOT = Path(__file__).resolve().parents[1]
 CURVES = ROOT / "bench" / "data" / "tiny_curves.json.gz"
 OUT = ROOT / "bench" / "data" / "tiny_step_costs.json"
 
@@ -245,7 +244,9 @@ def main() -> None:
         "load_avg_start": [round(x, 2) for x in load_start],
         "load_avg_end": [round(x, 2) for x in os.getloadavg()],
         "commit": git_commit(),
-        "command": " ".join(shlex.quote(a) for a in [Path(sys.executable).name, *sys.argv]),
+        "command": " ".join(
+            shlex.quote(a) for a in [Path(sys.executable).name, "-m", "bench.step_costs", *sys.argv[1:]]
+        ),
         "measure_s": round(time.perf_counter() - t0, 1),
         "configs": rows,
     }

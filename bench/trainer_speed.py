@@ -16,9 +16,9 @@ same precision, the peak GPU memory of the row (torch.cuda.max_memory_allocated,
 optimizer included) and the first step's time, which on the graphs path holds the one-off
 torch.compile and capture cost.
 
-    python bench/trainer_speed.py                 # PTB-like size, 1 CPU thread
-    python bench/trainer_speed.py --quick         # a small size, for a smoke run
-    python bench/trainer_speed.py --device cuda --steps 20   # against cuDNN's LSTM, every path
+    python -m bench.trainer_speed                 # PTB-like size, 1 CPU thread
+    python -m bench.trainer_speed --quick         # a small size, for a smoke run
+    python -m bench.trainer_speed --device cuda --steps 20   # against cuDNN's LSTM, every path
 """
 
 from __future__ import annotations
@@ -27,17 +27,16 @@ import argparse
 import contextlib
 import platform
 import statistics
-import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import cast
 
 import torch
 from torch import Tensor, nn
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from trainer.cells import CUDA_PATHS, CudaPath, MogrifierKernel, make_cell, onednn
+from trainer.cells import CUDA_PATHS, CudaPath, MogrifierKernel, RecurrentCell, make_cell, onednn
 
 # A row's path: a cuda_path, or `fused` (graphs with the Mogrifier rounds in one kernel per step).
 FUSED = "fused"
@@ -81,13 +80,20 @@ class CellLM(nn.Module):
         cell: str,
         cuda_path: CudaPath = "graphs",
         kernel: MogrifierKernel = "torch",
-        **cell_args: int,
+        mogrifier_rounds: int = 0,
+        mogrifier_rank: int = 0,
     ) -> None:
         super().__init__()
         self.embedding = nn.Embedding(size.vocab, size.hidden)
         self.layers = nn.ModuleList(
             make_cell(
-                cell, size.hidden, size.hidden, cuda_path=cuda_path, mogrifier_kernel=kernel, **cell_args
+                cell,
+                size.hidden,
+                size.hidden,
+                cuda_path=cuda_path,
+                mogrifier_kernel=kernel,
+                mogrifier_rounds=mogrifier_rounds,
+                mogrifier_rank=mogrifier_rank,
             )
             for _ in range(size.layers)
         )
@@ -96,7 +102,8 @@ class CellLM(nn.Module):
     def forward(self, tokens: Tensor) -> Tensor:
         x = self.embedding(tokens)
         for layer in self.layers:
-            x, _ = layer(x, layer.zero_state(x.shape[1], x.device, x.dtype))
+            cell = cast(RecurrentCell, layer)  # what make_cell built (ModuleList types its items as Module)
+            x, _ = cell(x, cell.zero_state(x.shape[1], x.device, x.dtype))
         return self.softmax(x)
 
 
@@ -156,7 +163,7 @@ def matmul_peaks(watch: Stopwatch, dim: int) -> dict[str, float]:
     """
     a = torch.randn(dim, dim, device=watch.device)
     b = torch.randn(dim, dim, device=watch.device)
-    products = {"torch.mm": torch.mm}
+    products: dict[str, Callable[[Tensor, Tensor], Tensor]] = {"torch.mm": torch.mm}
     if onednn.available(a):
         products["oneDNN"] = onednn.matmul
     peaks = {}
@@ -362,7 +369,7 @@ def main(argv: list[str] | None = None) -> None:
     if "torch.nn.LSTM" not in names:
         names.insert(0, "torch.nn.LSTM")
     if device.type == "cuda":
-        run_cuda(names, size, device, args.steps, paths, precisions)  # type: ignore[arg-type]
+        run_cuda(names, size, device, args.steps, paths, precisions)
         return
 
     watch = Stopwatch(device)

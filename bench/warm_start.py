@@ -15,7 +15,7 @@ normalized regret of the best trial after n trials told, (best f − f_opt)/(f_r
 median of 1000 uniform points. `--horizons` compares how long the priors stay in the fit
 (tuner.samplers.prior_trials).
 
-    nice -n 10 .venv/bin/python bench/warm_start.py --jobs 2 --results runs/bench/warm.jsonl
+    nice -n 10 .venv/bin/python -m bench.warm_start --jobs 2 --results runs/bench/warm.jsonl
 """
 
 from __future__ import annotations
@@ -36,10 +36,7 @@ from pathlib import Path
 import numpy as np
 import optuna
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from search_efficiency import DIM, Problem, ask_tell_in_flight, suggest
-
+from bench.search_efficiency import DIM, Problem, ask_tell_in_flight, suggest
 from tuner.samplers import BOHBRule, GPSampler
 
 SHIFT, SCALE, OFFSET = 0.5, 10.0, 100.0
