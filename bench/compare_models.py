@@ -26,8 +26,8 @@ MODELS = {"mogrifier": {}, "lstm": {"cell": "lstm"}}
 
 def run_studies(out: Path, trials: int, parallel: int, seed: int) -> str:
     """Run both sweeps into one SQLite study database under `out`; its URL."""
-    from tuner.sweeps.create import create_study
-    from tuner.sweeps.sweep import run_sweep
+    from tuner.sweeps.drive.run import run_sweep
+    from tuner.sweeps.study.create import create_study
 
     out.mkdir(parents=True, exist_ok=True)
     db = f"sqlite:///{out / 'studies.db'}"

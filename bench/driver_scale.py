@@ -4,7 +4,7 @@
 the driver runs, and `--nodes` nodes each offering `--gpus-per-node` logical GPUs and as many CPUs).
 The study (the `tiny` space, each trial reserving 1 CPU and 1 GPU, `--in-flight` at once, the
 default sampler and scheduler, adaptive ASHA, unless told otherwise) is driven by the real sweep driver
-(`tuner.sweeps.sweep.run_sweep`); only the trainable is simulated: it sleeps through its steps
+(`tuner.sweeps.drive.run.run_sweep`); only the trainable is simulated: it sleeps through its steps
 (`--trial-seconds` for a full trial), reports the trainer's evaluations with a synthetic learning
 curve, and notes when and on which node and GPU it ran.
 
@@ -23,7 +23,7 @@ The target is under 1% of GPU time idle for the full run. On a small machine, sh
     python -m bench.driver_scale --trials 40 --nodes 2 --gpus-per-node 2 --in-flight 4 --trial-seconds 10
     python -m bench.driver_scale --trials 100 --nodes 8 --gpus-per-node 2 --in-flight 16 --trial-seconds 20 --ask-ahead 0,2,8
 
-`--ask-ahead 0,2,8` runs the same sweep without and with trials asked ahead (tuner/sweeps/ask_ahead.py),
+`--ask-ahead 0,2,8` runs the same sweep without and with trials asked ahead (tuner/sweeps/drive/ask_ahead.py),
 one after the other in one invocation, and prints them side by side (8 is what the driver uses for 16
 in flight). The driver's idle time is split at the moment Ray Tune called `suggest`: before it is
 Tune's own loop (noticing that a trial ended, the scheduler, the searcher's callbacks), after it the
@@ -48,7 +48,7 @@ from typing import Any
 
 from tuner.policies.early_stopping import DEFAULT_SCHEDULER, SCHEDULERS
 from tuner.samplers import DEFAULT_SAMPLER
-from tuner.sweeps.lifecycle import FINAL
+from tuner.sweeps.trial.lifecycle import FINAL
 
 TIMING_FILE = "timing.json"
 
@@ -107,7 +107,7 @@ class SuggestTimer:
         self.ready: dict[str, float] = {}
 
     def install(self) -> None:
-        from tuner.sweeps.searcher import StudySearcher
+        from tuner.sweeps.drive.searcher import StudySearcher
 
         original = StudySearcher.suggest
 
@@ -124,7 +124,7 @@ class SuggestTimer:
         StudySearcher.suggest = timed  # type: ignore[method-assign,assignment]
 
     def uninstall(self) -> None:
-        from tuner.sweeps.searcher import StudySearcher
+        from tuner.sweeps.drive.searcher import StudySearcher
 
         StudySearcher.suggest = self._original  # type: ignore[method-assign]
 
@@ -220,10 +220,10 @@ def main(argv: list[str] | None = None) -> None:
         "--ask-ahead",
         default=None,
         help="trials the searcher keeps asked ahead; a comma list (0,2) runs each in turn, side by side "
-        "(default: what the sweep driver uses for --in-flight, tuner.sweeps.ask_ahead.depth_for)",
+        "(default: what the sweep driver uses for --in-flight, tuner.sweeps.drive.ask_ahead.depth_for)",
     )
     args = parser.parse_args(argv)
-    from tuner.sweeps import ask_ahead
+    from tuner.sweeps.drive import ask_ahead
 
     default_depth = ask_ahead.depth_for(args.in_flight)
     depths = [int(d) for d in args.ask_ahead.split(",")] if args.ask_ahead else [default_depth]
@@ -256,8 +256,8 @@ def one_run(args: argparse.Namespace) -> dict[str, float]:
     from ray.cluster_utils import Cluster
 
     from tuner.space import load_space
-    from tuner.sweeps.create import create_study
-    from tuner.sweeps.sweep import run_sweep
+    from tuner.sweeps.drive.run import run_sweep
+    from tuner.sweeps.study.create import create_study
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     # A cluster of this machine's own processes on 127.0.0.1, reached by nobody else.

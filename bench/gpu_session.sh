@@ -38,10 +38,10 @@ step tests 180 "$PY" -m pytest -m gpu -q -p no:cacheprovider tests/trainer/cells
 step shapes 50 "$PY" -m bench.compile_cost --device cuda --trials 12
 step speed 170 "$PY" -m bench.trainer_speed --device cuda --steps 15 --precisions fp32,bf16,tf32
 step packing 100 "$PY" -m bench.packing --device cuda --ks 1,2,4,8 --steps 30
-# The same under the MPS daemon, started as the GPU image's worker starts it (tuner/sweeps/mps.py).
+# The same under the MPS daemon, started as the GPU image's worker starts it (tuner/sweeps/cluster/mps.py).
 step packing_mps 120 bash -c "export CUDA_MPS_PIPE_DIRECTORY=/tmp/rnntune-mps CUDA_MPS_LOG_DIRECTORY=/tmp/rnntune-mps-log; \
     mkdir -p /tmp/rnntune-mps /tmp/rnntune-mps-log; \
-    [ \"\$($PY -m tuner.sweeps.mps auto 0.25 1)\" = start ] && nvidia-cuda-mps-control -d; \
+    [ \"\$($PY -m tuner.sweeps.cluster.mps auto 0.25 1)\" = start ] && nvidia-cuda-mps-control -d; \
     $PY -m bench.packing --device cuda --ks 1,4,8 --steps 30; rc=\$?; echo quit | nvidia-cuda-mps-control; exit \$rc"
 
 echo "== summary"

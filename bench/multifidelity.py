@@ -14,7 +14,7 @@ configuration, some configurations with extra trainer seeds) define a surrogate 
 Each run drives the real path: an Optuna study with rnntune's sampler (`make_sampler`) or a stock
 Optuna sampler, trials asked with the tiny space's own `SearchSpace.suggest`, intermediate values
 reported at every eval step, pruned trials told PRUNED and finished ones COMPLETE with their best
-value, exactly as `tuner.sweeps.searcher` does; early stopping is Ray Tune's ASHAScheduler
+value, exactly as `tuner.sweeps.drive.searcher` does; early stopping is Ray Tune's ASHAScheduler
 itself, built by `tuner.policies.schedulers.make_scheduler` from the study's early-stopping
 policy and fed each result. 4 workers train asynchronously (one step per time unit each); the budget
 is counted in training steps of all trials. At each budget of B full trials' worth of steps the
@@ -414,7 +414,7 @@ def replay(
     """Replay one asynchronous sweep: `workers` trials in flight, each asked from `study` with the
     space's own `suggest`, its observed curve the surrogate's plus seed noise from `rng`, reported at
     every eval step, fed to Ray's `scheduler`, told PRUNED or COMPLETE (its best value) as
-    `tuner.sweeps.searcher` does. A freed worker starts a new trial while
+    `tuner.sweeps.drive.searcher` does. A freed worker starts a new trial while
     `keep_starting(worker time used, trials started)`. `step_cost(params)` gives a trial's
     (time per step, measured seconds per step): its steps take the first (default: one unit), and
     with `cost_attr` the second is set as its user attribute after its first report, as a sweep

@@ -60,7 +60,7 @@ def instant_trial(config: dict[str, Any]) -> dict[str, Any]:
     """A Ray Tune trainable that reports one evaluation and returns at once."""
     from ray import tune
 
-    from tuner.sweeps.lifecycle import FINAL
+    from tuner.sweeps.trial.lifecycle import FINAL
 
     params = config["trainer"]  # fixed settings + sampled params; synthetic_loss reads tuned names only
     loss = synthetic_loss(params)
@@ -73,9 +73,9 @@ def bench_stack(
 ) -> dict[str, float]:
     import ray
 
-    from tuner.sweeps.create import create_study
-    from tuner.sweeps.ray_runtime import start_ray
-    from tuner.sweeps.sweep import run_sweep
+    from tuner.sweeps.cluster.ray_runtime import start_ray
+    from tuner.sweeps.drive.run import run_sweep
+    from tuner.sweeps.study.create import create_study
 
     t0 = time.perf_counter()
     start_ray(None, num_cpus=parallel, verbose=False)
@@ -205,7 +205,7 @@ def bench_sampler(
 def main() -> None:
     import torch
 
-    torch.set_num_threads(1)  # as the sweep driver does (tuner/sweeps/sweep.py), for all rows
+    torch.set_num_threads(1)  # as the sweep driver does (tuner/sweeps/drive/run.py), for all rows
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--trials", type=int, default=40)
     parser.add_argument("--parallel", type=int, default=2)

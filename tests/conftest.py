@@ -84,7 +84,7 @@ def ray_cluster():
     """One embedded Ray cluster (2 CPUs) shared by the in-process sweeps of a test session."""
     import ray
 
-    from tuner.sweeps.ray_runtime import start_ray
+    from tuner.sweeps.cluster.ray_runtime import start_ray
 
     started = start_ray(None, num_cpus=2, verbose=False)
     yield

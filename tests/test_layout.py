@@ -1,5 +1,6 @@
-"""The package layout's rules that no linter checks: every module of `trainer/` and `tuner/` stays
-under 400 lines, and each folder of `tuner/` says in its docstring what it holds."""
+"""The package layout's rules that no linter checks: each folder of `tuner/` (sub-packages
+included) says in its docstring what it holds. Function size, not file size, is bounded: ruff's
+complexity limits (C901, PLR0912, PLR0915 in pyproject.toml) on trainer/ and tuner/."""
 
 from __future__ import annotations
 
@@ -9,21 +10,22 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-MODULES = sorted(p for pkg in ("trainer", "tuner") for p in (ROOT / pkg).rglob("*.py"))
-MAX_LINES = 400
+FOLDERS = sorted(p.parent for p in (ROOT / "tuner").rglob("*/__init__.py"))
 
 
-@pytest.mark.parametrize("path", MODULES, ids=lambda p: str(p.relative_to(ROOT)))
-def test_module_is_under_the_line_limit(path: Path) -> None:
-    lines = len(path.read_text().splitlines())
-    assert lines < MAX_LINES, f"{path.relative_to(ROOT)} has {lines} lines; split it by concern"
-
-
-@pytest.mark.parametrize(
-    "folder", sorted(p.parent for p in (ROOT / "tuner").glob("*/__init__.py")), ids=lambda p: p.name
-)
+@pytest.mark.parametrize("folder", FOLDERS, ids=lambda p: str(p.relative_to(ROOT)))
 def test_each_tuner_folder_says_what_it_holds(folder: Path) -> None:
     doc = ast.get_docstring(ast.parse((folder / "__init__.py").read_text()))
     assert doc and len(doc) > 40, (
-        f"tuner/{folder.name}/__init__.py needs a docstring saying what the folder holds"
+        f"{(folder / '__init__.py').relative_to(ROOT)} needs a docstring saying what the folder holds"
     )
+
+
+def test_the_sweeps_are_grouped_by_feature() -> None:
+    """tuner/sweeps/ holds feature folders only (and its package docstring), each named in it."""
+    sweeps = ROOT / "tuner" / "sweeps"
+    loose = sorted(p.name for p in sweeps.glob("*.py") if p.name != "__init__.py")
+    assert loose == [], f"put these modules in a feature folder of tuner/sweeps/: {loose}"
+    doc = ast.get_docstring(ast.parse((sweeps / "__init__.py").read_text())) or ""
+    features = sorted(p.parent.name for p in sweeps.glob("*/__init__.py"))
+    assert all(f"`{name}`" in doc for name in features), (features, doc)

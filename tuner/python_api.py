@@ -35,9 +35,9 @@ from tuner.errors import StudyNotFoundError
 from tuner.spec import SweepSpec
 from tuner.storage.lease import begin, lease_engine, request_stop
 from tuner.storage.study import best_trial, load_study, open_storage, redact_url, resolve_db_url
-from tuner.sweeps.create import create_study
-from tuner.sweeps.launcher import STOP_TIMEOUT_S, Handle, Launcher, terminate_after
-from tuner.sweeps.sweep import SweepOutcome, run_sweep
+from tuner.sweeps.drive.run import SweepOutcome, run_sweep
+from tuner.sweeps.launch.launcher import STOP_TIMEOUT_S, Handle, Launcher, terminate_after
+from tuner.sweeps.study.create import create_study
 
 __all__ = ["Background", "best", "create", "importances", "run", "sensitivity", "start", "trials"]
 

@@ -13,7 +13,7 @@ import optuna
 from optuna.distributions import BaseDistribution, FloatDistribution
 from optuna.trial import TrialState, create_trial
 
-from tuner.sweeps.create import create_study
+from tuner.sweeps.study.create import create_study
 
 DIST: dict[str, BaseDistribution] = {"learning_rate": FloatDistribution(0.001, 0.004, log=True)}
 START = dt.datetime(2026, 11, 1, 12, 0, 0)

@@ -6,7 +6,7 @@ import optuna
 from optuna.distributions import FloatDistribution
 
 from tuner.storage.study import set_status
-from tuner.sweeps.create import create_study
+from tuner.sweeps.study.create import create_study
 
 LR = FloatDistribution(0.001, 0.004, log=True)
 

@@ -32,7 +32,7 @@ from tuner import study_attrs
 from tuner.analysis import expected_best as eb
 from tuner.analysis.reads import StudyStore, TrialRecord
 from tuner.errors import InvalidStudy
-from tuner.sweeps import finalize
+from tuner.sweeps.finalize import rerun as finalize
 
 # The fixed settings that make two studies' validation values comparable.
 TASK_KEYS = (

@@ -9,7 +9,7 @@ from tuner import study_attrs, trial_attrs
 from tuner.analysis.reads import StudyRow, TrialRecord
 from tuner.errors import InvalidInput
 from tuner.spec import SweepSpec
-from tuner.sweeps.launcher import Handle
+from tuner.sweeps.launch.launcher import Handle
 
 FINISHED_STATES = ("COMPLETE", "PRUNED", "FAIL")
 

@@ -7,8 +7,8 @@ import logging
 from tuner.analysis.reads import StudyStore
 from tuner.api.settings import ApiSettings
 from tuner.storage.lease import lease_engine, request_stop
-from tuner.sweeps import control
-from tuner.sweeps.launcher import Launcher, terminate_after
+from tuner.sweeps.launch import control
+from tuner.sweeps.launch.launcher import Launcher, terminate_after
 
 log = logging.getLogger("rnntune.api")
 

@@ -21,7 +21,7 @@ from trainer.model import LanguageModel
 from trainer.reverse_copy import evaluate_examples
 from tuner.errors import RnntuneError
 from tuner.storage.study import DB_ENV, load_study, resolve_db_url
-from tuner.sweeps.dyneval_study import best_setting
+from tuner.sweeps.dyneval.study import best_setting
 
 
 def register(sub: argparse._SubParsersAction) -> None:

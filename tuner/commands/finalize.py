@@ -36,7 +36,7 @@ def _bounded(low: int, high: int, flag: str):
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    from tuner.sweeps.finalize import BEST_BY
+    from tuner.sweeps.finalize.rerun import BEST_BY
 
     p = sub.add_parser(
         "finalize",
@@ -98,7 +98,7 @@ def _fmt(mean: float | None, sd: float | None, digits: int) -> str:
 
 def report(rows: list[dict], best_by: str | None) -> str:
     """The per-configuration table the command prints."""
-    from tuner.sweeps.finalize import best_by_rerun_mean
+    from tuner.sweeps.finalize.rerun import best_by_rerun_mean
 
     lines = [f"{'trial':>5}  {'n':>2}  {'tuning':>8}  {'rerun val loss':>17}  {'gap':>8}  headline"]
     for r in rows:
@@ -121,8 +121,8 @@ def run(args: argparse.Namespace) -> int:
     import optuna
 
     from tuner.storage.study import load_study
-    from tuner.sweeps import finalize
-    from tuner.sweeps.ray_runtime import RayStartError, start_ray
+    from tuner.sweeps.cluster.ray_runtime import RayStartError, start_ray
+    from tuner.sweeps.finalize import rerun as finalize
 
     optuna.logging.set_verbosity(optuna.logging.INFO if args.verbose else optuna.logging.WARNING)
     try:

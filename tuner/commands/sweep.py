@@ -4,7 +4,7 @@ With no options it runs the embedded default: the `tiny` space on the built-in c
 or 10 full trials' worth of training steps (`--budget`), whichever comes first, 2 at a time,
 SQLite in ./studies/rnntune.db, Ray started in-process. `--resume NAME` continues a study (after
 a crash or a stop, or one only created by the API) and `--trials M` extends it;
-`--widen PARAM[:EDGE]` first widens a range whose best trials crowd an edge (`tuner.sweeps.widen`).
+`--widen PARAM[:EDGE]` first widens a range whose best trials crowd an edge (`tuner.sweeps.widen.ranges`).
 Every option of the sweep's spec (`tuner.spec.SweepSpec`) has a flag here; with `--resume`, only
 the ones that do not change what the study samples may be given (trials, placement, retries,
 retention, the stop rules): the others are refused by name.
@@ -33,8 +33,8 @@ from tuner.errors import InvalidInput, LeaseLost, StudyError
 from tuner.space import load_space
 from tuner.spec import DEFAULT_SPACE, default_budget
 from tuner.storage.study import DB_ENV, GENERATION_ENV, redact_url, resolve_db_url
-from tuner.sweeps.create import create_study
-from tuner.sweeps.widen import parse_widen
+from tuner.sweeps.study.create import create_study
+from tuner.sweeps.widen.ranges import parse_widen
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -73,8 +73,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     import optuna
 
-    from tuner.sweeps.ray_runtime import RayStartError, scrub_secrets
-    from tuner.sweeps.sweep import check_storage, resolve_data_dir, run_sweep
+    from tuner.sweeps.cluster.ray_runtime import RayStartError, scrub_secrets
+    from tuner.sweeps.drive.run import check_storage, resolve_data_dir, run_sweep
 
     optuna.logging.set_verbosity(optuna.logging.INFO if args.verbose else optuna.logging.WARNING)
 

@@ -16,7 +16,7 @@ from tuner.errors import InvalidInput, LaunchFailed, SweepConflict
 from tuner.spec import default_budget
 from tuner.spec.sweep_spec import validate
 from tuner.storage.study import generate_study_name, redact_url
-from tuner.sweeps import control
+from tuner.sweeps.launch import control
 
 
 def register(sub: argparse._SubParsersAction) -> None:

@@ -219,7 +219,7 @@ def _describe(error: Mapping[str, Any]) -> str:
 
 def stores_policy(user_attrs: Mapping[str, Any]) -> bool:
     """Whether a study stores a policy that `study_policy` reads: a sweep spec (every study
-    `tuner.sweeps.create` makes) or the `early_stopping` attribute of an older one."""
+    `tuner.sweeps.study.create` makes) or the `early_stopping` attribute of an older one."""
     return isinstance(study_attrs.SPEC.of(user_attrs), Mapping) or study_attrs.EARLY_STOPPING in user_attrs
 
 

@@ -12,7 +12,7 @@ with epoch 0 and no namespace identity.
   well within `FENCE_MARGIN_S`. `RNNTUNE_LEASE_TTL_S` sets the TTL (default 60 s); the heartbeat
   is a sixth of it and the fencing margin a quarter.
 * Every take of the lease bumps the row's `epoch`, the fencing token: a driver's writes go through
-  only while the row still has its owner and epoch (`renew(..., epoch=)`, `tuner.sweeps.driver`).
+  only while the row still has its owner and epoch (`renew(..., epoch=)`, `tuner.sweeps.drive.lease`).
 * Every start of a sweep (`begin`) bumps the row's `generation`; the driver of that start carries it.
   A stop request records the generation it stops, so a stop that arrives while a sweep is still
   starting up is kept (the driver sees it as soon as it holds the lease), and an old stop never

@@ -16,8 +16,8 @@ from tuner.api import ApiSettings, create_app
 from tuner.api.settings import _bounds_from_env
 from tuner.errors import InvalidInput
 from tuner.spec import SweepSpec
-from tuner.sweeps import control
-from tuner.sweeps.launcher import Launcher
+from tuner.sweeps.launch import control
+from tuner.sweeps.launch.launcher import Launcher
 
 NEW = {"space": "tiny", "n_trials": 2, "parallel": 1, "sampler": "random"}
 INLINE = {

@@ -14,7 +14,7 @@ from tests.tuner.dyneval_checkpoint import quick_checkpoint
 from trainer.dyneval import SETTINGS
 from tuner.api import ApiSettings
 from tuner.space import SearchSpace
-from tuner.sweeps.create import create_study
+from tuner.sweeps.study.create import create_study
 
 
 def _value(params: dict) -> float:

@@ -12,7 +12,7 @@ from optuna.trial import TrialState
 from tests.tuner.dyneval_checkpoint import quick_checkpoint
 from tuner.cli import main
 from tuner.space import SearchSpace
-from tuner.sweeps.create import create_study
+from tuner.sweeps.study.create import create_study
 
 BEST = {
     "max_time_steps": 7,

@@ -6,7 +6,7 @@ import optuna
 
 from tuner.cli import main
 from tuner.spec import SweepSpec
-from tuner.sweeps.create import create_study
+from tuner.sweeps.study.create import create_study
 
 
 def _done_study(db: str, tmp_path) -> None:

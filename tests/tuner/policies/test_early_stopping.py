@@ -31,7 +31,7 @@ from tuner.samplers.bohb_rule import budgets
 from tuner.samplers.warping import HalfRank
 from tuner.spec import SweepSpec
 from tuner.storage.study import StudyError
-from tuner.sweeps.create import create_study
+from tuner.sweeps.study.create import create_study
 
 TASK = {"max_steps": 200, "eval_every": 25}
 

@@ -25,8 +25,8 @@ from tuner.commands.remote import Remote, create_body
 from tuner.commands.spec_options import given
 from tuner.errors import InvalidInput
 from tuner.spec import RESUME_SAFE, SweepSpec, env_name, flag_name
-from tuner.sweeps.create import create_study
-from tuner.sweeps.sweep import run_sweep
+from tuner.sweeps.drive.run import run_sweep
+from tuner.sweeps.study.create import create_study
 
 ROOT = Path(__file__).resolve().parents[3]
 # Stands for the `model` fixture's path: a checkpoint must exist and load.

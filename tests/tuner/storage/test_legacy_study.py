@@ -15,7 +15,7 @@ import pytest
 from tuner import study_attrs
 from tuner.samplers import DEFAULT_SAMPLER, RETIRED_SAMPLERS
 from tuner.spec import SweepSpec
-from tuner.sweeps.sweep import run_sweep
+from tuner.sweeps.drive.run import run_sweep
 
 FIXTURE = Path(__file__).parent / "data" / "legacy-main.db"
 

@@ -25,7 +25,7 @@ from tuner.storage.study import (
     resolve_db_url,
     set_status,
 )
-from tuner.sweeps.create import create_study
+from tuner.sweeps.study.create import create_study
 
 
 @pytest.fixture

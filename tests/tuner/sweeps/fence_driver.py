@@ -24,7 +24,7 @@ def quick_or_long(config: dict[str, Any]) -> dict[str, Any]:
     `alive-NUMBER` in the run folder: its mtime is the trial's last sign of life."""
     from ray import tune
 
-    from tuner.sweeps.lifecycle import FINAL
+    from tuner.sweeps.trial.lifecycle import FINAL
 
     number = config["trial_number"]
     loss = 5.0 + 0.01 * number
@@ -47,8 +47,8 @@ def quick_or_long(config: dict[str, Any]) -> dict[str, Any]:
 def main(name: str, url: str, take_over: bool) -> int:
     """Drive the study; `take_over`: while another driver's lease lives, try again every 0.3 s."""
     from tuner.errors import LeaseLost
-    from tuner.sweeps.driver import DriverBusy
-    from tuner.sweeps.sweep import run_sweep
+    from tuner.sweeps.drive.lease import DriverBusy
+    from tuner.sweeps.drive.run import run_sweep
 
     started = time.monotonic()
     while True:

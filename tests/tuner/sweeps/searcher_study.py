@@ -8,8 +8,8 @@ from tests.conftest import TINY_SETTINGS
 from tuner.errors import LeaseLost
 from tuner.space import SearchSpace
 from tuner.storage.study import load_study
-from tuner.sweeps.create import create_study
-from tuner.sweeps.searcher import StudySearcher
+from tuner.sweeps.drive.searcher import StudySearcher
+from tuner.sweeps.study.create import create_study
 
 
 class Fence:

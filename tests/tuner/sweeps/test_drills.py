@@ -22,7 +22,7 @@ from tests.tuner.sweep_checks import check_trials
 from tests.tuner.sweep_process import snapshot
 from tuner.api import ApiSettings
 from tuner.storage.study import finished_count, load_study
-from tuner.sweeps.sweep import ZOMBIE_REASON
+from tuner.sweeps.drive.run import ZOMBIE_REASON
 
 pytestmark = pytest.mark.slow
 

@@ -19,8 +19,8 @@ TRIALS = 12
 SCRIPT = """
 import io, json, sys
 from pathlib import Path
-from tuner.sweeps.create import create_study
-from tuner.sweeps.sweep import run_sweep
+from tuner.sweeps.study.create import create_study
+from tuner.sweeps.drive.run import run_sweep
 
 root = Path(sys.argv[1])
 settings = {"max_steps": 6, "eval_every": 3, "max_eval_tokens": 300, "bptt": 12, "batch_size": 8,

@@ -16,8 +16,8 @@ from tuner.api.errors import Conflict
 from tuner.api.finalize_models import FinalizeReport, FinalizeRequest, FinalizeStarted
 from tuner.api.paths import study_folder
 from tuner.api.routes.common import STUDY, StudyName, errors, json_body, live_runs, read_json, state_of
-from tuner.sweeps import finalize
-from tuner.sweeps.finalize_launch import FinalizeLauncher
+from tuner.sweeps.finalize import rerun as finalize
+from tuner.sweeps.finalize.launch import FinalizeLauncher
 
 router = APIRouter(prefix=f"{STUDY}/finalize", tags=["finalize"])
 ERRORS = errors(401, 403, 404, 409, 413, 415, 422, 503)

@@ -20,7 +20,8 @@ from tuner.api.state import ApiState
 from tuner.spec import SweepSpec
 from tuner.storage.confine import resolve_within
 from tuner.storage.lease import read, read_all
-from tuner.sweeps import control, widen_control
+from tuner.sweeps.launch import control
+from tuner.sweeps.widen import control as widen_control
 
 router = APIRouter(prefix="/studies", tags=["studies"])
 ERRORS = errors(401, 403, 404, 409, 413, 415, 422, 503)
@@ -52,7 +53,7 @@ async def list_studies(
 
 
 def _summary(state: ApiState, row, lease) -> dict:
-    """The row's summary with its true status: from the driver lease (tuner.sweeps.control)."""
+    """The row's summary with its true status: from the driver lease (tuner.sweeps.launch.control)."""
     handle = state.launcher.get(row.name)
     return {
         **serializers.study_summary(row, handle),

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tuner import trial_attrs
-from tuner.sweeps.lifecycle import FINAL, METRIC
+from tuner.sweeps.trial.lifecycle import FINAL, METRIC
 
 # The scalars of an evaluation that trackers log: the validation curve, the training loss,
 # throughput and the learning rate (trainer/loop.py `_evaluation`).

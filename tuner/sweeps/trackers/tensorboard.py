@@ -18,10 +18,10 @@ from tensorboardX.proto.plugin_hparams_pb2 import HParamsPluginData, SessionEndI
 from tensorboardX.proto.summary_pb2 import Summary, SummaryMetadata
 from tensorboardX.summary import hparams
 
-from tuner.sweeps.lifecycle import METRIC
 from tuner.sweeps.trackers.records import VALUE, Ending, Point
 from tuner.sweeps.trackers.records import hparams as scalar_params
 from tuner.sweeps.trackers.where import logdir
+from tuner.sweeps.trial.lifecycle import METRIC
 
 # The HParams plugin's session-end tag and status of each ending (tensorboard/plugins/hparams).
 _END_TAG = "_hparams_/session_end_info"

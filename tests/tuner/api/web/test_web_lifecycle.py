@@ -15,7 +15,7 @@ from tests.tuner.api.web.test_web import _page
 from tests.tuner.edge_study import edge_study
 from tuner.api import ApiSettings
 from tuner.storage.study import load_study
-from tuner.sweeps.create import create_study
+from tuner.sweeps.study.create import create_study
 
 pytestmark = WEB
 

@@ -20,8 +20,8 @@ from tests.tuner.sweep_checks import check_trials
 from tests.tuner.sweeps.trackers.mlflow_server import mlflow_server
 from tuner import study_attrs
 from tuner.storage.study import load_study
-from tuner.sweeps.create import create_study
-from tuner.sweeps.sweep import run_sweep
+from tuner.sweeps.drive.run import run_sweep
+from tuner.sweeps.study.create import create_study
 
 pytestmark = pytest.mark.slow
 MlflowClient = pytest.importorskip("mlflow.tracking").MlflowClient

@@ -13,8 +13,8 @@ from tests.conftest import TINY_SETTINGS
 from tests.tuner.sweeps.trackers.tensorboard_runs import read_run
 from tuner import study_attrs
 from tuner.storage.study import load_study
-from tuner.sweeps.create import create_study
-from tuner.sweeps.sweep import run_sweep
+from tuner.sweeps.drive.run import run_sweep
+from tuner.sweeps.study.create import create_study
 from tuner.sweeps.trackers.tensorboard import logdir
 
 

@@ -1,0 +1,1 @@
+"""The cluster a sweep runs on: starting or joining Ray (`ray_runtime`) and CUDA MPS for packed trials (`mps`)."""

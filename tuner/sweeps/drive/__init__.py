@@ -1,0 +1,1 @@
+"""Running a study: `run` (run_sweep: resume, extend, stop), its `plan` (pure) and `execute` (Ray Tune), the driver `lease`, the Optuna `searcher` inside Tune with its `writer`, `ask_ahead`, the live `progress` table, the study-wide `policies`, `trial_events`, and `tracking` (the trackers fed from the driver)."""

@@ -1,0 +1,275 @@
+"""A sweep plan's execution: Ray started, the searcher, scheduler and trackers built, Tune run.
+
+`execute` runs a `SweepPlan` (plan.py) while this process holds the study's lease. The process
+settings the driver needs (Tune's environment switches, one torch thread, numpy's seed for Ray's
+Hyperband brackets) hold only while it runs: `driver_process` restores the caller's environment,
+torch thread count and numpy random state afterwards, so `python_api.run` in a notebook leaves the
+notebook as it was.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import os
+import sys
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import optuna
+from optuna.trial import FrozenTrial, TrialState
+from ray.tune.stopper import Stopper
+
+from tuner import study_attrs, trial_attrs
+from tuner.storage.study import best_trial, finished_count, finished_curves, open_storage, set_status
+from tuner.sweeps.cluster import mps
+from tuner.sweeps.drive import ask_ahead
+from tuner.sweeps.drive.lease import LeaseKeeper, StopRequest, stop_on_signals
+from tuner.sweeps.drive.plan import RunOptions, SweepPlan
+from tuner.sweeps.drive.policies import SweepPolicies
+from tuner.sweeps.dyneval.study import referenced_checkpoints
+from tuner.sweeps.study.create import grid
+from tuner.sweeps.trackers.guard import count_tracker_failures
+from tuner.sweeps.trackers.installed import check_available
+
+
+@dataclass
+class SweepOutcome:
+    """How a `run_sweep` call ended (`error` says why a `failed` one failed; `ended_early` why the
+    study-level stop rule ended it before its trial count)."""
+
+    study_name: str
+    status: str
+    finished: int
+    n_trials: int
+    best: FrozenTrial | None
+    interrupted: list[int]
+    error: str | None = None
+    ended_early: str | None = None
+
+
+class SweepStopper(Stopper):
+    """Stops all trials once a stop was requested (signal, stored request, lost lease).
+
+    Module-level with an empty pickled state: Tune saves its stopper in the experiment folder, and
+    the study (whose storage holds the database URL) must not go with it.
+    """
+
+    def __init__(self, study: optuna.Study, request: StopRequest, searcher: Any) -> None:
+        self._study = study
+        self._request = request
+        self._searcher = searcher
+        self._announced = False
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {}
+
+    def __call__(self, trial_id: str, result: dict[str, Any]) -> bool:
+        return False
+
+    def stop_all(self) -> bool:
+        if self._request.reason is None:
+            return False
+        if not self._announced:
+            self._searcher.stop_reason = self._request.reason
+            if self._searcher.writable:
+                set_status(self._study, "stopping")
+            self._announced = True
+        return True
+
+
+def _trial_dirname(trial: Any) -> str:
+    return f"trial-{trial.config['trial_number']}-{trial.trial_id}"
+
+
+def trial_kind(checkpoint: str | None) -> Callable[[dict[str, Any]], dict[str, Any]]:
+    """The function a study's trials run, chosen once by the driver: training (`run_trial`), or
+    for a study of a trained model, dynamic evaluation of it (`tuner.sweeps.dyneval.trial`)."""
+    if checkpoint:
+        from tuner.sweeps.dyneval.trial import run_dyneval_trial
+
+        return run_dyneval_trial
+    from tuner.sweeps.trial.trainable import run_trial
+
+    return run_trial
+
+
+def all_failed(study: optuna.Study) -> str | None:
+    """Why the sweep failed when it has trials and none COMPLETE or PRUNED; None otherwise."""
+    trials = study.get_trials(deepcopy=False)
+    if not trials or any(t.state in (TrialState.COMPLETE, TrialState.PRUNED) for t in trials):
+        return None
+    first = next(
+        (trial_attrs.ERROR.of(t.user_attrs) for t in trials if trial_attrs.ERROR.of(t.user_attrs)),
+        "no error recorded",
+    )
+    return f"every trial FAILed ({len(trials)}); first error: {first}"
+
+
+@contextlib.contextmanager
+def driver_process(plan: SweepPlan) -> Iterator[None]:
+    """The plan's process settings while the sweep runs; the caller's, restored, after."""
+    import torch
+
+    env, threads, rng = dict(os.environ), torch.get_num_threads(), np.random.get_state()
+    os.environ.update(plan.driver_env)
+    torch.set_num_threads(plan.torch_threads)
+    if plan.numpy_seed is not None:
+        np.random.seed(plan.numpy_seed)
+    try:
+        yield
+    finally:
+        os.environ.clear()
+        os.environ.update(env)
+        torch.set_num_threads(threads)
+        np.random.set_state(rng)
+
+
+def execute(
+    plan: SweepPlan,
+    study: optuna.Study,
+    storage_url: str,
+    request: StopRequest,
+    options: RunOptions,
+    fence: LeaseKeeper | None = None,
+) -> SweepOutcome:
+    """Run `plan` on Ray Tune until the study has its trials or is stopped. `fence`: the lease
+    keeper every ask and tell is checked against (None: unfenced, for callers holding no lease)."""
+    check_available(plan.spec)  # before Ray starts: a tracker the spec asks for is installed
+    with driver_process(plan):
+        set_status(study, "running")
+        started_ray, parallel, notes = _start_cluster(plan, study, storage_url, options)
+        try:
+            return _run(plan, study, storage_url, request, options, fence, parallel, notes)
+        finally:
+            if started_ray:
+                import ray
+
+                ray.shutdown()
+
+
+def _start_cluster(
+    plan: SweepPlan, study: optuna.Study, storage_url: str, options: RunOptions
+) -> tuple[bool, int, list[str]]:
+    """Ray started or joined; (started here, trials in flight, the header's notes on the cluster)."""
+    from tuner.sweeps.cluster.ray_runtime import check_resources, sqlite_on_cluster_warning, start_ray
+
+    started_ray = False
+    try:
+        started_ray = start_ray(options.ray_address, options.num_cpus, options.verbose)
+        parallel, crowded = check_resources(plan.resources, plan.spec.parallel, options.ray_address)
+        gpu_lines = mps.describe(plan.spec.gpus_per_trial)
+    except Exception:
+        set_status(study, "failed")
+        if started_ray:
+            import ray
+
+            ray.shutdown()
+        raise
+    notes = [line for line in (sqlite_on_cluster_warning(storage_url), crowded) if line]
+    return started_ray, parallel, notes + gpu_lines
+
+
+def _run(
+    plan: SweepPlan,
+    study: optuna.Study,
+    storage_url: str,
+    request: StopRequest,
+    options: RunOptions,
+    fence: LeaseKeeper | None,
+    parallel: int,
+    notes: list[str],
+) -> SweepOutcome:
+    """Tune's run of the plan and the study's final status."""
+    from ray import tune
+
+    from tuner.policies.schedulers import make_scheduler
+    from tuner.sweeps.drive.progress import ProgressTable
+    from tuner.sweeps.drive.searcher import METRIC, StudySearcher
+    from tuner.sweeps.drive.tracking import TrackerCallback, open_trackers
+    from tuner.sweeps.drive.trial_events import TrialEvents
+
+    spec, out = plan.spec, options.out
+    pin_storage = open_storage(storage_url) if spec.keep_top else None
+    policies = SweepPolicies(
+        study,
+        plan.root,
+        spec,
+        max_steps=grid(plan.space)[0],
+        pins=(lambda: referenced_checkpoints(pin_storage)) if pin_storage is not None else frozenset,
+    )
+    searcher = StudySearcher(
+        study,
+        plan.space,
+        plan.root,
+        plan.budget,
+        policies,
+        fence,
+        checkpoint=spec.checkpoint,
+        ask_ahead=ask_ahead.depth_for(parallel),
+    )
+    progress = ProgressTable(study, searcher, plan.target, parallel, out)
+    progress.header(plan.header(parallel, notes))
+    # Only the adaptive scheduler starts from the study's finished curves: no read for the others.
+    history = finished_curves(study) if plan.scheduler == "adaptive" else None
+    trackers = TrackerCallback(
+        searcher,
+        open_trackers(spec, plan.name, plan.root),
+        lambda line: print(line, file=out or sys.stderr, flush=True),
+    )
+    stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%d-%H%M%S")
+    tuner = tune.Tuner(
+        tune.with_resources(options.trainable or trial_kind(spec.checkpoint), plan.resources),
+        tune_config=tune.TuneConfig(
+            metric=METRIC,
+            mode="min",
+            search_alg=searcher,
+            scheduler=make_scheduler(plan.scheduler, plan.space.fixed, spec.early_stopping(), history),
+            num_samples=plan.budget,
+            max_concurrent_trials=parallel,
+            reuse_actors=True,
+            trial_dirname_creator=_trial_dirname,
+        ),
+        run_config=tune.RunConfig(
+            name=f"run-{stamp}",
+            storage_path=str(plan.root / "ray"),
+            stop=SweepStopper(study, request, searcher),
+            callbacks=[TrialEvents(searcher), progress, trackers],
+            failure_config=tune.FailureConfig(max_failures=spec.max_retries),
+            verbose=1 if options.verbose else 0,
+        ),
+    )
+    status: study_attrs.Status = "failed"
+    error = None
+    try:
+        if request.reason is None:  # a stop that came while Ray started needs no trial
+            with stop_on_signals(request):  # again: ray.init() replaced our SIGTERM handler with its own
+                tuner.fit()
+        status = "finished" if finished_count(study) >= plan.target or searcher.ended_early else "stopped"
+        if status == "finished" and (error := all_failed(study)) is not None:
+            status = "failed"
+    except KeyboardInterrupt:
+        request.set("sweep interrupted")
+        status = "stopped"
+        raise
+    finally:
+        interrupted = searcher.interrupt_all(request.reason or "the sweep ended while the trial ran")
+        if request.reason is not None and status not in ("failed", "finished"):
+            status = "stopped"
+        progress.refresh(final=True)
+        failures = trackers.close(status)
+        if searcher.writable:  # a driver that lost its lease leaves the status to the next one
+            set_status(study, status)
+            count_tracker_failures(study, failures)
+    return SweepOutcome(
+        plan.name,
+        status,
+        finished_count(study),
+        plan.target,
+        best_trial(study),
+        interrupted,
+        error,
+        searcher.ended_early,
+    )

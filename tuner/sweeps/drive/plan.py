@@ -1,0 +1,142 @@
+"""A sweep as a plan: what one run of a study will do, decided from plain values before Ray starts.
+
+`plan_sweep` is pure: from the study's stored spec and this run's changes, its trial counts, its
+space and storage folder, it fixes the merged spec, how many trials to ask, the scheduler, each
+trial's resources, the process settings the driver needs, and the header's lines (those that need
+the running cluster are filled in by `SweepPlan.header`). Unit tests check it with plain values;
+execute.py starts Ray and runs it. `RunOptions` is how this process runs the study: none of it is
+stored with the study.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TextIO
+
+from tuner.policies.early_stopping import ASHA_SCHEDULERS
+from tuner.policies.rank_agreement import describe_adaptive
+from tuner.space import SearchSpace
+from tuner.spec import SweepSpec
+from tuner.storage.study import StudyError, redact_url
+from tuner.sweeps.study.create import grid
+
+# What the driving process sets while it runs Ray Tune (restored afterwards, execute.py).
+DRIVER_ENV = {
+    "TUNE_DISABLE_SIGINT_HANDLER": "1",  # our handler stops the sweep cleanly instead
+    "TUNE_DISABLE_STRICT_METRIC_CHECKING": "1",  # final summaries carry no new metric
+}
+# The driver only samples: one torch thread keeps the GP off the cores the trials train on
+# (bench/orchestration_overhead.py: 0.29 s vs 1.0 s per GP suggestion at 100 trials).
+DRIVER_TORCH_THREADS = 1
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """How this process runs a study's sweep. `changes`: spec fields this run changes (only resume-
+    safe ones; stored with the study). `trainable`: the function each trial runs (default: the
+    shared trainer, or dynamic evaluation of the study's checkpoint); the orchestration benchmark
+    passes one that returns at once."""
+
+    changes: Mapping[str, Any] | None = None
+    storage_path: str | os.PathLike[str] | None = None
+    ray_address: str | None = None
+    num_cpus: int | None = None
+    verbose: bool = False
+    out: TextIO | None = None
+    trainable: Callable[[dict[str, Any]], Any] | None = None
+
+
+@dataclass(frozen=True)
+class SweepPlan:
+    """What one run of a study does; see the module docstring."""
+
+    name: str
+    spec: SweepSpec  # with this run's changes merged
+    space: SearchSpace
+    root: Path  # the study's storage folder
+    target: int  # the study's trial count
+    budget: int  # trials this run asks for
+    scheduler: str  # "none" for a study of a trained model: each trial is one evaluation
+    resources: dict[str, float]  # per trial, as Ray Tune takes them
+    numpy_seed: int | None  # Ray's async Hyperband draws each trial's bracket from numpy's global RNG
+    lines: list[str] = field(default_factory=list)  # the header after the study line
+    driver_env: dict[str, str] = field(default_factory=lambda: dict(DRIVER_ENV))
+    torch_threads: int = DRIVER_TORCH_THREADS
+
+    def header(self, parallel: int, notes: Sequence[str]) -> list[str]:
+        """The sweep's header once the cluster said how many trials run at once: `notes` (warnings,
+        the crowding and MPS lines) first, then the study line and the plan's own lines."""
+        study = (
+            f"study {self.name}  space {self.space.name}  sampler {self.spec.sampler}  scheduler "
+            f"{self.scheduler}  parallel {parallel}  per trial {self.spec.cpus_per_trial:g} CPU, "
+            f"{self.spec.gpus_per_trial:g} GPU"
+        )
+        return [*notes, study, *self.lines]
+
+
+def merge_spec(stored: SweepSpec, changes: Mapping[str, Any] | None, done: int, name: str) -> SweepSpec:
+    """The stored spec with this run's changes; StudyError for a trial count below the trials done."""
+    if not changes:
+        return stored
+    spec = stored.resume_changes(changes)
+    if "n_trials" in changes and spec.n_trials < done:
+        raise StudyError(f"--trials {spec.n_trials} is below the {done} trials study {name!r} already has")
+    return spec
+
+
+def early_stopping_line(spec: SweepSpec, space: SearchSpace, scheduler: str) -> str:
+    """The header's `early stopping:` line."""
+    early = spec.early_stopping().describe(*grid(space)) if scheduler in ASHA_SCHEDULERS else scheduler
+    if scheduler == "adaptive":
+        early += "; " + describe_adaptive()
+    if spec.checkpoint:
+        early += f" (each trial evaluates {spec.checkpoint} once, trains nothing)"
+    return f"early stopping: {early}"
+
+
+def plan_sweep(
+    name: str,
+    spec: SweepSpec,
+    space: SearchSpace,
+    root: Path,
+    *,
+    done: int,
+    zombies: Sequence[int],
+    storage_url: str,
+    warm_start: tuple[int, Sequence[str]] | None = None,
+    tracker_lines: Sequence[str] = (),
+) -> SweepPlan:
+    """The plan of one run (module docstring). `done`: finished trials; `zombies`: trials a dead
+    sweep left RUNNING, now failed and retried; `warm_start`: (prior trials, their studies)."""
+    scheduler = "none" if spec.checkpoint else spec.scheduler
+    policy = spec.early_stopping()
+    stops = spec.study_stop().describe(grid(space)[0])
+    budget = spec.n_trials - done
+    retried = f"; {len(zombies)} left RUNNING by a dead sweep marked FAIL and retried: {list(zombies)}"
+    lines = [
+        early_stopping_line(spec, space, scheduler),
+        *([f"ends early on: {stops}"] if stops else []),
+        f"db {redact_url(storage_url)}  storage {root}",
+        *tracker_lines,
+        *(
+            [f"warm start: {warm_start[0]} prior trials from {', '.join(warm_start[1])}"]
+            if warm_start
+            else []
+        ),
+        f"trials {done}/{spec.n_trials} done" + (retried if zombies else ""),
+    ]
+    return SweepPlan(
+        name=name,
+        spec=spec,
+        space=space,
+        root=root,
+        target=spec.n_trials,
+        budget=budget,
+        scheduler=scheduler,
+        resources={"cpu": spec.cpus_per_trial, "gpu": spec.gpus_per_trial},
+        numpy_seed=spec.seed if policy.brackets and policy.brackets > 1 else None,
+        lines=lines,
+    )

@@ -1,0 +1,191 @@
+"""Every write a sweep driver makes to its study's trials, in one place behind the driver's fence.
+
+The searcher (searcher.py) decides when to write and `lifecycle.decide` what a finished trial
+becomes; this writer makes the writes: a started trial's folder and Ray id, each evaluation as an
+intermediate value and attributes, a finished trial's outcome, a failure with its reason. Every
+`tell` passes the fence first (`Fence.check`: the lease renewed at this driver's epoch in one
+compare-and-set), and once the lease is lost nothing more is written: the trials in flight stay
+RUNNING for the driver that takes the study over. It counts what it wrote (`Tally`) for the live
+table. Tested with plain messages on a real SQLite study, no Ray (tests/tuner/sweeps/drive/test_writer.py).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import optuna
+import sqlalchemy as sa
+from optuna.trial import FrozenTrial, TrialState
+
+from tuner import trial_attrs
+from tuner.errors import LeaseLost
+from tuner.samplers.cost import COST_ATTR, step_cost
+from tuner.sweeps.trial.lifecycle import Evaluation, Outcome, Verdict
+
+# A database out of reach, as SQLAlchemy raises it or as Optuna wraps it on commit.
+DB_ERRORS = (sa.exc.SQLAlchemyError, optuna.exceptions.StorageInternalError)
+ERROR_CHARS = 2000  # a failure's reason, as stored
+
+
+class Fence(Protocol):
+    """The driver's hold on the study's lease (`tuner.sweeps.drive.lease.LeaseKeeper`)."""
+
+    @property
+    def holds(self) -> bool:
+        """Whether the driver may still write, without asking the database."""
+        ...
+
+    def check(self) -> None:
+        """LeaseLost unless the driver still holds the lease at its epoch (asks the database)."""
+        ...
+
+
+@dataclass
+class LiveTrial:
+    """A trial in flight: its Optuna trial, where it runs and what has been recorded so far."""
+
+    trial: optuna.Trial
+    params: dict[str, Any]
+    run_dir: str
+    started: float = field(default_factory=time.monotonic)
+    curve: dict[int, float] = field(default_factory=dict)
+    attrs: dict[str, Any] = field(default_factory=dict)
+    last_step: int = 0
+
+    def wall(self) -> float:
+        """Seconds since the trial started, as stored in `wall_time_s`."""
+        return round(time.monotonic() - self.started, 3)
+
+
+@dataclass
+class Tally:
+    """What this driver wrote, for the live table."""
+
+    complete: int = 0
+    pruned: int = 0
+    failed: int = 0
+    retried: int = 0
+    wall_times: list[float] = field(default_factory=list)
+    finished: list[FrozenTrial] = field(default_factory=list)
+
+
+class StudyWriter:
+    """The fenced writer of one study's trials. `fence` None writes unfenced (callers that hold no
+    lease, such as benchmarks); `after_trial` runs after each trial that finished for good."""
+
+    def __init__(
+        self, study: optuna.Study, fence: Fence | None = None, after_trial: Callable[[], None] | None = None
+    ) -> None:
+        self.study = study
+        self.tally = Tally()
+        self.told: list[Callable[[FrozenTrial], None]] = []  # called with each trial as it is told
+        self._fence = fence
+        self._after_trial = after_trial
+
+    @property
+    def writable(self) -> bool:
+        """Whether this driver may still write to the study (False once its lease is lost)."""
+        return self._fence is None or self._fence.holds
+
+    def check(self) -> None:
+        """LeaseLost unless the driver still holds the study's lease (asks the database)."""
+        if self._fence is not None:
+            self._fence.check()
+
+    def started(self, live: LiveTrial, ray_trial_id: str) -> None:
+        """A trial handed to Ray Tune: where it trains and Ray's id for it."""
+        trial_attrs.RUN_DIR.write(live.trial, live.run_dir)
+        trial_attrs.RAY_TRIAL_ID.write(live.trial, ray_trial_id)
+
+    def record(self, live: LiveTrial, evaluation: Evaluation, result: Mapping[str, Any]) -> None:
+        """One evaluation: its value on the curve (once per step, finite only) and the attributes
+        it carries, the step cost among them. A database out of reach drops the point; the trial
+        goes on."""
+        if not self.writable:
+            return
+        if evaluation.step is not None:
+            live.last_step = max(live.last_step, evaluation.step)
+        if (
+            evaluation.step is not None
+            and evaluation.value is not None
+            and evaluation.step not in live.curve
+            and math.isfinite(evaluation.value)
+        ):
+            try:
+                live.trial.report(evaluation.value, evaluation.step)
+            except DB_ERRORS:
+                return
+            live.curve[evaluation.step] = evaluation.value
+        # Seconds per training step, for cost-aware search (written when it moves by more than 5%).
+        attrs = {COST_ATTR: step_cost(result, live.attrs.get(COST_ATTR)), **evaluation.attrs}
+        for attr, new in attrs.items():
+            if new and live.attrs.get(attr) != new:
+                try:
+                    trial_attrs.write(live.trial, attr, new)
+                except DB_ERRORS:
+                    return
+                live.attrs[attr] = new
+
+    def finish(self, live: LiveTrial, outcome: Outcome) -> None:
+        """A finished trial: its wall time, the outcome's attributes, then COMPLETE, PRUNED or FAIL."""
+        if not self.writable:
+            return
+        wall = time.monotonic() - live.started
+        trial_attrs.WALL_TIME_S.write(live.trial, round(wall, 3))
+        for key, value in outcome.attrs.items():
+            trial_attrs.write(live.trial, key, value)
+        if outcome.verdict is Verdict.FAIL:
+            self.fail(live, outcome.error or "failed", needs_retry=outcome.needs_retry)
+        elif (frozen := self._tell(live, outcome.value, TrialState[outcome.verdict.value])) is not None:
+            if outcome.verdict is Verdict.COMPLETE:
+                self.tally.complete += 1
+            else:
+                self.tally.pruned += 1
+            self._finished(frozen, wall)
+
+    def fail(
+        self, live: LiveTrial, message: str, *, needs_retry: bool, wall: bool = False
+    ) -> FrozenTrial | None:
+        """FAIL with its reason (and `needs_retry` when it was not the trial's fault; `wall`: store
+        its wall time first); None when the lease is lost (the trial stays RUNNING for the next
+        driver)."""
+        try:
+            self.check()
+        except LeaseLost:
+            return None
+        if wall:
+            trial_attrs.WALL_TIME_S.write(live.trial, live.wall())
+        trial_attrs.ERROR.write(live.trial, message[:ERROR_CHARS])
+        if needs_retry:
+            trial_attrs.NEEDS_RETRY.write(live.trial, True)
+        frozen = self.study.tell(live.trial, state=TrialState.FAIL)
+        self._announce(frozen)
+        if not needs_retry:
+            self.tally.failed += 1
+            self._finished(frozen, None)
+        return frozen
+
+    def _tell(self, live: LiveTrial, value: float | None, state: TrialState) -> FrozenTrial | None:
+        """Optuna's tell behind the fence; None (nothing written) when the lease is lost."""
+        try:
+            self.check()
+        except LeaseLost:
+            return None
+        frozen = self.study.tell(live.trial, value, state=state)
+        self._announce(frozen)
+        return frozen
+
+    def _announce(self, trial: FrozenTrial) -> None:
+        for listener in self.told:
+            listener(trial)
+
+    def _finished(self, trial: FrozenTrial, wall: float | None) -> None:
+        if wall is not None:
+            self.tally.wall_times.append(wall)
+        self.tally.finished.append(trial)
+        if self._after_trial is not None:
+            self._after_trial()

@@ -1,0 +1,1 @@
+"""One trial on a Ray worker: the `trainable` (the shared trainer), where it trains (`placement`), and its `lifecycle` (the typed messages between a trial and the study, and the one decision on them)."""

@@ -1,0 +1,154 @@
+"""The life of a trial between a trial process and the study, as typed messages and one decision.
+
+A trial process reports evaluations and ends with a summary; the driver turns Ray Tune's dicts into
+`Evaluation` and `TrialEnd` at the boundary (`from_result`), and `decide` says, from the end, the
+curve recorded so far and the sweep's state, what the study is told: COMPLETE with a value, PRUNED,
+or FAIL with a reason, whether a retry runs in its place, and which attributes are stored. Nothing
+here imports Ray or Optuna: the rules are tested with plain values (tests/tuner/sweeps/trial/test_lifecycle.py),
+as Ray Tune tests its searchers. The searcher (searcher.py) applies an `Outcome` to the study.
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from tuner import trial_attrs
+
+# The key of a trial process's last result: its summary (`TrialEnd`), not an evaluation.
+FINAL = "final"
+METRIC = "val_loss"
+# Evaluation fields stored as the trial's user attrs: (attr, result key).
+EVALUATION_ATTRS = (
+    (trial_attrs.NODE, "node_ip"),
+    (trial_attrs.PID, "pid"),
+    (trial_attrs.CHECKPOINT, "best_checkpoint"),
+    (trial_attrs.GPU_IDS, "gpu_ids"),  # the GPUs Ray assigned the trial (`placement.placement`)
+    (trial_attrs.DEVICE, "device"),
+    (
+        trial_attrs.CUDA_PATH_USED,
+        "cuda_path_used",
+    ),  # graphs, compiled, eager or cpu (trainer/cells/paths.py)
+    (trial_attrs.CUDA_PATH_CALLS, "cuda_path_calls"),  # training calls per path
+)
+# Summary fields stored as user attrs (of the same name) when present.
+SUMMARY_ATTRS = (
+    trial_attrs.BEST_STEP,
+    trial_attrs.TEST_LOSS,
+    trial_attrs.DYNEVAL_VAL_LOSS,
+    trial_attrs.DYNEVAL_TEST_LOSS,
+    trial_attrs.MC_TEST_LOSS,  # with mc_dropout_samples > 0: Monte Carlo dropout's test loss,
+    trial_attrs.MC_TEMPERATURE,  # its temperature
+    trial_attrs.MC_DROPOUT_SCALE,  # and its dropout-rate scale, both chosen on validation (Mogrifier §3.3)
+)
+
+
+class Verdict(enum.Enum):
+    """What the study is told about a finished trial."""
+
+    COMPLETE = "COMPLETE"
+    PRUNED = "PRUNED"
+    FAIL = "FAIL"
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    """One report of a running trial: its step, validation loss and what it says about itself."""
+
+    step: int | None
+    value: float | None
+    attrs: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def from_result(cls, result: Mapping[str, Any]) -> Evaluation:
+        step, value = result.get("step"), result.get(METRIC)
+        attrs: dict[str, Any] = {attr: result[key] for attr, key in EVALUATION_ATTRS if result.get(key)}
+        return cls(
+            None if step is None else int(step),
+            None if value is None or result.get(FINAL) else float(value),
+            attrs,
+        )
+
+
+@dataclass(frozen=True)
+class TrialEnd:
+    """How a trial's process ended: with its summary (`final`), or stopped by the scheduler
+    (`final` False), and the summary's fields."""
+
+    final: bool = False
+    error: str | None = None
+    best_val_loss: float | None = None
+    dyneval_val_loss: float | None = None
+    checkpoint: str | None = None
+    summary: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def from_result(cls, result: Mapping[str, Any] | None) -> TrialEnd:
+        if not result or not result.get(FINAL):
+            return cls()
+        return cls(
+            final=True,
+            error=str(result["error"]) if result.get("error") else None,
+            best_val_loss=result.get("best_val_loss"),
+            dyneval_val_loss=result.get("dyneval_val_loss"),
+            checkpoint=result.get("best_checkpoint") or None,
+            summary={k: result[k] for k in SUMMARY_ATTRS if result.get(k) is not None},
+        )
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What the study is told: the verdict, its value or reason, whether a retry runs in its place
+    (`needs_retry`: it failed through no fault of its own), and the attributes to store first."""
+
+    verdict: Verdict
+    value: float | None = None
+    error: str | None = None
+    needs_retry: bool = False
+    attrs: dict[str, Any] = field(default_factory=dict)
+
+
+def decide(
+    end: TrialEnd,
+    *,
+    curve: Mapping[int, float],
+    last_step: int,
+    max_steps: int,
+    stop_reason: str | None,
+    dyneval_space: bool,
+) -> Outcome:
+    """The study's verdict on a trial that ended (see the module docstring).
+
+    * A summary with an error: FAIL with it (the trainer's own failure: no retry).
+    * A summary: COMPLETE with its best validation loss — or, in a dynamic-evaluation space (thesis
+      Table 2.6), what dynamic evaluation achieved — and its summary fields as attrs; FAIL when
+      that value is missing or not finite.
+    * No summary, the sweep stopping (`stop_reason`): FAIL, retried when the study resumes.
+    * No summary at the last evaluation (`last_step` >= `max_steps`): it trained to the end, so
+      COMPLETE with the best of its curve.
+    * No summary before that: PRUNED (stopped early by the scheduler).
+    """
+    if end.final:
+        if end.error is not None:
+            return Outcome(Verdict.FAIL, error=end.error)
+        attrs = dict(end.summary)
+        if end.checkpoint:
+            attrs[trial_attrs.CHECKPOINT] = end.checkpoint
+        best = end.best_val_loss
+        if dyneval_space and end.dyneval_val_loss is not None:
+            best = end.dyneval_val_loss
+        return _completed(best, attrs)
+    if stop_reason is not None:
+        return Outcome(Verdict.FAIL, error=f"interrupted: {stop_reason}", needs_retry=True)
+    if last_step >= max_steps:
+        return _completed(min(curve.values(), default=None), {})
+    return Outcome(Verdict.PRUNED)
+
+
+def _completed(best: float | None, attrs: dict[str, Any]) -> Outcome:
+    if best is None or not math.isfinite(float(best)):
+        return Outcome(Verdict.FAIL, error=f"no finite validation loss (best {best})", attrs=attrs)
+    return Outcome(Verdict.COMPLETE, value=float(best), attrs=attrs)

@@ -1,0 +1,71 @@
+"""The Ray Tune trainable: one trial = one `trainer.train` run, its evaluations forwarded to Tune.
+
+Every evaluation is sent with `tune.report`; the driver (the searcher) writes it to the study, so
+trial workers never need the database or its credentials. A trainer exception (bad config, missing
+data, divergence past its restores) does not raise out of the trial: it becomes a final result with
+`error`, which the searcher stores as FAIL with that message. Only a dead worker reaches Ray Tune's
+retry machinery, the one case where a retry can help.
+
+Placement (placement.py): the device `auto` means, or a FAIL with the cause when the trial reserved
+a GPU it cannot use. Every result carries the assigned ids (`gpu_ids`), the device used and the
+training path taken on it (`cuda_path_used`), which the searcher stores as user attrs.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from typing import Any
+
+from tuner.sweeps.trial.lifecycle import FINAL
+from tuner.sweeps.trial.placement import GPUUnusable, failed_placement, placement
+
+
+def _numeric(metrics: dict[str, Any]) -> dict[str, Any]:
+    keep = {}
+    for key, value in metrics.items():
+        if isinstance(value, (bool, numbers.Number, str)) or value is None:
+            keep[key] = value
+    return keep
+
+
+def run_trial(config: dict[str, Any]) -> dict[str, Any]:
+    """Train the trial described by `config["trainer"]`; return the final summary result. (A study
+    of a trained model runs `tuner.sweeps.dyneval.trial.run_dyneval_trial` instead: the driver
+    picks the trial kind once, `drive.execute.trial_kind`.)"""
+    from ray import tune
+
+    from trainer import make_config, train
+
+    settings = dict(config["trainer"])
+    try:
+        where = placement(str(settings.get("device", "auto")))
+    except GPUUnusable as err:
+        return failed_placement(err)
+    settings["device"] = where["device"]
+    last: dict[str, Any] = {"step": 0, "val_loss": math.inf, **where}
+
+    def report(metrics: dict[str, Any]) -> None:
+        last.update(_numeric(metrics))
+        tune.report({**_numeric(metrics), **where})
+
+    try:
+        result = train(make_config(settings), report=report)
+    except Exception as err:  # every trainer failure is the trial's FAIL reason, not a worker crash
+        return {**last, FINAL: True, "error": f"{type(err).__name__}: {err}"}
+    return {
+        **last,
+        FINAL: True,
+        "best_val_loss": result.best_val_loss,
+        "best_step": result.best_step,
+        "best_checkpoint": result.best_checkpoint,
+        "test_loss": result.test_loss,
+        "run_dir": result.run_dir,
+        "stopped": result.stopped,
+        "dyneval_val_loss": result.dyneval_val_loss,
+        "dyneval_test_loss": result.dyneval_test_loss,
+        "mc_test_loss": result.mc_test_loss,
+        "mc_temperature": result.mc_temperature,
+        "mc_dropout_scale": result.mc_dropout_scale,
+        "cuda_path_used": result.cuda_path_used,
+    }

@@ -1,0 +1,1 @@
+"""Widening a study's range and continuing it: `ranges` (the stored space widened) and `control` (through the API)."""
