@@ -50,10 +50,11 @@ def _copy_rows(src, dst, rows, B, width, src_stride, dst_stride, BLOCK: tl.const
 
 @triton.jit
 def _product(
-    acc, a_base, a_stride, a_width, w, b_off, b_stride, rows, cols, B, out_w,
-    PRECISION: tl.constexpr, BLOCK_B: tl.constexpr, BLOCK_K: tl.constexpr,
+    acc, a_base, a_stride, a_width, w, b_off, stride_k, stride_o, rows, cols, B, out_w,
+    PRECISION: tl.constexpr, BLOCK_K: tl.constexpr,
 ):  # fmt: skip
-    """acc + A[rows, :a_width] @ Wt[:a_width, cols] with Wt[a, o] = w[b_off + a * b_stride + o]."""
+    """acc + A[rows, :a_width] @ F[:a_width, cols], F[k, o] = w[b_off + k * stride_k + o * stride_o]:
+    a factor as stored (stride_o 1) or transposed (stride_k 1), for the backward's products."""
     for k0 in range(0, a_width, BLOCK_K):
         ks = k0 + tl.arange(0, BLOCK_K)
         a = tl.load(
@@ -62,29 +63,7 @@ def _product(
             other=0.0,
         )
         b = tl.load(
-            w + b_off + ks[:, None] * b_stride + cols[None, :],
-            mask=(ks[:, None] < a_width) & (cols[None, :] < out_w),
-            other=0.0,
-        )
-        acc = _dot(a, b, acc, PRECISION)
-    return acc
-
-
-@triton.jit
-def _product_t(
-    acc, a_base, a_stride, a_width, w, b_off, rows, cols, B, out_w,
-    PRECISION: tl.constexpr, BLOCK_B: tl.constexpr, BLOCK_K: tl.constexpr,
-):  # fmt: skip
-    """acc + A[rows, :a_width] @ F^T[:a_width, cols], F [out_w, a_width] at w + b_off (row stride a_width)."""
-    for k0 in range(0, a_width, BLOCK_K):
-        ks = k0 + tl.arange(0, BLOCK_K)
-        a = tl.load(
-            a_base + rows[:, None] * a_stride + ks[None, :],
-            mask=(rows[:, None] < B) & (ks[None, :] < a_width),
-            other=0.0,
-        )
-        b = tl.load(
-            w + b_off + cols[None, :] * a_width + ks[:, None],
+            w + b_off + ks[:, None] * stride_k + cols[None, :] * stride_o,
             mask=(ks[:, None] < a_width) & (cols[None, :] < out_w),
             other=0.0,
         )
@@ -119,7 +98,7 @@ def rounds_forward(
                 ks = k0 + tl.arange(0, BLOCK_K)
                 acc = _product(
                     tl.zeros((BLOCK_B, BLOCK_K), dtype=tl.float32),
-                    u, W, in_w, w, first, rank, rows, ks, B, rank, PRECISION, BLOCK_B, BLOCK_K,
+                    u, W, in_w, w, first, rank, 1, rows, ks, B, rank, PRECISION, BLOCK_K,
                 )  # fmt: skip
                 tl.store(
                     p + rows[:, None] * KMAX + ks[None, :],
@@ -133,7 +112,7 @@ def rounds_forward(
             keep = (rows[:, None] < B) & (cols[None, :] < out_w)
             z = _product(
                 tl.zeros((BLOCK_B, BLOCK_O), dtype=tl.float32),
-                a_base, a_stride, a_width, w, b_off, out_w, rows, cols, B, out_w, PRECISION, BLOCK_B, BLOCK_K,
+                a_base, a_stride, a_width, w, b_off, out_w, 1, rows, cols, B, out_w, PRECISION, BLOCK_K,
             )  # fmt: skip
             z += tl.load(w + bias + cols, mask=cols < out_w, other=0.0)[None, :]
             s = tl.sigmoid(z)
@@ -185,9 +164,9 @@ def rounds_backward(
             dp = d_low + (i - 1) * B * KMAX
             for k0 in range(0, rank, BLOCK_K):
                 ks = k0 + tl.arange(0, BLOCK_K)
-                acc = _product_t(
+                acc = _product(  # W_out [rank, out] read transposed
                     tl.zeros((BLOCK_B, BLOCK_K), dtype=tl.float32),
-                    dz_i, W, out_w, w, second, rows, ks, B, rank, PRECISION, BLOCK_B, BLOCK_K,
+                    dz_i, W, out_w, w, second, 1, out_w, rows, ks, B, rank, PRECISION, BLOCK_K,
                 )  # fmt: skip
                 tl.store(
                     dp + rows[:, None] * KMAX + ks[None, :],
@@ -201,8 +180,8 @@ def rounds_backward(
             keep = (rows[:, None] < B) & (cols[None, :] < in_w)
             at = rows[:, None] * W + cols[None, :]
             acc = tl.load(dvals + i * plane + at, mask=keep, other=0.0)  # dL/dV[i-1] so far
-            acc = _product_t(
-                acc, a_base, a_stride, a_width, w, first, rows, cols, B, in_w, PRECISION, BLOCK_B, BLOCK_K
+            acc = _product(  # W [in, out] or W_in [in, rank] read transposed
+                acc, a_base, a_stride, a_width, w, first, 1, a_width, rows, cols, B, in_w, PRECISION, BLOCK_K
             )
             tl.store(dvals + i * plane + at, acc, mask=keep)
         tl.debug_barrier()
