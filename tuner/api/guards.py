@@ -14,21 +14,12 @@ import json
 import re
 from collections.abc import Callable
 from typing import Any
-from urllib.parse import urlsplit
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from tuner.api.settings import ApiSettings
+from tuner.api.settings import ApiSettings, host_name
 
 HTTP_METHODS = ("get", "put", "post", "delete", "options", "head", "patch", "trace")
-
-
-def host_name(netloc: str) -> str:
-    """The name in a Host header (`name[:port]`, `[v6]:port`), lower-case; '' when unparsable."""
-    try:
-        return (urlsplit(f"//{netloc}").hostname or "").lower()
-    except ValueError:
-        return ""
 
 
 class RequestGuard:
@@ -50,6 +41,10 @@ class RequestGuard:
             await _answer(send, 400, {"detail": f"header Host: sent {len(hosts)} times; send it once"})
             return
         host = hosts[0] if hosts else ""
+        if hosts and not host_name(host):
+            detail = f"header Host: {host[:100]!r} is not host[:port] (RFC 9110 §7.2)"
+            await _answer(send, 400, {"detail": detail})
+            return
         allowed = self.settings.allowed_hosts
         if allowed is not None and host_name(host) not in allowed:
             detail = (

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import ipaddress
 import os
+import re
 import socket
 from dataclasses import dataclass
 from pathlib import Path
@@ -70,7 +71,7 @@ class ApiSettings:
         roots = data_roots or [p for p in os.environ.get(DATA_ROOTS_ENV, "").split(os.pathsep) if p]
         hosts_env = [h.strip() for h in os.environ.get(ALLOWED_HOSTS_ENV, "").split(",") if h.strip()]
         if hosts_env:
-            hosts: tuple[str, ...] | None = None if "*" in hosts_env else tuple(hosts_env)
+            hosts: tuple[str, ...] | None = None if "*" in hosts_env else normalise_hosts(hosts_env)
         else:
             hosts = default_hosts(host)
         return cls(
@@ -122,6 +123,39 @@ def is_loopback(host: str | None) -> bool:
         return ipaddress.ip_address(host.strip("[]")).is_loopback
     except ValueError:
         return False
+
+
+# RFC 9110 §7.2: Host = uri-host [ ":" port ]; uri-host is a reg-name (unreserved, pct-encoded and
+# sub-delims characters), an IPv4 address or a bracketed IPv6 literal; port is digits. No userinfo
+# (`user@host`), no path, no other port.
+_HOST = re.compile(
+    r"(?:\[(?P<v6>[0-9A-Fa-f:.]+)\]|(?P<name>[A-Za-z0-9\-._~!$&'()*+,;=%]+))(?::(?P<port>[0-9]{0,5}))?"
+)
+
+
+def host_name(netloc: str) -> str:
+    """The name in a Host header (`name[:port]`, `[v6]:port`), lower-case, without port or brackets;
+    '' when it is not a Host of RFC 9110 §7.2 (userinfo, a path, a non-numeric port)."""
+    match = _HOST.fullmatch(netloc.strip())
+    if match is None:
+        return ""
+    return (match["v6"] or match["name"]).lower()
+
+
+def normalise_hosts(entries: list[str]) -> tuple[str, ...]:
+    """RNNTUNE_ALLOWED_HOSTS' entries as the guard compares them: lower-case, without a port or an
+    IPv6 literal's brackets (`LocalHost`, `api:8000` and `[::1]` are `localhost`, `api`, `::1`);
+    InvalidInput naming the variable for an entry that is not `host[:port]`."""
+    names = []
+    for entry in entries:
+        name = host_name(entry)
+        if not name:
+            raise InvalidInput(
+                f"{ALLOWED_HOSTS_ENV}: {entry!r} is not a host name, IPv4 address or [IPv6] address "
+                "(optionally with :port); separate names with commas"
+            )
+        names.append(name)
+    return tuple(dict.fromkeys(names))
 
 
 def default_hosts(host: str | None) -> tuple[str, ...]:

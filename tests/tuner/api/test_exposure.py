@@ -20,6 +20,7 @@ import pytest
 from tests.tuner.api.fixtures import live_server, make_study
 from tuner.api import ApiSettings, checkpoint, paths
 from tuner.api.settings import LOOPBACK_HOSTS, default_hosts
+from tuner.errors import InvalidInput
 
 ROOT = Path(__file__).resolve().parents[3]
 WEIGHTS = b"weights that were checked" * 50
@@ -100,6 +101,37 @@ def test_allowed_hosts_follow_the_listening_address(monkeypatch, env):
     with live_server(compose) as url:
         assert httpx.get(f"{url}/studies/fixed", headers={"Host": "api:8000"}).status_code == 200
         assert httpx.get(f"{url}/studies/fixed", headers={"Host": "127.0.0.1"}).status_code == 403
+
+
+def test_allowed_host_entries_are_normalised(monkeypatch, env):
+    """`LocalHost`, `api:8000` and `[::1]` in RNNTUNE_ALLOWED_HOSTS match the requests that name
+    them, whatever their case or port; an entry that is no host is refused at start-up, named."""
+    monkeypatch.setenv("RNNTUNE_ALLOWED_HOSTS", "LocalHost, api:8000, [::1]")
+    settings = ApiSettings.from_env(env["db_url"], env["storage"], host="0.0.0.0")
+    assert settings.allowed_hosts == ("localhost", "api", "::1")
+    with live_server(settings) as url:
+        for host in ("localhost", "LOCALHOST:8000", "api", "api:9", "[::1]", "[::1]:8000"):
+            assert httpx.get(f"{url}/studies/fixed", headers={"Host": host}).status_code == 200, host
+        assert httpx.get(f"{url}/studies/fixed", headers={"Host": "127.0.0.1"}).status_code == 403
+    for bad in ("user@api", "api/path", "api:http"):
+        monkeypatch.setenv("RNNTUNE_ALLOWED_HOSTS", f"localhost,{bad}")
+        with pytest.raises(InvalidInput, match=rf"RNNTUNE_ALLOWED_HOSTS: '{bad}' is not a host name"):
+            ApiSettings.from_env(env["db_url"], env["storage"], host="0.0.0.0")
+
+
+@pytest.mark.parametrize("host", ["user@127.0.0.1", "127.0.0.1/studies", "127.0.0.1:http", "127.0.0.1 evil"])
+def test_a_host_header_that_is_not_host_and_port_is_a_400(server, host):
+    """RFC 9110 §7.2: Host is uri-host[:port]; userinfo, a path or a non-numeric port are refused,
+    before any study is read, over a raw socket (an HTTP client would rewrite such a header)."""
+    address = urlsplit(server)
+    request = f"GET /studies/fixed HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n".encode()
+    with socket.create_connection((address.hostname, address.port), timeout=10) as conn:
+        conn.sendall(request)
+        answer = b""
+        while chunk := conn.recv(65536):
+            answer += chunk
+    assert b" 400 " in answer.split(b"\r\n", 1)[0], answer[:300]
+    assert b"RFC 9110" in answer and b"fixed" not in answer.split(b"\r\n\r\n", 1)[1]
 
 
 @pytest.mark.parametrize(
