@@ -94,7 +94,9 @@ class Verdict(BaseModel):
     steps: Test | None = Field(description="The same test at the most training steps both spent.")
 
 
-class Bootstrap(BaseModel):
+class CompareBootstrap(BaseModel):
+    """How `GET /compare` resampled: replicates, band and test settings, seed."""
+
     replicates: int
     band: float
     band_kind: Literal["basic"]
@@ -110,6 +112,6 @@ class Comparison(BaseModel):
     direction: Literal["minimize", "maximize"]
     task: dict[str, Any] = Field(description="The task settings the studies share.")
     task_keys: list[str]
-    bootstrap: Bootstrap
+    bootstrap: CompareBootstrap
     test: str
     verdicts: list[Verdict]

@@ -251,7 +251,9 @@ class ParamImportance(BaseModel):
     ci_high: float
 
 
-class Bootstrap(BaseModel):
+class ImportancesBootstrap(BaseModel):
+    """How the importances were resampled: resamples, their size, seed, confidence."""
+
     resamples: int
     resample_size: int = Field(description="Trials drawn per resample (m of n beyond 100).")
     seed: int
@@ -267,7 +269,7 @@ class Importances(BaseModel):
     fidelity: ImportanceFidelity
     n_trials: int
     step: int | None = Field(description="The eval step compared at; null: the COMPLETE objective.")
-    bootstrap: Bootstrap
+    bootstrap: ImportancesBootstrap
     importances: list[ParamImportance] | None
     note: str | None
 
