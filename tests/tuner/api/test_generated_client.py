@@ -38,7 +38,9 @@ def test_schema_names_and_operation_ids_are_unique_and_short(served):
     titles = Counter(s.get("title", n) for n, s in schema["components"]["schemas"].items())
     assert [t for t, count in titles.items() if count > 1] == []
     assert not [n for n in names if "__" in n], names  # FastAPI's module-qualified fallback names
-    ids = [op["operationId"] for ops in schema["paths"].values() for op in ops.values() if "operationId" in op]
+    ids = [
+        op["operationId"] for ops in schema["paths"].values() for op in ops.values() if "operationId" in op
+    ]
     assert len(ids) == len(set(ids)) and {"create_study", "list_studies", "list_trials"} <= set(ids)
     assert all(len(i) <= 30 and i.isidentifier() for i in ids), ids
 
@@ -50,8 +52,10 @@ def test_a_generated_client_calls_the_main_routes(served, tmp_path):
     out = tmp_path / PACKAGE
     bin_dir = Path(sys.executable).parent  # the generator formats its output with this ruff
     generated = subprocess.run(
-        [str(bin_dir / "openapi-python-client"), "generate", "--path", str(spec), "--output-path", str(out)]
-        + ["--meta", "none"],
+        [
+            str(bin_dir / "openapi-python-client"),
+            *("generate", "--path", str(spec), "--output-path", str(out), "--meta", "none"),
+        ],
         capture_output=True,
         text=True,
         timeout=300,
