@@ -8,6 +8,8 @@ import sys
 import uvicorn
 from fastapi import FastAPI
 
+from tuner.api.connections import Limits, server_config
+
 
 class PortUnavailable(OSError):
     """The host/port cannot be bound."""
@@ -34,8 +36,9 @@ def url_of(sock: socket.socket) -> str:
     return f"http://{shown}:{port}"
 
 
-def make_server(app: FastAPI) -> uvicorn.Server:
-    return uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
+def make_server(app: FastAPI, limits: Limits | None = None) -> uvicorn.Server:
+    """uvicorn serving `app` with the connection bounds of `limits` (connections.py)."""
+    return uvicorn.Server(server_config(app, limits or Limits()))
 
 
 def serve(server: uvicorn.Server, sock: socket.socket) -> int:

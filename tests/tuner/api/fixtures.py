@@ -11,12 +11,13 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import optuna
-import uvicorn
 from fastapi import FastAPI
 from optuna.distributions import FloatDistribution, IntDistribution
 from optuna.trial import TrialState, create_trial
 
 from tuner.api import ApiSettings, create_app
+from tuner.api.connections import Limits
+from tuner.api.server import make_server
 
 SPACE = {
     "learning_rate": FloatDistribution(0.001, 0.004, log=True),
@@ -143,14 +144,13 @@ def live_server(settings: ApiSettings) -> Iterator[str]:
 
 
 @contextlib.contextmanager
-def live_app(app: FastAPI) -> Iterator[str]:
-    """Serve `app` with uvicorn on 127.0.0.1 (free port, in a thread)."""
+def live_app(app: FastAPI, limits: Limits | None = None) -> Iterator[str]:
+    """Serve `app` on 127.0.0.1 (free port, in a thread) as `rnntune serve` does (make_server)."""
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", 0))
     port = sock.getsockname()[1]
-    config = uvicorn.Config(app, log_level="warning", lifespan="on")
-    server = uvicorn.Server(config)
+    server = make_server(app, limits)
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
     deadline = time.monotonic() + 20
