@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import h11
 import uvicorn
@@ -64,53 +64,56 @@ def _head_length(pending: bytes) -> int:
     return end + 4 if end >= 0 else len(pending)
 
 
-def protocol(limits: Limits) -> type[asyncio.Protocol]:
-    """uvicorn's h11 protocol with the header timer and the connection cap of `limits`."""
-    check_uvicorn()
+class BoundedH11Protocol(H11Protocol):
+    """uvicorn's h11 protocol with the head size bound, the head timer and the connection cap of
+    `limits` (a subclass made by `protocol` sets it)."""
 
-    class BoundedH11Protocol(H11Protocol):
-        def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
-            super().connection_made(transport)
-            self._head_timer: asyncio.TimerHandle | None = None
-            if len(self.connections) > limits.connections:
-                transport.close()  # over the cap: refused before a byte is read
-                return
+    limits: ClassVar[Limits] = Limits()
+    _head_timer: asyncio.TimerHandle | None = None
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        super().connection_made(transport)
+        if len(self.connections) > self.limits.connections:
+            transport.close()  # over the cap: refused before a byte is read
+            return
+        self._arm()
+
+    def data_received(self, data: bytes) -> None:
+        idle = self.conn.their_state is h11.IDLE  # a request head is (still) arriving
+        if idle and _head_length(self.conn.trailing_data[0] + data) > self.limits.header_bytes:
+            self.transport.write(HEAD_TOO_LONG)  # h11 bounds only a head still incomplete
+            self.transport.close()
+            return
+        super().data_received(data)
+        waiting = self.conn.their_state is h11.IDLE and not self.transport.is_closing()
+        if waiting and self.conn.trailing_data[0]:  # part of the next request head has arrived
             self._arm()
-
-        def data_received(self, data: bytes) -> None:
-            if (
-                self.conn.their_state is h11.IDLE
-                and _head_length(self.conn.trailing_data[0] + data) > limits.header_bytes
-            ):
-                self.transport.write(HEAD_TOO_LONG)  # h11 bounds only a head still incomplete
-                self.transport.close()
-                return
-            super().data_received(data)
-            waiting = self.conn.their_state is h11.IDLE and not self.transport.is_closing()
-            if waiting and self.conn.trailing_data[0]:  # part of a request head has arrived
-                self._arm()
-            elif not waiting:
-                self._disarm()
-
-        def connection_lost(self, exc: Exception | None) -> None:
+        elif not waiting:
             self._disarm()
-            super().connection_lost(exc)
 
-        def _arm(self) -> None:
-            if getattr(self, "_head_timer", None) is None:
-                self._head_timer = self.loop.call_later(limits.header_s, self._head_timeout)
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._disarm()
+        super().connection_lost(exc)
 
-        def _disarm(self) -> None:
-            if getattr(self, "_head_timer", None) is not None:
-                self._head_timer.cancel()  # type: ignore[union-attr]
-                self._head_timer = None
+    def _arm(self) -> None:
+        if self._head_timer is None:
+            self._head_timer = self.loop.call_later(self.limits.header_s, self._head_timeout)
 
-        def _head_timeout(self) -> None:
+    def _disarm(self) -> None:
+        if self._head_timer is not None:
+            self._head_timer.cancel()
             self._head_timer = None
-            if self.conn.their_state is h11.IDLE and not self.transport.is_closing():
-                self.transport.close()
 
-    return BoundedH11Protocol
+    def _head_timeout(self) -> None:
+        self._head_timer = None
+        if self.conn.their_state is h11.IDLE and not self.transport.is_closing():
+            self.transport.close()
+
+
+def protocol(limits: Limits) -> type[asyncio.Protocol]:
+    """`BoundedH11Protocol` with `limits` (uvicorn makes one protocol object per connection)."""
+    check_uvicorn()
+    return type("BoundedH11Protocol", (BoundedH11Protocol,), {"limits": limits})
 
 
 def server_config(app: Any, limits: Limits) -> uvicorn.Config:
