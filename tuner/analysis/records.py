@@ -5,6 +5,7 @@ Optuna's FrozenTrial, and only what the API serves."""
 from __future__ import annotations
 
 import math
+import typing
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
@@ -104,4 +105,6 @@ class StudyRow:
 
     @property
     def status(self) -> str:
-        return str(study_attrs.STATUS.of(self.user_attrs, "created"))
+        """The stored status; `unknown` for a value that is not one (the study's `problem` says so)."""
+        value = study_attrs.STATUS.of(self.user_attrs, "created")
+        return value if value in typing.get_args(study_attrs.Status) else "unknown"

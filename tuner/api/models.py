@@ -123,6 +123,11 @@ class StudySummary(BaseModel):
     counts: Counts
     best_value: float | None
     progress: float | None = Field(description="Finished trials / n_trials, in [0, 1].")
+    problem: str | None = Field(
+        None,
+        description="Why this server cannot read the study's stored attributes (naming the attribute); "
+        "its own page answers 409 with the same text. Null for a readable study.",
+    )
 
 
 class TrialSummary(BaseModel):

@@ -28,12 +28,27 @@ def status(row: StudyRow, handle: Handle | None) -> str:
     return row.status
 
 
+def stored_problem(attrs: dict[str, Any]) -> str | None:
+    """Why this server cannot read a study's stored attributes, naming the attribute (a value of
+    the wrong type, a spec it cannot read), or None. Such a study is listed with the problem."""
+    for attr in study_attrs.ALL:
+        if attrs.get(attr.key) is not None:  # null reads as absent
+            try:
+                study_attrs.checked(attr.key, attrs[attr.key])
+            except TypeError as err:
+                return str(err)[:300]
+    try:
+        SweepSpec.stored_in(attrs)
+    except InvalidInput as err:  # a stored spec names its field; a legacy study its attribute
+        text = str(err)
+        return (text if text.startswith("attribute ") else f"attribute spec: {text}")[:300]
+    return None
+
+
 def study_summary(row: StudyRow, handle: Handle | None) -> dict[str, Any]:
     attrs = row.user_attrs
-    try:
-        spec = SweepSpec.stored_in(attrs)
-    except InvalidInput:  # a spec this version cannot read: shown without its options
-        spec = None
+    problem = stored_problem(attrs)
+    spec = None if problem else SweepSpec.stored_in(attrs)  # unreadable: shown without its options
     n_trials = spec.n_trials if spec else None
     finished = sum(row.counts.get(s, 0) for s in FINISHED_STATES)
     return {
@@ -48,6 +63,7 @@ def study_summary(row: StudyRow, handle: Handle | None) -> dict[str, Any]:
         "counts": {state: n for state, n in row.counts.items()},
         "best_value": finite(row.best_value),
         "progress": min(1.0, finished / n_trials) if n_trials else None,
+        "problem": problem,
     }
 
 

@@ -266,11 +266,15 @@ _USERINFO = re.compile(r"(?<=://)[^/@\s'\"]+@")  # the user:password@ part of a 
 
 
 def _legacy(attrs: Mapping[str, Any]) -> dict[str, Any]:
-    """A spec from the separate attributes a study stored before the spec existed."""
-    policy = study_attrs.EARLY_STOPPING.of(attrs) or {}
-    stop = attrs.get("study_stop") or {}
-    warm = study_attrs.WARM_START.of(attrs)
-    sampler = attrs.get("sampler") or DEFAULT_SAMPLER
+    """A spec from the separate attributes a study stored before the spec existed; InvalidInput
+    naming the attribute whose stored value has the wrong shape."""
+    policy = _stored(attrs, study_attrs.EARLY_STOPPING, Mapping, {})
+    stop = _stored(attrs, "study_stop", Mapping, {})
+    warm = _stored(attrs, study_attrs.WARM_START, (Mapping, str), None)
+    sampler = _stored(attrs, "sampler", str, DEFAULT_SAMPLER)
+    studies = (
+        _stored(warm, "studies", list, [None], "warm_start.studies") if isinstance(warm, Mapping) else [warm]
+    )
     raw: dict[str, Any] = {
         "space": study_attrs.SPACE.of(attrs) or DEFAULT_SPACE,
         "overrides": attrs.get("overrides") or {},
@@ -279,9 +283,23 @@ def _legacy(attrs: Mapping[str, Any]) -> dict[str, Any]:
         "parallel": attrs.get("parallel") or DEFAULT_PARALLEL,
         "scheduler": attrs.get("scheduler") or "asha",
         "keep_top": attrs.get("keep_top"),
-        "warm_start": (warm.get("studies") or [None])[0] if isinstance(warm, Mapping) else warm,
+        "warm_start": (studies or [None])[0],
         "seed": attrs.get("seed"),
-        **{k: v for k, v in dict(policy).items() if k in EarlyStopping.model_fields},
-        **{k: v for k, v in dict(stop).items() if k in StudyStop.model_fields},
+        **{k: v for k, v in policy.items() if k in EarlyStopping.model_fields},
+        **{k: v for k, v in stop.items() if k in StudyStop.model_fields},
     }
     return raw
+
+
+def _stored(
+    attrs: Mapping[str, Any], key: str, kind: type | tuple[type, ...], default: Any, name: str | None = None
+) -> Any:
+    """attrs[key] when it is of `kind`, `default` when absent or null; InvalidInput naming the
+    attribute (`name`, default `key`) otherwise (a study written by another tool or by hand)."""
+    value = attrs.get(key)
+    if value is None:
+        return default
+    if not isinstance(value, kind):
+        names = " or ".join(k.__name__ for k in (kind if isinstance(kind, tuple) else (kind,)))
+        raise InvalidInput(f"attribute {name or key}: {str(value)[:80]!r} is not a {names}")
+    return value

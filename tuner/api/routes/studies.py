@@ -63,6 +63,8 @@ def _summary(state: ApiState, row, lease) -> dict:
 
 def detail(state: ApiState, name: str) -> dict:
     row = state.store.row(name)
+    if (problem := serializers.stored_problem(row.user_attrs)) is not None:
+        raise HTTPException(status.HTTP_409_CONFLICT, f"study {name!r} cannot be read here: {problem}")
     snapshot = state.store.snapshot(row)
     best = snapshot.best
     lease = read(state.leases, name)
