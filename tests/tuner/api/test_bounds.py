@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import stat
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import httpx
+import optuna
 import pytest
 
 from tests.tuner.api.fixtures import live_app, make_study
@@ -123,3 +125,24 @@ def test_a_text_field_past_its_length_is_a_422_naming_it(bounded):
     )
     assert refused.status_code == 422
     assert "source" in refused.json()["detail"] and "2000" in refused.json()["detail"]
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
+def test_concurrent_creates_never_pass_the_study_bound(tmp_path, request, backend):
+    """Ten creates at once against room for three: exactly three are created, seven refused naming
+    the bound, on SQLite and on PostgreSQL (whose servers would share the advisory lock)."""
+    db_url = (
+        f"sqlite:///{tmp_path / 's.db'}" if backend == "sqlite" else request.getfixturevalue("postgres_url")
+    )
+    existing = len(optuna.get_all_study_names(db_url))
+    settings = ApiSettings(db_url=db_url, storage_root=tmp_path / "storage", max_studies=existing + 3)
+    names = [f"race-{backend}-{tmp_path.name[-12:]}-{k}" for k in range(10)]
+    with (
+        live_app(create_app(settings)) as url,
+        httpx.Client(base_url=url, timeout=120) as client,
+        ThreadPoolExecutor(max_workers=10) as pool,
+    ):
+        codes = list(pool.map(lambda name: client.post("/studies", json={**NEW, "name": name}), names))
+    assert sorted(r.status_code for r in codes) == [201] * 3 + [409] * 7, [r.text for r in codes]
+    assert all("RNNTUNE_MAX_STUDIES" in r.json()["detail"] for r in codes if r.status_code == 409)
+    assert len(optuna.get_all_study_names(db_url)) == existing + 3

@@ -18,6 +18,7 @@ from tuner.api.routes.common import StudyName, errors, json_body, live_runs, rea
 from tuner.api.settings import ApiSettings
 from tuner.api.state import ApiState
 from tuner.spec import SweepSpec
+from tuner.storage import creation
 from tuner.storage.confine import resolve_within
 from tuner.storage.lease import read, read_all
 from tuner.sweeps.launch import control
@@ -132,10 +133,17 @@ async def create_study(request: Request) -> dict:
     bounds.check_cpus_per_trial(body.cpus_per_trial, state.settings, "body.cpus_per_trial", 422)
     check_data_dirs(body, state.settings)
     check_checkpoint(body, state.settings)
-    total, _ = await run_in_threadpool(state.store.db.study_page, 0, 0)
-    bounds.check_study_count(total, state.settings)
-    await run_in_threadpool(control.create, state, body.name, body.spec())
+    await run_in_threadpool(create_bounded, state, body)
     return await run_in_threadpool(detail, state, body.name)
+
+
+def create_bounded(state: ApiState, body: CreateStudy) -> None:
+    """Count the studies and create one as one step (tuner.storage.creation): concurrent creates
+    cannot pass RNNTUNE_MAX_STUDIES together."""
+    with creation.exclusive(state.leases):
+        total, _ = state.store.db.study_page(0, 0)
+        bounds.check_study_count(total, state.settings)
+        control.create(state, body.name, body.spec())
 
 
 @router.get("/{name}", response_model=StudyDetail, dependencies=[Depends(require_read)], responses=ERRORS)
