@@ -45,11 +45,11 @@ def _real(raw: Any, info: ValidationInfo) -> float:
             return math.exp(float(match.group(1))) if match else float(raw)
         except OverflowError:
             raise ValueError(
-                f"{key} {str(raw).strip()} is too large; bounds must be finite numbers"
+                f"{key} {_short(str(raw).strip())} is too large; bounds must be finite numbers"
             ) from None
         except ValueError:
             pass
-    raise ValueError(f"{key} must be a number or exp(x), got {raw!r}")
+    raise ValueError(f"{key} must be a number or exp(x), got {_short(repr(raw))}")
 
 
 def _integer(raw: Any, info: ValidationInfo) -> int:
@@ -61,11 +61,24 @@ def _integer(raw: Any, info: ValidationInfo) -> int:
             value = float(raw)
         except ValueError:
             value = raw
-    if isinstance(value, int) and not isinstance(value, bool):
-        return value
     if isinstance(value, float) and value.is_integer():
-        return int(value)
-    raise ValueError(f"{key} must be an integer, got {raw!r}")
+        value = int(value)
+    if isinstance(value, int) and not isinstance(value, bool):
+        if abs(value) > MAX_INT_BOUND:  # samplers and the stored distribution hold bounds as floats
+            raise ValueError(
+                f"{key} {_short(str(raw).strip())} is outside ±2^53; integer bounds must lie within it"
+            )
+        return value
+    raise ValueError(f"{key} must be an integer, got {_short(repr(raw))}")
+
+
+MAX_INT_BOUND = 2**53  # the largest integer every float holds exactly
+
+
+def _short(raw: Any) -> str:
+    """`raw` for an error message (a string as it is, anything else as its repr), cut to 40 characters."""
+    text = raw if isinstance(raw, str) else repr(raw)
+    return text if len(text) <= 40 else text[:37] + "..."
 
 
 def _when(raw: Any) -> dict[str, tuple[Any, ...]]:

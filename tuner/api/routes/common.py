@@ -8,8 +8,10 @@ database or compute for long runs in the threadpool.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Annotated, Any
+from urllib.parse import quote
 
 from fastapi import HTTPException, Path, Request, status
 from fastapi.exceptions import RequestValidationError
@@ -19,9 +21,28 @@ from starlette.concurrency import run_in_threadpool
 from tuner.analysis.reads import StudySnapshot
 from tuner.api.models import ErrorBody
 from tuner.api.state import ApiState
+from tuner.space import NAME_PATTERN
 
 STUDY = "/studies/{name}"
-StudyName = Annotated[str, Path(max_length=512, description="The study's name.")]
+# One pattern for study names on every path, the one creation enforces (tuner.space.NAME_PATTERN):
+# a name no study can have (a NUL, a quote, CR/LF, non-ASCII) is a 422 before any read.
+StudyName = Annotated[
+    str,
+    Path(
+        pattern=NAME_PATTERN,
+        description="The study's name: 1-128 letters, digits, _ . - (not starting with . or -).",
+    ),
+]
+
+
+def attachment(filename: str) -> str:
+    """Content-Disposition of a download (RFC 6266): `filename` as given when it is plain ASCII,
+    else an ASCII stand-in plus the exact name as RFC 5987 `filename*`; never a raw quote, CR/LF
+    or non-Latin-1 byte in the header."""
+    plain = re.sub(r"[^A-Za-z0-9_.\-]", "_", filename)
+    if plain == filename:
+        return f'attachment; filename="{filename}"'
+    return f"attachment; filename=\"{plain}\"; filename*=UTF-8''{quote(filename, safe='')}"
 
 
 def errors(*codes: int) -> dict[int | str, dict[str, Any]]:

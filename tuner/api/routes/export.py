@@ -9,7 +9,7 @@ from fastapi.responses import Response, StreamingResponse
 
 from tuner.analysis.export import MEDIA_TYPES, chunks, encode, trials_frame
 from tuner.api.auth import require_read
-from tuner.api.routes.common import STUDY, StudyName, errors, memoised, snapshot_of
+from tuner.api.routes.common import STUDY, StudyName, attachment, errors, memoised, snapshot_of
 
 router = APIRouter(prefix=STUDY, tags=["trials"], dependencies=[Depends(require_read)])
 ERRORS = errors(401, 404, 422)
@@ -39,7 +39,7 @@ async def export_trials(
         chunks(body),
         media_type=MEDIA_TYPES[fmt],
         headers={
-            "Content-Disposition": f'attachment; filename="{name}-trials.{fmt}"',
+            "Content-Disposition": attachment(f"{name}-trials.{fmt}"),
             "Content-Length": str(len(body)),
             "X-Trial-Count": str(count),
         },

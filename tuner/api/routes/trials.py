@@ -16,7 +16,7 @@ from tuner.api import checkpoint, serializers
 from tuner.api.auth import require_read
 from tuner.api.errors import NotFound
 from tuner.api.models import TrialDetail, TrialPage, TrialState
-from tuner.api.routes.common import STUDY, StudyName, errors, snapshot_of, state_of
+from tuner.api.routes.common import STUDY, StudyName, attachment, errors, snapshot_of, state_of
 
 router = APIRouter(prefix=STUDY, tags=["trials"], dependencies=[Depends(require_read)])
 ERRORS = errors(401, 404, 422, 503)
@@ -105,19 +105,13 @@ def get_best_checkpoint(request: Request, name: StudyName) -> StreamingResponse:
     found = checkpoint.locate(
         trial_attrs.CHECKPOINT.of(best.user_attrs), (settings.storage_root,), settings.storage_root / name
     )
-    config_url = str(request.url_for("get_trial_config", name=name, number=best.number).path)
+    config_url = quote(request.url_for("get_trial_config", name=name, number=best.number).path, safe="/%")
     assert best.value is not None  # `best` is a completed trial with a finite objective
     try:
         headers = checkpoint.headers(found, best.number, best.value, _config(request, name, best), config_url)
     except BaseException:
         found.handle.close()
         raise
-    filename = f"{name}-trial{best.number}-{found.path.name}"
-    quoted = quote(filename, safe="")
-    headers["Content-Disposition"] = (
-        f'attachment; filename="{filename}"'
-        if quoted == filename
-        else f"attachment; filename*=utf-8''{quoted}"
-    )
+    headers["Content-Disposition"] = attachment(f"{name}-trial{best.number}-{found.path.name}")
     headers["Content-Length"] = str(found.size)
     return StreamingResponse(found.chunks(), media_type="application/octet-stream", headers=headers)
