@@ -19,6 +19,7 @@ from typing import Any, BinaryIO
 from tuner import study_attrs
 from tuner.errors import Conflict, NotFound
 from tuner.storage.confine import resolve_within
+from tuner.storage.confine import study_folder as confined_folder
 
 __all__ = ["PathRefused", "StudyFolderRefused", "open_within", "resolve_within", "study_folder"]
 
@@ -35,9 +36,7 @@ def study_folder(attrs: dict[str, Any], root: Path, name: str) -> Path:
     """Where the server may write for study `name`: its stored `storage_path` when that resolves
     inside `root`, `root/name` when it has none; StudyFolderRefused when it lies elsewhere."""
     raw = study_attrs.STORAGE_PATH.of(attrs)
-    if raw is None:
-        raw = str(root / name)  # a name from the database is checked like a stored path: no `..`
-    found = resolve_within(raw, (root,), root)
+    found = confined_folder(raw, root, name)  # a name from the database is checked like a path: no `..`
     if found is None:
         raise StudyFolderRefused(
             f"study {name!r} keeps its files at {str(raw)[:200]!r}, outside this server's storage root "

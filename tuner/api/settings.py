@@ -24,9 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tuner.errors import InvalidInput
-from tuner.storage.study import DEFAULT_STORAGE_ROOT, resolve_db_url
+from tuner.storage.study import DEFAULT_STORAGE_ROOT, STORAGE_ENV, resolve_db_url
 
-STORAGE_ENV = "RNNTUNE_STORAGE"
 DATA_ROOTS_ENV = "RNNTUNE_DATA_ROOTS"
 ALLOWED_HOSTS_ENV = "RNNTUNE_ALLOWED_HOSTS"
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")

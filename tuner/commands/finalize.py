@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 
 from tuner import study_attrs
-from tuner.storage.study import DB_ENV, StudyError, redact_url, resolve_db_url
+from tuner.storage.study import DB_ENV, StudyError, redact_url, resolve_db_url, storage_root, stored_folder
 
 
 def _bounded(low: int, high: int, flag: str):
@@ -138,7 +138,7 @@ def run(args: argparse.Namespace) -> int:
         folder = (
             Path(args.storage).expanduser().resolve()
             if args.storage
-            else Path(study_attrs.STORAGE_PATH.of(study.user_attrs) or Path("studies") / args.name)
+            else stored_folder(study_attrs.STORAGE_PATH.of(study.user_attrs) or args.name, storage_root())
         )
         root = folder / "finalize"
         if args.best_by:

@@ -21,3 +21,11 @@ def resolve_within(raw: Any, roots: tuple[Path, ...], base: Path) -> Path | None
         if real == real_root or real_root in real.parents:
             return real
     return None
+
+
+def study_folder(stored: Any, root: Path, name: str) -> Path | None:
+    """Where study `name` keeps its files: its stored `storage_path` (a relative one taken from
+    `root`, as every process that reads it takes it) when that lies inside `root`, `root/name` when
+    none is stored; None when it lies elsewhere. The one place a stored storage path is resolved."""
+    raw = stored if stored is not None else str(root / name)
+    return resolve_within(raw, (root,), root)

@@ -35,6 +35,21 @@ GENERATION_ENV = "RNNTUNE_SWEEP_GENERATION"
 SECRET_ENV = (DB_ENV, "RNNTUNE_API_TOKEN", "RNNTUNE_API_READ_TOKEN")
 DEFAULT_DB_PATH = Path("studies") / "rnntune.db"
 DEFAULT_STORAGE_ROOT = Path("studies")
+STORAGE_ENV = "RNNTUNE_STORAGE"  # the storage root of `rnntune serve` and of sweeps resolving a stored path
+
+
+def storage_root() -> Path:
+    """This process's storage root: $RNNTUNE_STORAGE, else DEFAULT_STORAGE_ROOT."""
+    return Path(os.environ.get(STORAGE_ENV) or DEFAULT_STORAGE_ROOT).expanduser()
+
+
+def stored_folder(stored: str, root: Path) -> Path:
+    """A study's stored storage_path as a folder: a relative one taken from `root` (the storage
+    root), as the API takes it, never from the working directory."""
+    path = Path(stored).expanduser()
+    return (path if path.is_absolute() else root / path).resolve()
+
+
 STATUSES: tuple[str, ...] = get_args(study_attrs.Status)  # declared once, with the attribute
 
 

@@ -30,6 +30,8 @@ from tuner.storage.study import (
     finished_count,
     load_study,
     set_status,
+    storage_root,
+    stored_folder,
 )
 from tuner.sweeps.drive.execute import SweepOutcome, execute
 from tuner.sweeps.drive.lease import LeaseKeeper, StopRequest, stop_on_signals
@@ -148,7 +150,7 @@ def prepare(study: optuna.Study, storage_url: str, options: RunOptions) -> tuple
     study_attrs.SPEC.write(study, spec.stored())
     if options.storage_path is not None:
         study_attrs.STORAGE_PATH.write(study, str(Path(options.storage_path).expanduser().resolve()))
-    root = Path(study_attrs.STORAGE_PATH.required(study.user_attrs))
+    root = stored_folder(study_attrs.STORAGE_PATH.required(study.user_attrs), storage_root())
     space = resolve_data_dir(SearchSpace.from_dict(study_attrs.SPACE_DEF.required(attrs)))
     claim_storage(root, name)
     warm = study_attrs.WARM_START.of(attrs)

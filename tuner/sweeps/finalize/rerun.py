@@ -28,6 +28,7 @@ from optuna.trial import FrozenTrial, TrialState
 
 from trainer.evaluate import headline
 from tuner import study_attrs, trial_attrs
+from tuner.storage.confine import resolve_within
 from tuner.storage.study import StudyError
 
 BEST_BY = ("tuning", "rerun_mean")
@@ -50,9 +51,12 @@ def top_trials(study: optuna.Study, k: int) -> list[FrozenTrial]:
     return sorted(complete, key=lambda t: (t.value, t.number))[:k]
 
 
-def source_config(study: optuna.Study, trial: FrozenTrial) -> dict[str, Any]:
+def source_config(study: optuna.Study, trial: FrozenTrial, storage: Path) -> dict[str, Any]:
     """The trainer config the trial ran: its run folder's config.yaml, else rebuilt from the stored space.
-    A study of a trained model (`checkpoint`) trained nothing: StudyError, there is nothing to rerun."""
+    The run folder is read only inside the study's `storage` folder (a stored run_dir elsewhere is
+    ignored, as a retry ignores it), and a config.yaml that is not a trainer config is an error that
+    names the trial, never the file's content. A study of a trained model (`checkpoint`) trained
+    nothing: StudyError, there is nothing to rerun."""
     checkpoint = (study_attrs.SPEC.of(study.user_attrs) or {}).get("checkpoint")
     if checkpoint:
         raise StudyError(
@@ -60,10 +64,10 @@ def source_config(study: optuna.Study, trial: FrozenTrial) -> dict[str, Any]:
             f"nothing and are deterministic, so there is nothing to rerun; apply its best setting with "
             f"`rnntune evaluate {checkpoint} --dyneval-from {study.study_name}`"
         )
-    run_dir = trial_attrs.RUN_DIR.of(trial.user_attrs)
-    saved = Path(run_dir) / "config.yaml" if run_dir else None
+    run_dir = resolve_within(trial_attrs.RUN_DIR.of(trial.user_attrs), (storage,), storage)
+    saved = run_dir / "config.yaml" if run_dir is not None else None
     if saved is not None and saved.is_file():
-        return dict(yaml.safe_load(saved.read_text()))
+        return _saved_config(saved, trial.number)
     from tuner.space import SearchSpace
     from tuner.sweeps.drive.run import resolve_data_dir
 
@@ -72,7 +76,22 @@ def source_config(study: optuna.Study, trial: FrozenTrial) -> dict[str, Any]:
             f"trial {trial.number}: no config.yaml in its run folder and no stored space to rebuild it"
         )
     space = resolve_data_dir(SearchSpace.from_dict(study_attrs.SPACE_DEF.required(study.user_attrs)))
-    return space.trial_config(trial.params, run_dir or "")
+    return space.trial_config(trial.params, str(run_dir or ""))
+
+
+def _saved_config(path: Path, number: int) -> dict[str, Any]:
+    """A trial's saved config.yaml as a trainer config; StudyError naming the trial (not the file's
+    keys or values) when it is not one."""
+    from trainer import make_config
+
+    try:
+        loaded = yaml.safe_load(path.read_text())
+        make_config(loaded)
+    except Exception:  # unreadable YAML, not a mapping, unknown or invalid settings alike
+        raise StudyError(
+            f"trial {number}: the config.yaml in its run folder is not a trainer config; refused"
+        ) from None
+    return dict(loaded)
 
 
 def fresh_seeds(original: int, count: int) -> list[int]:
@@ -91,7 +110,7 @@ def plan(study: optuna.Study, top: int, seeds: int, root: Path) -> list[Rerun]:
     stored = study_attrs.FINALIZE.of(study.user_attrs) or {}
     todo = []
     for trial in top_trials(study, top):
-        config = source_config(study, trial)
+        config = source_config(study, trial, root.parent)  # root: the study folder's finalize/
         have = done_seeds(stored.get(str(trial.number)))
         for seed in fresh_seeds(int(config.get("seed", 0)), seeds):
             if seed not in have:

@@ -22,6 +22,7 @@ from tuner import study_attrs
 from tuner.errors import InvalidInput, InvalidStudy, LaunchFailed, NotFound, SweepConflict
 from tuner.space import list_spaces
 from tuner.spec import SweepSpec
+from tuner.storage.confine import study_folder
 from tuner.storage.lease import Lease, begin, read, request_stop
 from tuner.storage.study import StudyExistsError
 from tuner.sweeps.cluster.ray_runtime import check_cluster
@@ -108,9 +109,14 @@ def start(state: ControlState, name: str) -> Handle:
             raise SweepConflict(f"study {name!r} is finished: all its trials have run")
         if (spec := SweepSpec.stored_in(row.user_attrs)) is not None:
             check_cluster({"cpu": spec.cpus_per_trial, "gpu": spec.gpus_per_trial})
+        # The folder resolved once, here (a relative stored path from the server's storage root), and
+        # handed to the sweep, which would otherwise resolve it from its own working directory.
+        folder = study_folder(study_attrs.STORAGE_PATH.of(row.user_attrs), state.settings.storage_root, name)
+        if folder is None:
+            raise SweepConflict(f"study {name!r} keeps its files outside this server's storage root; refused")
         handle = state.launcher.start(
             name,
-            ["sweep", "--resume", name],
+            ["sweep", "--resume", name, "--storage", str(folder)],
             log_path(state.settings.storage_root, name),
             begin(state.leases, name),
         )

@@ -14,7 +14,7 @@ from optuna.distributions import FloatDistribution
 from optuna.trial import TrialState, create_trial
 
 from tuner import study_attrs
-from tuner.storage.study import load_study
+from tuner.storage.study import StudyError, load_study
 from tuner.sweeps.finalize import rerun as finalize
 
 
@@ -146,3 +146,54 @@ def test_a_second_run_is_refused_while_one_is_alive(tmp_path, capsys):
     assert finalize.live_run(load_study("busy", db).user_attrs) is None  # dead: a new run may start
     assert main(["finalize", "busy", "--db", db]) == 2
     assert "has no COMPLETE trial to rerun" in capsys.readouterr().err
+
+
+def _planted(tmp_path, run_dir):
+    """A study whose one COMPLETE trial names `run_dir` and whose stored space rebuilds a config."""
+    from tuner.space import load_space
+
+    db = f"sqlite:///{tmp_path / 'planted.sqlite'}"
+    study = optuna.create_study(study_name="planted", storage=db)
+    space = load_space("tiny")
+    study_attrs.SPACE_DEF.write(study, space.to_dict())
+    study.add_trial(
+        create_trial(
+            state=TrialState.COMPLETE,
+            value=4.0,
+            params={"learning_rate": 0.002},
+            distributions={"learning_rate": FloatDistribution(1e-3, 4e-3, log=True)},
+            user_attrs={"run_dir": str(run_dir)},
+        )
+    )
+    return study
+
+
+def test_a_planted_run_dir_outside_the_storage_folder_is_not_read(tmp_path):
+    """A run_dir stored outside the study's storage folder (a planted row) is ignored: the config is
+    rebuilt from the stored space, and the outside config.yaml (data elsewhere) is never used."""
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    (outside / "config.yaml").write_text(
+        yaml.safe_dump({"hidden_size": 8, "data_dir": "/etc", "dataset": "ptb"})
+    )
+    storage = tmp_path / "storage"
+    storage.mkdir()
+    study = _planted(tmp_path, outside)
+    config = finalize.source_config(study, study.trials[0], storage)
+    assert config.get("data_dir") != "/etc" and config["learning_rate"] == pytest.approx(0.002)
+    assert str(outside) not in str(config.get("run_dir", ""))
+
+
+def test_a_config_yaml_that_is_no_trainer_config_is_refused_without_its_content(tmp_path):
+    storage = tmp_path / "storage"
+    run_dir = storage / "trial-0"
+    run_dir.mkdir(parents=True)
+    (run_dir / "config.yaml").write_text(
+        yaml.safe_dump({"secret_key_name": "secret value", "hidden_size": 8})
+    )
+    study = _planted(tmp_path, run_dir)
+    with pytest.raises(
+        StudyError, match=r"trial 0: the config.yaml in its run folder is not a trainer config"
+    ) as err:
+        finalize.source_config(study, study.trials[0], storage)
+    assert "secret" not in str(err.value)
