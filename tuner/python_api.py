@@ -26,7 +26,7 @@ from typing import Any, TextIO
 import pandas as pd
 import yaml
 
-from tuner import study_attrs, trial_attrs
+from tuner import trial_attrs
 from tuner.analysis import importances as importance_estimates
 from tuner.analysis import sensitivity as neighbourhood
 from tuner.analysis.export import study_trials, trials_frame
@@ -34,9 +34,9 @@ from tuner.analysis.reads import StudyStore
 from tuner.errors import StudyNotFoundError
 from tuner.spec import SweepSpec
 from tuner.storage.lease import begin, lease_engine, request_stop
-from tuner.storage.study import best_trial, load_study, open_storage, redact_url, resolve_db_url
+from tuner.storage.study import best_trial, load_study, open_storage, redact_url, resolve_db_url, storage_root
 from tuner.sweeps.drive.run import SweepOutcome, run_sweep
-from tuner.sweeps.launch.launcher import STOP_TIMEOUT_S, Handle, Launcher, terminate_after
+from tuner.sweeps.launch.launcher import STOP_TIMEOUT_S, Handle, Launcher, log_path, terminate_after
 from tuner.sweeps.study.create import create_study
 
 __all__ = ["Background", "best", "create", "importances", "run", "sensitivity", "start", "trials"]
@@ -119,11 +119,11 @@ class Background:
 
 def start(name: str, *, db: str | None = None, log: str | os.PathLike | None = None) -> Background:
     """Run the study's sweep in the background (a child process); its output goes to `log`
-    (default: `<name>-sweep.log` in the study's storage folder)."""
+    (default: `sweep-logs/<name>-<hash>.log` under this process's storage root, $RNNTUNE_STORAGE or
+    ./studies, as the API keeps its logs: never a folder a path stored in the database names)."""
     url = resolve_db_url(db)
-    study = load_study(name, url)
-    folder = Path(study_attrs.STORAGE_PATH.of(study.user_attrs) or ".")
-    return Background(name, url, Path(log) if log is not None else folder / f"{name}-sweep.log")
+    load_study(name, url)  # a study that does not exist is an error here, before a child starts
+    return Background(name, url, Path(log) if log is not None else log_path(storage_root(), name))
 
 
 def trials(name: str, *, db: str | None = None) -> pd.DataFrame:

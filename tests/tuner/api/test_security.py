@@ -265,3 +265,21 @@ def test_openapi_declares_the_security_it_enforces(env, tokens, reads, writes):
         assert ("HTTPBearer" in schemes) == (reads or writes)
         body = schema["paths"]["/studies"]["post"]["requestBody"]["content"]["application/json"]["schema"]
         assert "$ref" not in json.dumps(body) and body["properties"]["overrides"]
+
+
+def test_a_checkpoints_dataset_folder_is_held_to_the_data_roots(tmp_path):
+    """A dynamic-evaluation study takes its data_dir from the trained model's checkpoint: over REST
+    that folder must lie inside the server's data roots, as a data_dir given directly must (a 422
+    before, for the direct one only)."""
+    from tests.tuner.dyneval_checkpoint import quick_checkpoint
+
+    storage, roots = tmp_path / "storage", tmp_path / "datasets"
+    roots.mkdir()
+    checkpoint = quick_checkpoint(storage / "model")  # its corpus lies under storage, not the data roots
+    settings = ApiSettings(db_url=f"sqlite:///{tmp_path / 's.db'}", storage_root=storage, data_roots=(roots,))
+    with live_server(settings) as url:
+        body = {"name": "dv", "space": "dyneval", "checkpoint": str(checkpoint), "n_trials": 2}
+        refused = httpx.post(f"{url}/studies", json=body)
+        assert refused.status_code == 422, refused.text
+        assert "dataset folder must be inside the server's data roots" in refused.json()["detail"]
+        assert httpx.get(f"{url}/studies/dv").status_code == 404

@@ -26,6 +26,7 @@ from tuner import study_attrs
 from tuner.errors import StudyError
 from tuner.space import SearchSpace
 from tuner.spec import SweepSpec
+from tuner.storage.confine import resolve_within
 from tuner.storage.study import best_trial
 
 # Settings a checkpoint study's space may fix besides SETTINGS: where the data is, which device
@@ -33,7 +34,9 @@ from tuner.storage.study import best_trial
 EVALUATION_SETTINGS = frozenset({"dyneval", "data_dir", "device", "max_eval_tokens"})
 
 
-def check(spec: SweepSpec, space: SearchSpace) -> tuple[SweepSpec, SearchSpace]:
+def check(
+    spec: SweepSpec, space: SearchSpace, data_roots: tuple[Path, ...] | None = None
+) -> tuple[SweepSpec, SearchSpace]:
     """The spec with its checkpoint made absolute and the space with the model's dataset folder
     made absolute; StudyError naming `checkpoint` when the two do not make a dynamic-evaluation
     study (or the space tunes dynamic evaluation without a checkpoint)."""
@@ -74,6 +77,13 @@ def check(spec: SweepSpec, space: SearchSpace) -> tuple[SweepSpec, SearchSpace]:
     if "data_dir" not in space.fixed and cfg.data_dir is not None:
         # Trials run in other folders: the model's dataset folder as it resolves here, checked.
         data_dir = Path(cfg.data_dir).expanduser().resolve()
+        if data_roots is not None and resolve_within(str(data_dir), data_roots, data_dir) is None:
+            # The server's data roots hold for the folder a checkpoint names as for one given directly.
+            roots = ", ".join(str(r) for r in data_roots) or "none configured"
+            raise StudyError(
+                f"checkpoint: the model's dataset folder must be inside the server's data roots ({roots}; "
+                f"set them with --data-root or RNNTUNE_DATA_ROOTS), or give data_dir with --set"
+            )
         if not data_dir.is_dir():
             raise StudyError(
                 f"checkpoint: the model's dataset folder {data_dir} does not exist; "

@@ -48,6 +48,9 @@ class ServerSettings(Protocol):
     @property
     def storage_root(self) -> Path: ...
 
+    @property
+    def data_roots(self) -> tuple[Path, ...]: ...
+
 
 class ControlState(Protocol):
     """The API's state (`tuner.api.state.ApiState`) as creating, starting, stopping and widening

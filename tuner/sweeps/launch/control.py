@@ -82,7 +82,11 @@ def create(state: ControlState, name: str, spec: SweepSpec) -> None:
     _check_space(spec.space)
     try:
         create_study(
-            name, spec, storage_url=state.settings.db_url, storage_path=state.settings.storage_root / name
+            name,
+            spec,
+            storage_url=state.settings.db_url,
+            storage_path=state.settings.storage_root / name,
+            data_roots=state.settings.data_roots,
         )
     except StudyExistsError as err:
         raise SweepConflict(str(err)) from err

@@ -35,6 +35,7 @@ def create_study(
     *,
     storage_url: str,
     storage_path: str | os.PathLike | None = None,
+    data_roots: tuple[Path, ...] | None = None,
     **fields: Any,
 ) -> optuna.Study:
     """Create a new sweep's study (status `created`, no trials yet); `rnntune sweep --resume NAME` runs it.
@@ -42,7 +43,7 @@ def create_study(
     `spec` (or its `fields` as keywords; None values mean the default) says what to sweep; its
     `space` may also be a loaded SearchSpace (stored under its name). `name` None generates one.
     Raises StudyExistsError if the name is taken, SpaceError for a bad space, StudyError naming a
-    bad field.
+    bad field. `data_roots` (the API's): a trained model's dataset folder must lie inside them.
     """
     given = {**(spec.model_dump() if isinstance(spec, SweepSpec) else dict(spec or {})), **fields}
     explicit = explicit_fields(spec, fields)
@@ -56,7 +57,7 @@ def create_study(
         if paper := {k: v for k, v in space.sweep.given().items() if k not in explicit}:
             spec = validate({**raw, **paper})  # the space's own search procedure (`sweep:` in its file)
         spec = resolve(spec, space)
-        spec, space = dyneval_study.check(spec, space)
+        spec, space = dyneval_study.check(spec, space, data_roots)
         check_available(spec)
         space = with_absolute_data_dir(space)
     except (StudyError, SpaceError):
