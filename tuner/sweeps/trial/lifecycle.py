@@ -65,12 +65,23 @@ class Evaluation:
     @classmethod
     def from_result(cls, result: Mapping[str, Any]) -> Evaluation:
         step, value = result.get("step"), result.get(METRIC)
-        attrs: dict[str, Any] = {attr: result[key] for attr, key in EVALUATION_ATTRS if result.get(key)}
+        attrs: dict[str, Any] = {
+            attr: found for attr, key in EVALUATION_ATTRS if (found := _field(result, key))
+        }
         return cls(
             None if step is None else int(step),
             None if value is None or result.get(FINAL) else float(value),
             attrs,
         )
+
+
+def _field(result: Mapping[str, Any], key: str) -> Any:
+    """`result[key]`; a dict reported under `key` arrives flattened by Ray Tune as `key/name`
+    entries (tune_controller's flatten_dict), and is gathered back."""
+    if key in result:
+        return result[key]
+    prefix = f"{key}/"
+    return {k.removeprefix(prefix): v for k, v in result.items() if k.startswith(prefix)} or None
 
 
 @dataclass(frozen=True)

@@ -24,8 +24,9 @@ from tuner.sweeps.trial.placement import GPUUnusable, failed_placement, placemen
 def _numeric(metrics: dict[str, Any]) -> dict[str, Any]:
     keep = {}
     for key, value in metrics.items():
-        if isinstance(value, (bool, numbers.Number, str)) or value is None:
-            keep[key] = value
+        flat_counts = isinstance(value, dict) and all(isinstance(v, numbers.Number) for v in value.values())
+        if isinstance(value, (bool, numbers.Number, str)) or value is None or flat_counts:
+            keep[key] = value  # a dict of numbers (cuda_path_calls) reaches the driver as "key/name" entries
     return keep
 
 

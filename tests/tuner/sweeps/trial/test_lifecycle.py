@@ -121,6 +121,11 @@ def test_the_dict_boundary():
         4.5,
         {"node": "10.0.0.2", "pid": 7, "device": "cuda:0", "gpu_ids": ["1"], "cuda_path_used": "graphs"},
     )
+    # Ray Tune flattens a reported dict (tune_controller's flatten_dict): the counts are gathered back.
+    flat = {"step": 5, "val_loss": 4.6, "cuda_path_calls/graphs": 40, "cuda_path_calls/eager": 2}
+    assert Evaluation.from_result(flat).attrs == {"cuda_path_calls": {"graphs": 40, "eager": 2}}
+    nested = {"step": 5, "val_loss": 4.6, "cuda_path_calls": {"cpu": 3}}
+    assert Evaluation.from_result(nested).attrs == {"cuda_path_calls": {"cpu": 3}}
     assert Evaluation.from_result(summary(val_loss=4.4)).value is None  # a summary adds no point to the curve
     assert TrialEnd.from_result({"step": 3, "val_loss": 5.0}) == TrialEnd()
 
