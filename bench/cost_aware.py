@@ -78,10 +78,10 @@ from bench.multifidelity import (
     replay,
     surrogate,
 )
-from tuner import study_attrs
 from tuner.policies.early_stopping import ASHA_SCHEDULERS, DEFAULT_SCHEDULER, EarlyStopping
 from tuner.samplers import make_sampler
 from tuner.samplers.cost import COST_ATTR  # the attribute a sweep sets
+from tuner.storage import study_attrs
 
 ROOT = Path(__file__).resolve().parents[1]
 COSTS = ROOT / "bench" / "data" / "tiny_step_costs.json"

@@ -70,11 +70,11 @@ from typing import Any
 import numpy as np
 import optuna
 
-from tuner import study_attrs
 from tuner.policies.early_stopping import EarlyStopping
 from tuner.samplers import DEFAULT_SAMPLER, BOHBRule, GPSampler, Subset, make_sampler
 from tuner.space import SearchSpace
 from tuner.spec.defaults import DEFAULT_BUDGET, DEFAULT_PARALLEL, DEFAULT_TRIALS
+from tuner.storage import study_attrs
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "bench" / "data" / "tiny_curves.json.gz"

@@ -26,13 +26,13 @@ from typing import Any, TextIO
 import pandas as pd
 import yaml
 
-from tuner import trial_attrs
 from tuner.analysis import importances as importance_estimates
 from tuner.analysis import sensitivity as neighbourhood
 from tuner.analysis.export import study_trials, trials_frame
 from tuner.analysis.reads import StudyStore
 from tuner.errors import StudyNotFoundError
 from tuner.spec import SweepSpec
+from tuner.storage import trial_attrs
 from tuner.storage.lease import begin, lease_engine, request_stop
 from tuner.storage.study import best_trial, load_study, open_storage, redact_url, resolve_db_url, storage_root
 from tuner.sweeps.drive.run import SweepOutcome, run_sweep

@@ -28,10 +28,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from tuner import study_attrs
 from tuner.analysis import expected_best as eb
 from tuner.analysis.reads import StudyStore, TrialRecord
 from tuner.errors import InvalidStudy
+from tuner.storage import study_attrs
 from tuner.sweeps.finalize import rerun as finalize
 
 # The fixed settings that make two studies' validation values comparable.

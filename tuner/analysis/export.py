@@ -18,9 +18,9 @@ from typing import Any, Literal
 import optuna
 import pandas as pd
 
-from tuner import trial_attrs
 from tuner.analysis.reads import TrialDB, TrialRecord
 from tuner.errors import StudyNotFoundError
+from tuner.storage import trial_attrs
 
 Format = Literal["csv", "parquet"]
 FORMATS: tuple[Format, ...] = ("csv", "parquet")

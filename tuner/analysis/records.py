@@ -17,7 +17,7 @@ from optuna.distributions import (
     json_to_distribution,
 )
 
-from tuner import study_attrs
+from tuner.storage import study_attrs
 
 
 @lru_cache(maxsize=4096)

@@ -23,8 +23,8 @@ from typing import Any, BinaryIO
 
 import yaml
 
-from tuner import study_attrs, trial_attrs
 from tuner.api.paths import PathRefused, open_within
+from tuner.storage import study_attrs, trial_attrs
 
 # Above this many bytes the run config is not sent as a header (curl and proxies choke on big
 # headers); the `X-Trial-Config-URL` header names the endpoint that serves it.

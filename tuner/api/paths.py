@@ -16,8 +16,8 @@ import stat
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from tuner import study_attrs
 from tuner.errors import Conflict, NotFound
+from tuner.storage import study_attrs
 from tuner.storage.confine import resolve_within
 from tuner.storage.confine import study_folder as confined_folder
 

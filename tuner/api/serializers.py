@@ -5,10 +5,10 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from tuner import study_attrs, trial_attrs
 from tuner.analysis.reads import StudyRow, TrialRecord
 from tuner.errors import InvalidInput
 from tuner.spec import SweepSpec
+from tuner.storage import study_attrs, trial_attrs
 from tuner.sweeps.launch.launcher import Handle
 
 FINISHED_STATES = ("COMPLETE", "PRUNED", "FAIL")

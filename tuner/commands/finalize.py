@@ -16,7 +16,7 @@ import os
 import sys
 from pathlib import Path
 
-from tuner import study_attrs
+from tuner.storage import study_attrs
 from tuner.storage.study import DB_ENV, StudyError, redact_url, resolve_db_url, storage_root, stored_folder
 
 

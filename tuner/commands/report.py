@@ -13,12 +13,12 @@ import json
 import sys
 from typing import Any
 
-from tuner import study_attrs
 from tuner.analysis import importances
 from tuner.analysis.reads import StudyNotFound, StudyStore
 from tuner.space import SearchSpace, SpaceError
 from tuner.space.boundaries import crowded_edges
 from tuner.space.widen import widen
+from tuner.storage import study_attrs
 from tuner.storage.study import DB_ENV, redact_url, resolve_db_url
 
 BAR_WIDTH = 30

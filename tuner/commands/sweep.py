@@ -27,11 +27,11 @@ import sys
 from pathlib import Path
 
 from trainer.config import ConfigError
-from tuner import trial_attrs
 from tuner.commands.spec_options import add_spec_options, given
 from tuner.errors import InvalidInput, LeaseLost, StudyError
 from tuner.space import load_space
 from tuner.spec import DEFAULT_SPACE, default_budget
+from tuner.storage import trial_attrs
 from tuner.storage.study import DB_ENV, GENERATION_ENV, redact_url, resolve_db_url
 from tuner.sweeps.study.create import create_study
 from tuner.sweeps.widen.ranges import parse_widen

@@ -26,8 +26,8 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from tuner import study_attrs
 from tuner.errors import InvalidInput
+from tuner.storage import study_attrs
 
 TIME_RESULT_KEY = "step"  # what the schedulers count: training steps, as every trial reports them
 # The schedulers (tuner.policies.schedulers). `adaptive`, the default: ASHA whose rungs prune once

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from optuna.trial import FrozenTrial, TrialState
 
-from tuner import trial_attrs
+from tuner.storage import trial_attrs
 
 WEIGHT_FILES = ("best.pt", "last.pt")
 

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from optuna.trial import FrozenTrial, TrialState
 from pydantic import BaseModel, ConfigDict, Field
 
-from tuner import trial_attrs
+from tuner.storage import trial_attrs
 
 _FINISHED = (TrialState.COMPLETE, TrialState.PRUNED)
 

@@ -15,10 +15,10 @@ import numpy as np
 from optuna.study import Study
 from optuna.trial import FrozenTrial, TrialState
 
-from tuner import study_attrs
 from tuner.policies.early_stopping import stores_policy, study_policy
 from tuner.samplers.observations import FidelityModel, Observations
 from tuner.samplers.warping import Warping
+from tuner.storage import study_attrs
 
 
 class BOHBRule(FidelityModel):

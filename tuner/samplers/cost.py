@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 from optuna.trial import FrozenTrial
 
-from tuner import trial_attrs
+from tuner.storage import trial_attrs
 
 COST_ATTR = trial_attrs.SECONDS_PER_STEP  # a trial's measured training seconds per step
 MIN_TRIALS = 3  # trials with a measured cost before the model is fitted

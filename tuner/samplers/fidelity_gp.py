@@ -22,10 +22,10 @@ import numpy as np
 from optuna.study import Study
 from optuna.trial import FrozenTrial, TrialState
 
-from tuner import study_attrs
 from tuner.samplers.bohb_rule import BOHBRule, user_attrs_of
 from tuner.samplers.observations import FidelityModel, Observations
 from tuner.samplers.warping import Warping
+from tuner.storage import study_attrs
 
 MIN_PAIRS = 3  # COMPLETE trials needed at a step before its median drop is trusted
 

@@ -17,7 +17,6 @@ from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
 
-from tuner import study_attrs
 from tuner.errors import InvalidInput
 from tuner.policies.early_stopping import DEFAULT_SCHEDULER, SCHEDULERS, EarlyStopping
 from tuner.policies.study_stop import StudyStop
@@ -25,6 +24,7 @@ from tuner.samplers import COST_AWARE_SAMPLERS, DEFAULT_SAMPLER, RETIRED_SAMPLER
 from tuner.space import NAME_PATTERN
 from tuner.space.params import Scalar
 from tuner.spec.defaults import DEFAULT_PARALLEL, DEFAULT_SPACE, DEFAULT_TRIALS
+from tuner.storage import study_attrs
 
 SPEC_VERSION = 1
 # NAME_PATTERN (tuner.space): the one pattern of study and space names on every path.

@@ -15,8 +15,8 @@ from typing import Any
 import optuna
 import sqlalchemy
 
-from tuner import study_attrs
 from tuner.errors import StudyError
+from tuner.storage import study_attrs
 
 # Optuna's table schema (its `alembic_version`) that the SQL of this package and of
 # tuner.analysis.reads was written against.

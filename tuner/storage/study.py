@@ -23,8 +23,8 @@ from optuna.trial import FrozenTrial, TrialState
 from sqlalchemy import event
 from sqlalchemy.engine import make_url
 
-from tuner import study_attrs, trial_attrs
 from tuner.errors import StudyError, StudyExistsError, StudyNotFoundError
+from tuner.storage import study_attrs, trial_attrs
 from tuner.storage.database_url import DB_ENV as DB_ENV  # re-exported: the sweep command and launcher use it
 from tuner.storage.database_url import DatabaseUrlError, from_environment
 

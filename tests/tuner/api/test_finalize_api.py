@@ -16,8 +16,8 @@ import yaml
 from optuna.trial import TrialState
 
 from tests.tuner.api.fixtures import live_server
-from tuner import study_attrs
 from tuner.api import ApiSettings
+from tuner.storage import study_attrs
 from tuner.storage.study import load_study
 
 

@@ -12,8 +12,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.tuner.api.fixtures import live_app, make_study
-from tuner import study_attrs
 from tuner.api import ApiSettings, create_app
+from tuner.storage import study_attrs
 
 # The reproduced cases (issue "Hardening, fourth round", item 4), then every declared attribute and
 # the attributes studies stored before the spec existed.

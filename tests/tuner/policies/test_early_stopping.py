@@ -14,7 +14,6 @@ from optuna.trial import TrialState
 from ray.tune.schedulers import TrialScheduler
 
 from tests.tuner.api.fixtures import live_server, make_study
-from tuner import study_attrs
 from tuner.api import ApiSettings
 from tuner.cli import main
 from tuner.policies.early_stopping import (
@@ -30,6 +29,7 @@ from tuner.samplers import BOHBRule
 from tuner.samplers.bohb_rule import budgets
 from tuner.samplers.warping import HalfRank
 from tuner.spec import SweepSpec
+from tuner.storage import study_attrs
 from tuner.storage.study import StudyError
 from tuner.sweeps.study.create import create_study
 

@@ -165,8 +165,8 @@ def test_startup_counts_observations_not_complete_trials() -> None:
 
 def test_bohb_rule_reads_the_rungs_of_the_study_policy() -> None:
     """In an rnntune study the budgets are the policy's rungs: values at other steps are ignored."""
-    from tuner import study_attrs
     from tuner.policies.early_stopping import EarlyStopping
+    from tuner.storage import study_attrs
 
     policy = EarlyStopping(grace_steps=50, reduction_factor=3)
     assert policy.rungs(200, 25) == [50, 150]

@@ -148,7 +148,9 @@ def api(tmp_path_factory, model):
     donor.add_trial(
         create_trial(params={"learning_rate": 0.002}, distributions={"learning_rate": dist}, value=5.0)
     )
-    settings = ApiSettings(db_url=url, storage_root=root / "storage", data_roots=(Path(model).parent,))
+    # The checkpoint's folder, and its corpus (a trained model's data_dir is held to the roots too).
+    roots = (Path(model).parent, Path(model).parents[1] / "data")
+    settings = ApiSettings(db_url=url, storage_root=root / "storage", data_roots=roots)
     with live_server(settings) as base:
         yield base, url
 

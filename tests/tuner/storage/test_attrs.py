@@ -8,8 +8,8 @@ import pytest
 import sqlalchemy
 from sqlalchemy import event
 
-from tuner import study_attrs
 from tuner.errors import StudyError
+from tuner.storage import study_attrs
 from tuner.storage.attrs import set_study_attrs
 from tuner.storage.study import open_storage
 

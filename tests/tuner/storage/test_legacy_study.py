@@ -12,9 +12,9 @@ from pathlib import Path
 import optuna
 import pytest
 
-from tuner import study_attrs
 from tuner.samplers import DEFAULT_SAMPLER, RETIRED_SAMPLERS
 from tuner.spec import SweepSpec
+from tuner.storage import study_attrs
 from tuner.sweeps.drive.run import run_sweep
 
 FIXTURE = Path(__file__).parent / "data" / "legacy-main.db"

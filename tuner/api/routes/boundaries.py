@@ -7,10 +7,10 @@ from typing import Any
 from fastapi import APIRouter, Depends, Request
 from starlette.concurrency import run_in_threadpool
 
-from tuner import study_attrs
 from tuner.api.auth import require_read
 from tuner.api.routes.common import STUDY, StudyName, errors, memoised, snapshot_of, state_of
 from tuner.space.boundaries import MIN_SHARE, MIN_TOP, NEAR, TOP_FRACTION, crowded_edges
+from tuner.storage import study_attrs
 
 router = APIRouter(prefix=STUDY, tags=["analysis"], dependencies=[Depends(require_read)])
 ERRORS = errors(401, 404, 422)

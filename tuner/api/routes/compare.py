@@ -18,7 +18,6 @@ from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import FileResponse, Response
 from starlette.concurrency import run_in_threadpool
 
-from tuner import study_attrs
 from tuner.analysis import compare
 from tuner.api import serializers as views
 from tuner.api.auth import require_read
@@ -26,6 +25,7 @@ from tuner.api.compare_models import Comparison
 from tuner.api.routes.common import errors, state_of
 from tuner.api.routes.web import STATIC
 from tuner.space import NAME_PATTERN
+from tuner.storage import study_attrs
 
 router = APIRouter(tags=["compare"])
 _NAME = NAME_PATTERN.removeprefix("^").removesuffix("$")

@@ -8,7 +8,6 @@ from typing import Any
 from fastapi import APIRouter, Depends, Request, status
 from starlette.concurrency import run_in_threadpool
 
-from tuner import study_attrs
 from tuner.api import bounds
 from tuner.api import serializers as views
 from tuner.api.auth import require_read, require_write
@@ -16,6 +15,7 @@ from tuner.api.errors import Conflict
 from tuner.api.finalize_models import FinalizeReport, FinalizeRequest, FinalizeStarted
 from tuner.api.paths import study_folder
 from tuner.api.routes.common import STUDY, StudyName, errors, json_body, live_runs, read_json, state_of
+from tuner.storage import study_attrs
 from tuner.sweeps.finalize import rerun as finalize
 from tuner.sweeps.finalize.launch import FinalizeLauncher
 

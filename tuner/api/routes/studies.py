@@ -8,7 +8,6 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, HTTPException, Query, Request, status
 from starlette.concurrency import run_in_threadpool
 
-from tuner import study_attrs
 from tuner.api import bounds, serializers
 from tuner.api.auth import require_read, require_write
 from tuner.api.checkpoint import storage_root
@@ -18,7 +17,7 @@ from tuner.api.routes.common import StudyName, errors, json_body, live_runs, rea
 from tuner.api.settings import ApiSettings
 from tuner.api.state import ApiState
 from tuner.spec import SweepSpec
-from tuner.storage import creation
+from tuner.storage import creation, study_attrs
 from tuner.storage.confine import resolve_within
 from tuner.storage.lease import read, read_all
 from tuner.sweeps.launch import control

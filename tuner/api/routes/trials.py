@@ -10,13 +10,13 @@ from urllib.parse import quote
 from fastapi import APIRouter, Depends, Path, Query, Request
 from fastapi.responses import Response, StreamingResponse
 
-from tuner import trial_attrs
 from tuner.analysis.reads import SORT_KEYS, StudySnapshot, TrialRecord
 from tuner.api import checkpoint, serializers
 from tuner.api.auth import require_read
 from tuner.api.errors import NotFound
 from tuner.api.models import TrialDetail, TrialPage, TrialState
 from tuner.api.routes.common import STUDY, StudyName, attachment, errors, snapshot_of, state_of
+from tuner.storage import trial_attrs
 
 router = APIRouter(prefix=STUDY, tags=["trials"], dependencies=[Depends(require_read)])
 ERRORS = errors(401, 404, 422, 503)

@@ -22,7 +22,7 @@ import optuna
 from optuna.trial import FrozenTrial, TrialState
 from ray.tune.stopper import Stopper
 
-from tuner import study_attrs, trial_attrs
+from tuner.storage import study_attrs, trial_attrs
 from tuner.storage.study import best_trial, finished_count, finished_curves, open_storage, set_status
 from tuner.sweeps.cluster import mps
 from tuner.sweeps.drive import ask_ahead

@@ -14,10 +14,10 @@ from pathlib import Path
 
 import optuna
 
-from tuner import study_attrs
 from tuner.policies.retention import keep_top
 from tuner.policies.study_stop import compute_hours, steps_trained
 from tuner.spec import SweepSpec
+from tuner.storage import study_attrs
 from tuner.sweeps.dyneval.study import record_best
 
 

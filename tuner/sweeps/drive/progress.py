@@ -11,7 +11,7 @@ import optuna
 from optuna.trial import FrozenTrial, TrialState
 from ray.tune import Callback
 
-from tuner import trial_attrs
+from tuner.storage import trial_attrs
 from tuner.storage.study import best_trial, counts_towards_total
 from tuner.sweeps.drive.searcher import StudySearcher
 

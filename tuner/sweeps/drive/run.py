@@ -19,10 +19,10 @@ from typing import Any, TextIO
 
 import optuna
 
-from tuner import study_attrs
 from tuner.samplers import RETIRED_SAMPLERS, make_sampler
 from tuner.space import SearchSpace
 from tuner.spec import SweepSpec
+from tuner.storage import study_attrs
 from tuner.storage.study import (
     StudyError,
     best_trial,

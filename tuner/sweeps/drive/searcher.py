@@ -28,9 +28,9 @@ import optuna
 from optuna.trial import FrozenTrial
 from ray.tune.search import Searcher
 
-from tuner import trial_attrs
 from tuner.errors import LeaseLost
 from tuner.space import SearchSpace
+from tuner.storage import trial_attrs
 from tuner.storage.confine import resolve_within
 from tuner.storage.study import pending_retries
 from tuner.sweeps.drive.ask_ahead import MIN_DEPTH, AskAhead

@@ -21,9 +21,9 @@ import optuna
 import sqlalchemy as sa
 from optuna.trial import FrozenTrial, TrialState
 
-from tuner import trial_attrs
 from tuner.errors import LeaseLost
 from tuner.samplers.cost import COST_ATTR, step_cost
+from tuner.storage import trial_attrs
 from tuner.sweeps.trial.lifecycle import Evaluation, Outcome, Verdict
 
 # A database out of reach, as SQLAlchemy raises it or as Optuna wraps it on commit.

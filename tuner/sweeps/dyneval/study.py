@@ -22,10 +22,10 @@ import optuna
 
 from trainer import load_checkpoint
 from trainer.dyneval import SETTINGS
-from tuner import study_attrs
 from tuner.errors import StudyError
 from tuner.space import SearchSpace
 from tuner.spec import SweepSpec
+from tuner.storage import study_attrs
 from tuner.storage.confine import resolve_within
 from tuner.storage.study import best_trial
 

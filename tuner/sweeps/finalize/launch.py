@@ -12,8 +12,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from tuner import study_attrs
 from tuner.errors import Conflict
+from tuner.storage import study_attrs
 from tuner.storage.study import load_study
 from tuner.sweeps.finalize.rerun import live_run, set_finalize_status
 from tuner.sweeps.launch.launcher import Handle, Launcher

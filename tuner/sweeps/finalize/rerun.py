@@ -27,7 +27,7 @@ import yaml
 from optuna.trial import FrozenTrial, TrialState
 
 from trainer.evaluate import headline
-from tuner import study_attrs, trial_attrs
+from tuner.storage import study_attrs, trial_attrs
 from tuner.storage.confine import resolve_within
 from tuner.storage.study import StudyError
 

@@ -18,10 +18,10 @@ from __future__ import annotations
 
 import logging
 
-from tuner import study_attrs
 from tuner.errors import InvalidInput, InvalidStudy, LaunchFailed, NotFound, SweepConflict
 from tuner.space import list_spaces
 from tuner.spec import SweepSpec
+from tuner.storage import study_attrs
 from tuner.storage.confine import study_folder
 from tuner.storage.lease import Lease, begin, read, request_stop
 from tuner.storage.study import StudyExistsError

@@ -18,11 +18,11 @@ from typing import Any
 import optuna
 
 from trainer import TrainConfig
-from tuner import study_attrs
 from tuner.errors import InvalidInput, StudyError, StudyExistsError
 from tuner.space import SearchSpace, SpaceError, resolve_space
 from tuner.spec import NAME_PATTERN, SweepSpec
 from tuner.spec.sweep_spec import validate
+from tuner.storage import study_attrs
 from tuner.storage.study import DEFAULT_STORAGE_ROOT, generate_study_name, now, open_storage, redact_url
 from tuner.sweeps.dyneval import study as dyneval_study
 from tuner.sweeps.study import warm_start as warm

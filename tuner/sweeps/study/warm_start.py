@@ -15,8 +15,8 @@ from typing import Any
 import optuna
 from optuna.trial import FrozenTrial, TrialState
 
-from tuner import study_attrs
 from tuner.space import SearchSpace
+from tuner.storage import study_attrs
 from tuner.storage.study import StudyError, StudyNotFoundError, load_study
 
 

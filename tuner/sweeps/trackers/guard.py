@@ -14,7 +14,7 @@ from typing import Any, Protocol
 
 import optuna
 
-from tuner import study_attrs
+from tuner.storage import study_attrs
 from tuner.sweeps.trackers.records import Ending, Point
 
 # How long the end of a sweep waits for a tracker to write what is queued (a slow or unreachable

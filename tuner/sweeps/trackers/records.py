@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from tuner import trial_attrs
+from tuner.storage import trial_attrs
 from tuner.sweeps.trial.lifecycle import FINAL, METRIC
 
 # The scalars of an evaluation that trackers log: the validation curve, the training loss,

@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from tuner import trial_attrs
+from tuner.storage import trial_attrs
 
 # The key of a trial process's last result: its summary (`TrialEnd`), not an evaluation.
 FINAL = "final"

@@ -14,10 +14,10 @@ from typing import Any, Protocol
 
 import optuna
 
-from tuner import study_attrs
 from tuner.errors import InvalidStudy, SweepConflict
 from tuner.space import SpaceError
 from tuner.spec import SweepSpec
+from tuner.storage import study_attrs
 from tuner.storage.attrs import set_study_attrs
 from tuner.storage.lease import acquire, new_owner, read, release
 from tuner.storage.study import StudyError, now

@@ -18,11 +18,11 @@ from typing import Any
 import optuna
 from optuna.trial import TrialState
 
-from tuner import study_attrs
 from tuner.space import SearchSpace
 from tuner.space.boundaries import crowded_edges
 from tuner.space.params import fmt
 from tuner.space.widen import EDGES, check_widenable, widen
+from tuner.storage import study_attrs
 from tuner.storage.attrs import set_study_attrs
 from tuner.storage.study import StudyError, finished_count, open_storage
 

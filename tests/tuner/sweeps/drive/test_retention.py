@@ -96,8 +96,8 @@ def test_a_checkpoint_another_study_evaluates_is_never_removed(tmp_path):
 def test_the_pins_are_the_checkpoints_of_the_databases_studies(tmp_path):
     import optuna
 
-    from tuner import study_attrs
     from tuner.spec.sweep_spec import validate
+    from tuner.storage import study_attrs
     from tuner.storage.study import open_storage
     from tuner.sweeps.dyneval.study import referenced_checkpoints
 

@@ -11,7 +11,7 @@ import sqlalchemy as sa
 from optuna.trial import TrialState
 
 from tests.tuner.sweeps.searcher_study import Fence
-from tuner import trial_attrs
+from tuner.storage import trial_attrs
 from tuner.sweeps.drive.writer import ERROR_CHARS, LiveTrial, StudyWriter
 from tuner.sweeps.trial.lifecycle import Evaluation, Outcome, Verdict
 

@@ -13,7 +13,7 @@ import yaml
 from optuna.distributions import FloatDistribution
 from optuna.trial import TrialState, create_trial
 
-from tuner import study_attrs
+from tuner.storage import study_attrs
 from tuner.storage.study import StudyError, load_study
 from tuner.sweeps.finalize import rerun as finalize
 

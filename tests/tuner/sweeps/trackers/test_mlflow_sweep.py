@@ -18,7 +18,7 @@ from optuna.trial import TrialState
 from tests.conftest import TINY_SETTINGS
 from tests.tuner.sweep_checks import check_trials
 from tests.tuner.sweeps.trackers.mlflow_server import mlflow_server
-from tuner import study_attrs
+from tuner.storage import study_attrs
 from tuner.storage.study import load_study
 from tuner.sweeps.drive.run import run_sweep
 from tuner.sweeps.study.create import create_study

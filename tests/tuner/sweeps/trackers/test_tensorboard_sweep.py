@@ -11,7 +11,7 @@ from tensorboard.plugins.hparams import api_pb2
 
 from tests.conftest import TINY_SETTINGS
 from tests.tuner.sweeps.trackers.tensorboard_runs import read_run
-from tuner import study_attrs
+from tuner.storage import study_attrs
 from tuner.storage.study import load_study
 from tuner.sweeps.drive.run import run_sweep
 from tuner.sweeps.study.create import create_study

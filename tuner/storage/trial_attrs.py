@@ -1,9 +1,9 @@
 """A trial's user attributes: each key named once here, with who writes it, what it holds and the
-type of its value (`KEY: Key[T]`; reads typed and writes checked: tuner.attr_registry).
+type of its value (`KEY: Key[T]`; reads typed and writes checked: tuner.storage.attr_registry).
 
 Every module reads and writes a trial attribute through these names, never a string of its own, and
 the trial attribute table of docs/contracts.md is generated from this list (`python -m
-tuner.trial_attrs`; a test checks the page is current). The keys are plain strings, as Optuna
+tuner.storage.trial_attrs`; a test checks the page is current). The keys are plain strings, as Optuna
 stores them.
 """
 
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from tuner.attr_registry import Key, Registry
+from tuner.storage.attr_registry import Key, Registry
 
 _attr = Registry()
 ALL = _attr.all

@@ -1,10 +1,10 @@
 """The study's user attributes: each key named once here, with who writes it, what it holds and the
-type of its value (`KEY: Key[T] = _attr(key, T, ...)`; tuner.attr_registry).
+type of its value (`KEY: Key[T] = _attr(key, T, ...)`; tuner.storage.attr_registry).
 
 Every module reads a study attribute through its key (`KEY.of(study.user_attrs)`, typed as T) and
 writes it through the same key (`KEY.write(study, value)`, checked against T first: a wrong value is
 a TypeError naming the key, before anything is stored). The attribute table of docs/contracts.md
-is generated from this list (`python -m tuner.study_attrs`; a test checks the page is current).
+is generated from this list (`python -m tuner.storage.study_attrs`; a test checks the page is current).
 The keys are plain strings and the values JSON, as Optuna stores them.
 """
 
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from tuner.attr_registry import Key, Registry
+from tuner.storage.attr_registry import Key, Registry
 
 _attr = Registry()
 ALL = _attr.all

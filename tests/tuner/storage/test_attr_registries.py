@@ -1,5 +1,5 @@
-"""One place names each study attribute (`tuner/study_attrs.py`) and each trial attribute
-(`tuner/trial_attrs.py`). docs/contracts.md's tables are generated from them, and no module reads or
+"""One place names each study attribute (`tuner/storage/study_attrs.py`) and each trial attribute
+(`tuner/storage/trial_attrs.py`). docs/contracts.md's tables are generated from them, and no module reads or
 writes an attribute by a string of its own."""
 
 from __future__ import annotations
@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from tuner import study_attrs, trial_attrs
+from tuner.storage import study_attrs, trial_attrs
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 KEYS = [a.key for a in study_attrs.ALL]
 TRIAL_KEYS = [a.key for a in trial_attrs.ALL]
 # Where a string names an attribute: the key argument of set_user_attr(KEY, ...),
@@ -198,7 +198,7 @@ def test_each_type_is_declared_with_its_key_and_agrees_with_the_annotation():
     """The registry takes each type explicitly; mypy reads the `Key[T]` annotation: the two agree."""
     import typing
 
-    from tuner.attr_registry import Key, Registry
+    from tuner.storage.attr_registry import Key, Registry
 
     registry = Registry()
     limit = registry("limit", int, "a test", "a number")
