@@ -32,7 +32,7 @@ step() {  # step NAME CAP_SECONDS COMMAND...: run it, log it, print its tail and
 step env 20 bash -c "nvidia-smi; $PY -c 'import torch, triton, sys; print(sys.version); print(\"torch\", torch.__version__, \"CUDA\", torch.version.cuda, \"cuDNN\", torch.backends.cudnn.version(), \"Triton\", triton.__version__, torch.cuda.get_device_name())'"
 # make test-gpu's tests (the graphed path against eager, bf16 autocast, twelve trial shapes in one
 # process on captured graphs), run from their files so that no tuner dependency must be installed.
-step tests 180 "$PY" -m pytest -m gpu -q -p no:cacheprovider tests/trainer/cells/test_graphed.py \
+step tests 180 "$PY" -m pytest -m gpu -q -p no:cacheprovider tests/trainer/cells/test_cuda_graphs.py \
     tests/trainer/cells/test_fallback.py tests/trainer/cells/test_cuda_rounds.py
 # The first training step of many trial shapes in one process: compile and capture cost on a GPU.
 step shapes 50 "$PY" -m bench.compile_cost --device cuda --trials 12

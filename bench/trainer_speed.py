@@ -10,7 +10,7 @@ On a CPU that other processes share, read the CPU-time columns (see Stopwatch).
 On CUDA each model runs alone (a GPU is not shared): for each of the trainer's precisions (fp32,
 tf32: TensorFloat-32 matmuls and cuDNN, bf16: autocast), cuDNN's
 nn.LSTM and every cell on both of its CUDA paths (`cuda_path`: eager, and graphs, which captures
-each layer's window as CUDA graphs, trainer/cells/graphed.py; for the Mogrifier cells also `fused`:
+each layer's window as CUDA graphs, trainer/cells/cuda_graphs.py; for the Mogrifier cells also `fused`:
 graphs with `mogrifier_kernel: fused`, every round of a step in one Triton kernel), with the ratio to nn.LSTM in the
 same precision, the peak GPU memory of the row (torch.cuda.max_memory_allocated, model and
 optimizer included) and the first step's time, which on the graphs path holds the one-off
@@ -36,7 +36,7 @@ from typing import cast
 import torch
 from torch import Tensor, nn
 
-from trainer.cells import CUDA_PATHS, CudaPath, MogrifierKernel, RecurrentCell, make_cell, onednn
+from trainer.cells import CUDA_PATHS, CudaPath, MogrifierKernel, RecurrentCell, cpu_onednn, make_cell
 
 # A row's path: a cuda_path, or `fused` (graphs with the Mogrifier rounds in one kernel per step).
 FUSED = "fused"
@@ -164,8 +164,8 @@ def matmul_peaks(watch: Stopwatch, dim: int) -> dict[str, float]:
     a = torch.randn(dim, dim, device=watch.device)
     b = torch.randn(dim, dim, device=watch.device)
     products: dict[str, Callable[[Tensor, Tensor], Tensor]] = {"torch.mm": torch.mm}
-    if onednn.available(a):
-        products["oneDNN"] = onednn.matmul
+    if cpu_onednn.available(a):
+        products["oneDNN"] = cpu_onednn.matmul
     peaks = {}
     for name, product in products.items():
         product(a, b)

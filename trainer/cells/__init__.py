@@ -1,4 +1,11 @@
-"""Recurrent cells, one module per cell, all behind the RecurrentCell contract (see base.py)."""
+"""Recurrent cells, one module per cell, all behind the RecurrentCell contract (see base.py).
+
+How they run: `paths` decides per call (and counts what ran), `route` asks it; the CPU path is
+`cpu_fused` (its products through `cpu_onednn`), the CUDA path `cuda_windows` (a layer's window as
+autograd ops) replayed by `cuda_graphs`, with the Mogrifier rounds optionally fused into one Triton
+kernel per step (`cuda_rounds`, kernels in `cuda_rounds_kernels`); `fallback` holds whether the fast
+path is trusted in this process, `deferred` the window-batched weight gradients both paths use.
+"""
 
 from __future__ import annotations
 
@@ -69,7 +76,7 @@ def make_cell(
     "printed") picks the form of the multiplicative cells' equations (mlstm.py); the other cells
     ignore it. `cuda_path` picks how
     the LSTM-family cells (LSTM, Mogrifier LSTM, RLSTM, Mogrifier RLSTM) train on CUDA: "auto" (the
-    graphed path of graphed.py, falling back to eager for the process on any failure), "graphs"
+    graphed path of cuda_graphs.py, falling back to eager for the process on any failure), "graphs"
     (the same, a failure is an error) or "eager"; it changes nothing on CPU, and the multiplicative
     cells run eagerly. `mogrifier_kernel` "fused" runs those paths' Mogrifier rounds in one Triton
     kernel per step (cuda_rounds.py), "torch" as torch ops.

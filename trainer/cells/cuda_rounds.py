@@ -1,6 +1,6 @@
 """The Mogrifier rounds of one time step as one Triton kernel launch, forward and backward (CUDA).
 
-The graphed CUDA path (graphed.py) replays a window's kernels from a CUDA graph, but the rounds
+The graphed CUDA path (cuda_graphs.py) replays a window's kernels from a CUDA graph, but the rounds
 still launch two products and a gate per round and step, forward and backward: at PTB size the
 Mogrifier LSTM trained at 0.31x cuDNN's LSTM on an H200, bound by those small launches
 (docs/gpu.md). `FusedRounds` runs every round of a step in one launch (cuda_rounds_kernels.py)

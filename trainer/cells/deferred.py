@@ -13,7 +13,7 @@ import torch
 from torch import Tensor
 from torch.autograd.function import once_differentiable
 
-from . import onednn
+from . import cpu_onednn
 
 
 class _BatchedWeightGrad(torch.autograd.Function):
@@ -38,7 +38,7 @@ class _BatchedWeightGrad(torch.autograd.Function):
         if ctx.needs_input_grad[1]:
             # Under autocast u and dY may differ in dtype (float32 and bfloat16): multiply in dY's.
             u = torch.stack(inputs).reshape(-1, ctx.weight_shape[0]).to(grad.dtype)
-            grad_weight = onednn.matmul(u.t(), grad.reshape(-1, ctx.weight_shape[1]))
+            grad_weight = cpu_onednn.matmul(u.t(), grad.reshape(-1, ctx.weight_shape[1]))
             grad_weight = grad_weight.to(ctx.weight_dtype)
         return (grad if ctx.needs_input_grad[0] else None), grad_weight, None
 

@@ -5,21 +5,21 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
-from . import graphed, route
+from . import cuda_graphs, route
 from .base import RecurrentCell, State, chrono_init_, uniform_init_
-from .fused import CappedLSTMWindow
+from .cpu_fused import CappedLSTMWindow
+from .cuda_windows import Config, lstm_window
 from .paths import CudaPath, MogrifierKernel
-from .windows import Config, lstm_window
 
 
 class LSTMCell(RecurrentCell):
     """i, j, f, o from [x, ĥ_prev]; c = f⊙c_prev + min(i, 1-f)⊙j; h = o⊙tanh(c) (thesis §4.1, §4.6).
 
     Parameters: w_x [m, 4n], w_h [n, 4n], bias [4n], gate blocks in the order i, j, f, o. The layer
-    runs as one autograd Function with a hand-written backward (fused.py): the input projection
+    runs as one autograd Function with a hand-written backward (cpu_fused.py): the input projection
     W^x x + b is hoisted out of the recurrence, and weight gradients are GEMMs over many steps.
     On CUDA, with `cuda_path` "auto" (make_cell's default) or "graphs", training runs the same
-    equations from windows.py replayed as CUDA graphs (graphed.py); "eager" keeps `own_forward` there.
+    equations from cuda_windows.py replayed as CUDA graphs (cuda_graphs.py); "eager" keeps `own_forward` there.
     Which path a call takes is decided in one place (paths.choose, asked by route.py).
     """
 
@@ -37,8 +37,8 @@ class LSTMCell(RecurrentCell):
         if t_max is not None:
             chrono_init_(self.bias[2 * n : 3 * n], t_max)  # b^f ~ ln U(1, T_max - 1) (thesis §4.4)
 
-    def fast_window(self) -> tuple[graphed.Window, Config, tuple[Tensor, ...]]:
-        """The graphed path's window function, its Mogrifier ranks and its tensors (windows.py)."""
+    def fast_window(self) -> tuple[cuda_graphs.Window, Config, tuple[Tensor, ...]]:
+        """The graphed path's window function, its Mogrifier ranks and its tensors (cuda_windows.py)."""
         return lstm_window, (), (self.w_x, self.w_h, self.bias)
 
     @property

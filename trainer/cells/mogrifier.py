@@ -11,11 +11,11 @@ from typing import cast
 import torch
 from torch import Tensor, nn
 
-from . import graphed
+from . import cuda_graphs
 from .base import State
-from .fused import CappedLSTMWindow
+from .cpu_fused import CappedLSTMWindow
+from .cuda_windows import Config, fused_lstm_window, lstm_window
 from .lstm import LSTMCell
-from .windows import Config, fused_lstm_window, lstm_window
 
 
 class MogrifierGate(nn.Module):
@@ -91,7 +91,7 @@ class MogrifierLSTMCell(LSTMCell):
         self.rounds = rounds
         self.gates = make_gates(input_size, hidden_size, rounds, rank)
 
-    def fast_window(self) -> tuple[graphed.Window, Config, tuple[Tensor, ...]]:
+    def fast_window(self) -> tuple[cuda_graphs.Window, Config, tuple[Tensor, ...]]:
         """The graphed path's window function, one rank per round, and the LSTM's then the gates' tensors."""
         gates = [cast(MogrifierGate, gate) for gate in self.gates]
         params = (self.w_x, self.w_h, self.bias, *(p for gate in gates for p in gate.tensors()))
@@ -103,7 +103,7 @@ class MogrifierLSTMCell(LSTMCell):
             return super().own_forward(x, state, state_mask)
         h, c = state
         # x↑ depends on h_prev, so the input projection stays in the loop: [x↑, h↑] @ [W^x; W^h]
-        # is one GEMM per step; the rounds and the LSTM run inside one Function (fused.py).
+        # is one GEMM per step; the rounds and the LSTM run inside one Function (cpu_fused.py).
         gates = [cast(MogrifierGate, gate) for gate in self.gates]
         ranks = tuple(gate.rank for gate in gates)
         params = [p for gate in gates for p in gate.tensors()]

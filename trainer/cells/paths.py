@@ -1,13 +1,13 @@
 """Which path an LSTM-family cell's call takes, decided by one pure function, and a count of what ran.
 
 The paths, slowest to fastest on CUDA:
-- `cpu`: the cell's own forward on a CPU tensor (fused.py's Function with its hand-written
+- `cpu`: the cell's own forward on a CPU tensor (cpu_fused.py's Function with its hand-written
   backward for the LSTM and Mogrifier LSTM, per-step autograd for the RLSTMs);
 - `eager`: the cell's own forward on CUDA (cuda_path eager, after a failure of the fast path,
   inside a caller's CUDA graph capture, or for a layer that already holds MAX_CAPTURES graphs);
-- `compiled`: the window of windows.py with its torch.compile'd steps, not captured (evaluation,
+- `compiled`: the window of cuda_windows.py with its torch.compile'd steps, not captured (evaluation,
   a second window before the first one's backward, and the test-only switch on CPU);
-- `graphs`: that window replayed as CUDA graphs (graphed.py).
+- `graphs`: that window replayed as CUDA graphs (cuda_graphs.py).
 With `mogrifier_kernel: fused`, the `compiled` and `graphs` windows of a cell with Mogrifier rounds
 run each step's rounds in one Triton kernel (cuda_rounds.py); the count records those calls as
 `graphs+fused_rounds` and `compiled+fused_rounds`.

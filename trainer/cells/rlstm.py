@@ -10,12 +10,12 @@ from typing import cast
 import torch
 from torch import Tensor, nn
 
-from . import graphed, route
+from . import cuda_graphs, route
 from .base import RecurrentCell, State, chrono_init_, uniform_init_
+from .cuda_windows import Config, fused_rlstm_window, rlstm_window
 from .deferred import DeferredMatmul, zeros_base
 from .mogrifier import MogrifierGate, make_gates, mogrify
 from .paths import CudaPath, MogrifierKernel
-from .windows import Config, fused_rlstm_window, rlstm_window
 
 
 class RLSTMCell(RecurrentCell):
@@ -24,7 +24,7 @@ class RLSTMCell(RecurrentCell):
     Parameters: w_x [m, 2n] (W^ix, W^jx), w_h [n, 3n] (W^ih, W^jh, W^fh), w_fu [n, n], w_oc [n, n],
     bias [4n] (b^i, b^j, b^f, b^o). Because the cap keeps f + min(i, 1-f) <= 1 and |j| <= 1,
     |c| <= 1 for every unit at every step. On CUDA, with `cuda_path` "auto" or "graphs", training
-    runs the same equations from windows.py replayed as CUDA graphs (graphed.py).
+    runs the same equations from cuda_windows.py replayed as CUDA graphs (cuda_graphs.py).
     """
 
     cuda_path: CudaPath = "auto"
@@ -43,8 +43,8 @@ class RLSTMCell(RecurrentCell):
         if t_max is not None:
             chrono_init_(self.bias[2 * n : 3 * n], t_max)  # b^f ~ ln U(1, T_max - 1) (thesis §4.4)
 
-    def fast_window(self) -> tuple[graphed.Window, Config, tuple[Tensor, ...]]:
-        """The graphed path's window function, its Mogrifier ranks and its tensors (windows.py)."""
+    def fast_window(self) -> tuple[cuda_graphs.Window, Config, tuple[Tensor, ...]]:
+        """The graphed path's window function, its Mogrifier ranks and its tensors (cuda_windows.py)."""
         return rlstm_window, (), (self.w_x, self.w_h, self.w_fu, self.w_oc, self.bias)
 
     @property
@@ -95,7 +95,7 @@ class MogrifierRLSTMCell(RLSTMCell):
         self.rounds = rounds
         self.gates = make_gates(input_size, hidden_size, rounds, rank)
 
-    def fast_window(self) -> tuple[graphed.Window, Config, tuple[Tensor, ...]]:
+    def fast_window(self) -> tuple[cuda_graphs.Window, Config, tuple[Tensor, ...]]:
         """The graphed path's window function, one rank per round, and the RLSTM's then the gates' tensors."""
         _, _, params = super().fast_window()
         gates = [cast(MogrifierGate, gate) for gate in self.gates]

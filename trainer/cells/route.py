@@ -1,7 +1,7 @@
 """Every call of an LSTM-family cell comes here: the facts gathered, the path chosen once, run, counted.
 
 The decision itself is paths.choose, a pure function of plain values; this module reads those
-values off the cell, the process and graphed.py's captures, runs what was chosen (the cell's own
+values off the cell, the process and cuda_graphs.py's captures, runs what was chosen (the cell's own
 forward, or its window on the compiled or graphed path) and counts the training call under the
 path that actually ran, the fallback after a failure included.
 """
@@ -13,7 +13,7 @@ from collections.abc import Callable
 import torch
 from torch import Tensor, nn
 
-from . import fallback, graphed, paths
+from . import cuda_graphs, fallback, paths
 from .base import State
 from .paths import Call, CudaPath, Path
 
@@ -28,7 +28,7 @@ def facts(cell: nn.Module, x: Tensor, state: State, mask: Tensor | None) -> Call
     )
     fast = (x.is_cuda or fallback.forced_on_cpu()) and setting != "eager"
     captured, captures, busy = (
-        graphed.capture_facts(cell, x, state, mask) if fast and training else (False, 0, False)
+        cuda_graphs.capture_facts(cell, x, state, mask) if fast and training else (False, 0, False)
     )
     return Call(
         setting=setting,
@@ -51,7 +51,7 @@ def forward(
     if path in (Path.CPU, Path.EAGER):
         out = own(x, state, mask)
     else:
-        out, path = graphed.run(cell, path, x, state, mask, own)
+        out, path = cuda_graphs.run(cell, path, x, state, mask, own)
     if torch.is_grad_enabled():  # what a run trained on; evaluation calls are not counted
         paths.note(path, fused_rounds=getattr(cell, "fused_rounds", False))
     return out

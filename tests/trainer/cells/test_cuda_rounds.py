@@ -18,7 +18,7 @@ import torch
 if not torch.cuda.is_available():
     os.environ.setdefault("TRITON_INTERPRET", "1")
 
-from trainer.cells import cuda_rounds, fallback, graphed, make_cell, paths, windows
+from trainer.cells import cuda_graphs, cuda_rounds, cuda_windows, fallback, make_cell, paths
 from trainer.config import make_config
 
 T, B, M, N, RANK = 3, 5, 7, 9, 3
@@ -59,7 +59,7 @@ def outputs_and_grads(run, cell, x, state, mask, readout):
 
 def fused_window(cell):
     assert cell.fused_rounds == (getattr(cell, "rounds", 0) > 0)
-    return lambda x, state, mask: graphed.window_call(cell, windows.PLAIN, x, state, mask)
+    return lambda x, state, mask: cuda_graphs.window_call(cell, cuda_windows.PLAIN, x, state, mask)
 
 
 def assert_all_close(expected, got, tol):
@@ -106,7 +106,7 @@ def test_the_cell_routes_training_through_the_fused_rounds_and_counts_it(monkeyp
     """Under the test switch the CPU takes CUDA's decisions: the compiled path (its steps left plain
     here, Inductor takes a minute on CPU) with the fused rounds, counted as such."""
     monkeypatch.setenv(fallback.FORCE_ON_CPU_ENV, "1")
-    monkeypatch.setattr(graphed, "compiled_steps", lambda: windows.PLAIN)
+    monkeypatch.setattr(cuda_graphs, "compiled_steps", lambda: cuda_windows.PLAIN)
     fallback.reset()
     cell = build("rlstm", 3, RANK)
     x, state, mask, readout = inputs(True)
@@ -190,6 +190,6 @@ def test_fused_graphs_match_the_torch_rounds_on_cuda(name, rounds, rank, precisi
                 expected = outputs_and_grads(torch_cell, torch_cell, x, state, mask, readout)
                 got = outputs_and_grads(fused_cell, fused_cell, x, state, mask, readout)
             assert_all_close(expected, got, {"fp32": 1e-4, "tf32": 2e-2, "bf16": 6e-2}[precision])
-        assert graphed._CAPTURES[fused_cell]
+        assert cuda_graphs._CAPTURES[fused_cell]
     finally:
         torch.backends.cuda.matmul.allow_tf32 = False

@@ -20,7 +20,7 @@ import torch
 from tests.child import run_child
 from tests.trainer.corpora import write_ptb
 from trainer import make_config, train
-from trainer.cells import fallback, windows
+from trainer.cells import cuda_windows, fallback
 
 
 @pytest.fixture(autouse=True)
@@ -54,14 +54,15 @@ def curve(run_dir: str) -> list[tuple[int, float, float]]:
     return [(m["step"], m["val_loss"], m["train_loss"]) for m in map(json.loads, lines)]
 
 
-def raising_steps(error: Exception) -> windows.Steps:
+def raising_steps(error: Exception) -> cuda_windows.Steps:
     """The plain steps, except that the LSTM step raises `error` (a compile failure's stand-in)."""
 
     def lstm(*args):
         raise error
 
-    return windows.Steps(
-        lstm, *(getattr(windows.PLAIN, f) for f in ("round", "rlstm_input", "rlstm_cell", "rlstm_output"))
+    return cuda_windows.Steps(
+        lstm,
+        *(getattr(cuda_windows.PLAIN, f) for f in ("round", "rlstm_input", "rlstm_cell", "rlstm_output")),
     )
 
 
@@ -75,7 +76,7 @@ def raising_steps(error: Exception) -> windows.Steps:
 )
 def test_a_failing_fast_path_falls_back_to_eager_once_with_the_eager_result(tmp_path, monkeypatch, error):
     monkeypatch.setenv(fallback.FORCE_ON_CPU_ENV, "1")
-    monkeypatch.setattr("trainer.cells.graphed.compiled_steps", lambda: raising_steps(error))
+    monkeypatch.setattr("trainer.cells.cuda_graphs.compiled_steps", lambda: raising_steps(error))
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         result = train(tiny(tmp_path, "auto"))
@@ -98,7 +99,7 @@ def test_a_failing_fast_path_falls_back_to_eager_once_with_the_eager_result(tmp_
 def test_with_cuda_path_graphs_a_failure_is_an_error_naming_the_cause(tmp_path, monkeypatch):
     monkeypatch.setenv(fallback.FORCE_ON_CPU_ENV, "1")
     broken = raising_steps(ValueError("no kernel for you"))
-    monkeypatch.setattr("trainer.cells.graphed.compiled_steps", lambda: broken)
+    monkeypatch.setattr("trainer.cells.cuda_graphs.compiled_steps", lambda: broken)
     with pytest.raises(
         RuntimeError, match=r"fast path of MogrifierLSTMCell failed \(ValueError: no kernel for you\)"
     ):

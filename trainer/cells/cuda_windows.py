@@ -1,7 +1,7 @@
-"""The fast CUDA path's mathematics: one layer's BPTT window as plain autograd ops (graphed.py).
+"""The fast CUDA path's mathematics: one layer's BPTT window as plain autograd ops (cuda_graphs.py).
 
-Hand-written, not fused.py's Function: that one fills buffers in place and has a hand-written
-backward tuned for CPU; graphed.py needs the window as a pure function of its tensor inputs, so
+Hand-written, not cpu_fused.py's Function: that one fills buffers in place and has a hand-written
+backward tuned for CPU; cuda_graphs.py needs the window as a pure function of its tensor inputs, so
 that its forward and its autograd backward can be captured as CUDA graphs. The pointwise parts of
 a step are separate functions, so that `compiled_steps()` can fuse each one into a single kernel
 with torch.compile; `PLAIN` is the same functions uncompiled (what the CPU tests run).
@@ -139,7 +139,7 @@ class _Rounds:
         return x, h
 
 
-# Hand-written, not fused.py's Function: a CUDA graph captures a pure function and its autograd backward.
+# Hand-written, not cpu_fused.py's Function: a CUDA graph captures a pure function and its autograd backward.
 def lstm_window(
     steps: Steps,
     ranks: Config,
@@ -228,6 +228,6 @@ def rlstm_window(
 
 
 # The windows with every step's rounds in one kernel launch (`mogrifier_kernel: fused`): module-level
-# objects, so that graphed.py's capture key (which holds the window) is the same on every call.
+# objects, so that cuda_graphs.py's capture key (which holds the window) is the same on every call.
 fused_lstm_window = functools.partial(lstm_window, fused_rounds=True)
 fused_rlstm_window = functools.partial(rlstm_window, fused_rounds=True)

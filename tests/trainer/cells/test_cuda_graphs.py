@@ -1,4 +1,4 @@
-"""The fast CUDA path (graphed.py, windows.py): its mathematics on CPU, and on CUDA the graphs.
+"""The fast CUDA path (cuda_graphs.py, cuda_windows.py): its mathematics on CPU, and on CUDA the graphs.
 
 The CPU tests run the very window functions the graphed path captures, with the plain pointwise
 steps (and once with the torch.compile'd ones), against the cells' reference forward and backward
@@ -12,7 +12,7 @@ import warnings
 import pytest
 import torch
 
-from trainer.cells import graphed, make_cell, paths, route, windows
+from trainer.cells import cuda_graphs, cuda_windows, make_cell, paths, route
 from trainer.config import TrainConfig, make_config
 from trainer.model import LanguageModel
 
@@ -57,7 +57,7 @@ def reference(cell, x, state, mask):
 
 
 def plain_window(cell, x, state, mask):
-    return graphed.window_call(cell, windows.PLAIN, x, state, mask)
+    return cuda_graphs.window_call(cell, cuda_windows.PLAIN, x, state, mask)
 
 
 @pytest.mark.parametrize("masked", [False, True], ids=["no_mask", "mask"])
@@ -80,7 +80,7 @@ def test_window_math_with_the_compiled_steps():
     x, state, mask, readout = random_inputs(masked=True)
 
     def compiled(cell, x, state, mask):
-        return graphed.window_call(cell, windows.compiled_steps(), x, state, mask)
+        return cuda_graphs.window_call(cell, cuda_windows.compiled_steps(), x, state, mask)
 
     expected = outputs_and_grads(reference, cell, x, state, mask, readout)
     got = outputs_and_grads(compiled, cell, x, state, mask, readout)
@@ -99,7 +99,7 @@ def test_window_gradcheck():
     leaves = tuple(p.detach().clone().requires_grad_() for p in params)
 
     def run(x, h0, c0, *ps):
-        return window(windows.PLAIN, config, x, h0, c0, mask, *ps)
+        return window(cuda_windows.PLAIN, config, x, h0, c0, mask, *ps)
 
     assert torch.autograd.gradcheck(run, (x, h0, c0, *leaves))
 
@@ -128,7 +128,7 @@ def test_cpu_never_takes_the_graphed_path(monkeypatch):
     def refuse(*args):
         raise AssertionError("graphed.run called on CPU")
 
-    monkeypatch.setattr(graphed, "run", refuse)
+    monkeypatch.setattr(cuda_graphs, "run", refuse)
     for name, rounds, rank in [("lstm", 0, 0), ("mogrifier_lstm", 3, RANK), ("rlstm", 0, 0), ("rlstm", 3, 0)]:
         cell = build(name, rounds, rank)
         x, state = torch.randn(T, B, M), cell.zero_state(B, "cpu", torch.float32)
@@ -184,7 +184,7 @@ def test_graphed_matches_eager_on_cuda(name, rounds, rank):
         got = outputs_and_grads(reference, fast, x, state, mask, readout)
         for a, b in zip(expected, got, strict=True):
             torch.testing.assert_close(b, a, rtol=1e-4, atol=1e-5)
-    assert len(graphed._CAPTURES[fast]) == 2  # one capture with a mask, one without
+    assert len(cuda_graphs._CAPTURES[fast]) == 2  # one capture with a mask, one without
 
 
 @pytest.mark.gpu
@@ -196,7 +196,7 @@ def test_a_capture_leaves_no_stale_stream_to_autograd():
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         outputs_and_grads(reference, fast, x, state, mask, readout)
-    assert graphed._CAPTURES[fast]  # captured, not fallen back
+    assert cuda_graphs._CAPTURES[fast]  # captured, not fallen back
     assert not [w for w in caught if "AccumulateGrad" in str(w.message)], [str(w.message) for w in caught]
 
 
@@ -236,4 +236,4 @@ def test_training_step_under_bf16_autocast(cell):
         assert all(p.grad is not None and torch.isfinite(p.grad).all() for p in model.parameters())
         optimizer.step()
     assert all(not torch.equal(a, b) for a, b in zip(before, model.parameters()))
-    assert any(graphed._CAPTURES.get(layer) for layer in model.layers)
+    assert any(cuda_graphs._CAPTURES.get(layer) for layer in model.layers)

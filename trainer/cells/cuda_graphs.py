@@ -1,7 +1,7 @@
 """The fast CUDA path: a layer's BPTT window, forward and backward, replayed as two CUDA graphs.
 
 On CUDA a window of the eager cells is launch-bound: dozens of small kernels per time step. Here
-the window's mathematics (windows.py, pointwise steps fused by torch.compile) is captured once per
+the window's mathematics (cuda_windows.py, pointwise steps fused by torch.compile) is captured once per
 layer, input shapes, dtypes and autocast state as a forward graph and a backward graph over static
 buffers; each later call copies its inputs into those buffers and replays the graph, one launch
 for the whole window. torch.compile's compilation is paid once per process for every shape
@@ -35,8 +35,8 @@ from torch.autograd.function import once_differentiable
 
 from . import fallback
 from .base import State
+from .cuda_windows import Config, Steps, compiled_steps
 from .paths import Path
-from .windows import Config, Steps, compiled_steps
 
 # Eager runs on a side stream before capture: torch.compile compiles, cuBLAS picks its kernels and
 # workspaces, and the allocator warms up, so that none of that happens inside the capture.
@@ -48,7 +48,7 @@ Args = Sequence[Tensor | None]
 def window_call(
     cell: nn.Module, steps: Steps, x: Tensor, state: State, mask: Tensor | None
 ) -> tuple[Tensor, State]:
-    """The cell's window through windows.py without capture: the graphed path's math on any device."""
+    """The cell's window through cuda_windows.py without capture: the graphed path's math on any device."""
     window, config, params = cell.fast_window()  # type: ignore[operator]
     h_seq, h, c = window(steps, config, x, *state, mask, *params)
     return h_seq, (h, c)

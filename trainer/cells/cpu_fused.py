@@ -4,7 +4,7 @@ The forward pass writes every step into preallocated buffers; the hand-written b
 window in reverse with no autograd graph and takes weight gradients as GEMMs over many steps' rows
 at once, as cuDNN and oneDNN do, instead of a thin GEMM per step. Measured on the PTB-size layer
 (bench/trainer_speed.py) this beat per-step autograd by ~5-8%. The large products and the per-step
-recurrent one (with its weight reordered once per window) run through oneDNN (onednn.py): on an
+recurrent one (with its weight reordered once per window) run through oneDNN (cpu_onednn.py): on an
 AVX-512 EPYC, where torch.mm's MKL takes its AVX2 path, that made the layer ~1.7x faster.
 Measured and not kept: torch.compile of the elementwise backward step (36 -> 5 ms per 70 steps,
 but 1-2 minutes of compilation in every new process, which short tuning trials cannot repay);
@@ -23,8 +23,8 @@ import torch
 from torch import Tensor
 from torch.autograd.function import once_differentiable
 
-from . import onednn
-from .onednn import RightFactor
+from . import cpu_onednn
+from .cpu_onednn import RightFactor
 
 
 def _lstm_cell(g: Tensor, c_prev: Tensor, c_out: Tensor, tanh_c: Tensor, h_out: Tensor) -> Tensor:
@@ -143,7 +143,7 @@ class CappedLSTMWindow(torch.autograd.Function):
             if rounds == 0:
                 if t % chunk == 0:  # W^x x + b for the next chunk of steps, hoisted out of the loop
                     xs = x[t : t + chunk].reshape(-1, m)
-                    gx_chunk = onednn.matmul(xs, w_x, bias).view(-1, batch, 4 * n)
+                    gx_chunk = cpu_onednn.matmul(xs, w_x, bias).view(-1, batch, 4 * n)
                 g = recurrent(h_hat[t]).add_(gx_chunk[t % chunk])
             else:
                 v = {-1: x[t], 0: h_hat[t]}
@@ -181,7 +181,9 @@ class CappedLSTMWindow(torch.autograd.Function):
         weight = w_h if rounds == 0 else torch.cat([w_x, w_h], dim=0)
         # On oneDNN W^T's blocked layout is made from W directly; on MKL the per-step dU = dG W^T
         # runs ~20% faster with a contiguous transpose.
-        recurrent_t = RightFactor(weight.t() if onednn.available(weight) else weight.t().contiguous(), batch)
+        recurrent_t = RightFactor(
+            weight.t() if cpu_onednn.available(weight) else weight.t().contiguous(), batch
+        )
         gates_t = [tuple(p.t().contiguous() for p in params[:-1]) for params in gates]
         d_weight = torch.zeros_like(weight)
         d_w_x, d_bias = torch.zeros_like(w_x), w_x.new_zeros(4 * n)
@@ -218,11 +220,11 @@ class CappedLSTMWindow(torch.autograd.Function):
             if t % chunk == 0:  # the chunk's weight gradients as GEMMs over all its C·B rows
                 span = slice(t, min(t + chunk, steps))
                 dgs = flat(dg_chunk[: span.stop - t])
-                d_weight += onednn.matmul(flat(u_all[span]).t(), dgs)
+                d_weight += cpu_onednn.matmul(flat(u_all[span]).t(), dgs)
                 d_bias += dgs.sum(0)
                 if rounds == 0:
-                    d_w_x += onednn.matmul(flat(x[span]).t(), dgs)
-                    dx[span].view(-1, m).copy_(onednn.matmul(dgs, w_x.t()))
+                    d_w_x += cpu_onednn.matmul(flat(x[span]).t(), dgs)
+                    dx[span].view(-1, m).copy_(cpu_onednn.matmul(dgs, w_x.t()))
         if rounds:
             d_w_x, d_w_h = d_weight[:m], d_weight[m:]
         else:
@@ -232,8 +234,8 @@ class CappedLSTMWindow(torch.autograd.Function):
             u_in = h_hat if i == 1 else values[i - 2]  # V[i-1]
             dz = flat(dz_all[i - 1])
             if lows[i - 1] is None:
-                d_gates += [onednn.matmul(flat(u_in).t(), dz), dz.sum(0)]
+                d_gates += [cpu_onednn.matmul(flat(u_in).t(), dz), dz.sum(0)]
             else:
-                d_w_in = onednn.matmul(flat(u_in).t(), flat(dlow_all[i - 1]))
-                d_gates += [d_w_in, onednn.matmul(flat(lows[i - 1]).t(), dz), dz.sum(0)]
+                d_w_in = cpu_onednn.matmul(flat(u_in).t(), flat(dlow_all[i - 1]))
+                d_gates += [d_w_in, cpu_onednn.matmul(flat(lows[i - 1]).t(), dz), dz.sum(0)]
         return (dx, d_w_x, d_w_h, d_bias, dh, dc, None, None, *d_gates)

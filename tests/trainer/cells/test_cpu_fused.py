@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from trainer.cells import fused, make_cell, onednn
+from trainer.cells import cpu_fused, cpu_onednn, make_cell
 
 T, B, M, N = 7, 3, 5, 4
 
@@ -20,8 +20,8 @@ def test_chunked_steps_match_one_chunk(monkeypatch, name, rounds, rank):
     readout = torch.randn(T, B, N, dtype=torch.float64)
     results = []
     for chunk_steps in (T, 3, 1):  # one chunk; chunks of 3 with a partial last one; single steps
-        monkeypatch.setattr(fused, "CHUNK_BYTES", chunk_steps * B * 4 * N * 8)
-        assert fused._chunk_steps(T, B, 4 * N, 8) == chunk_steps
+        monkeypatch.setattr(cpu_fused, "CHUNK_BYTES", chunk_steps * B * 4 * N * 8)
+        assert cpu_fused._chunk_steps(T, B, 4 * N, 8) == chunk_steps
         cell.zero_grad()
         x.grad = None
         h_seq, (_h, c) = cell(x, state, mask)
@@ -33,7 +33,7 @@ def test_chunked_steps_match_one_chunk(monkeypatch, name, rounds, rank):
 
 
 def test_gradcheck_with_small_chunks(monkeypatch):
-    monkeypatch.setattr(fused, "CHUNK_BYTES", 2 * 2 * 4 * N * 8)  # two steps per chunk
+    monkeypatch.setattr(cpu_fused, "CHUNK_BYTES", 2 * 2 * 4 * N * 8)  # two steps per chunk
     torch.manual_seed(0)
     cell = make_cell("lstm", M, N).double()
     x = torch.randn(5, 2, M, dtype=torch.float64, requires_grad=True)
@@ -63,7 +63,7 @@ def test_non_contiguous_input():
     torch.testing.assert_close(x.grad, x2.grad, rtol=0, atol=1e-14)
 
 
-@pytest.mark.skipif(not onednn._probe(), reason="this torch build has no usable oneDNN linear op")
+@pytest.mark.skipif(not cpu_onednn._probe(), reason="this torch build has no usable oneDNN linear op")
 @pytest.mark.parametrize(
     ("name", "rounds", "rank"), [("lstm", 0, 0), ("mogrifier_lstm", 3, 2), ("mogrifier_lstm", 2, 0)]
 )
@@ -77,8 +77,8 @@ def test_onednn_products_match_torch_mm(monkeypatch, name, rounds, rank):
     readout = torch.randn(T, B, N)
     results = []
     for enabled in (True, False):
-        monkeypatch.setattr(onednn, "ENABLED", enabled)
-        assert onednn.available(x) == enabled
+        monkeypatch.setattr(cpu_onednn, "ENABLED", enabled)
+        assert cpu_onednn.available(x) == enabled
         cell.zero_grad()
         x.grad = None
         h_seq, (_, c) = cell(x, state, mask)
