@@ -143,11 +143,11 @@ def host_name(netloc: str) -> str:
 
 def normalise_hosts(entries: list[str]) -> tuple[str, ...]:
     """RNNTUNE_ALLOWED_HOSTS' entries as the guard compares them: lower-case, without a port or an
-    IPv6 literal's brackets (`LocalHost`, `api:8000` and `[::1]` are `localhost`, `api`, `::1`);
-    InvalidInput naming the variable for an entry that is not `host[:port]`."""
+    IPv6 literal's brackets (`LocalHost`, `api:8000`, `[::1]` and a bare `::1` are `localhost`,
+    `api`, `::1`, `::1`); InvalidInput naming the variable for an entry that is not `host[:port]`."""
     names = []
     for entry in entries:
-        name = host_name(entry)
+        name = _bare_ipv6(entry) or host_name(entry)  # Compose's default list names ::1 unbracketed
         if not name:
             raise InvalidInput(
                 f"{ALLOWED_HOSTS_ENV}: {entry!r} is not a host name, IPv4 address or [IPv6] address "
@@ -155,6 +155,15 @@ def normalise_hosts(entries: list[str]) -> tuple[str, ...]:
             )
         names.append(name)
     return tuple(dict.fromkeys(names))
+
+
+def _bare_ipv6(entry: str) -> str | None:
+    """`entry` as a lower-case IPv6 address when it is one written without brackets, else None."""
+    try:
+        address = ipaddress.ip_address(entry.strip())
+    except ValueError:
+        return None
+    return str(address).lower() if address.version == 6 else None
 
 
 def default_hosts(host: str | None) -> tuple[str, ...]:

@@ -108,6 +108,9 @@ def test_allowed_hosts_follow_the_listening_address(monkeypatch, env):
 def test_allowed_host_entries_are_normalised(monkeypatch, env):
     """`LocalHost`, `api:8000` and `[::1]` in RNNTUNE_ALLOWED_HOSTS match the requests that name
     them, whatever their case or port; an entry that is no host is refused at start-up, named."""
+    monkeypatch.setenv("RNNTUNE_ALLOWED_HOSTS", "api,localhost,127.0.0.1,::1")  # Compose's default list
+    compose = ApiSettings.from_env(env["db_url"], env["storage"], host="0.0.0.0")
+    assert compose.allowed_hosts == ("api", "localhost", "127.0.0.1", "::1")
     monkeypatch.setenv("RNNTUNE_ALLOWED_HOSTS", "LocalHost, api:8000, [::1]")
     settings = ApiSettings.from_env(env["db_url"], env["storage"], host="0.0.0.0")
     assert settings.allowed_hosts == ("localhost", "api", "::1")
