@@ -91,7 +91,7 @@ def test_a_reproduced_odd_attribute_is_named_not_a_500(env, key, value):
 
 
 @given(key=st.sampled_from(KEYS), value=JSON)
-@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 def test_any_json_in_any_attribute_is_no_5xx(env, key, value):
     storage = env["storage"]
     study_id = storage.get_study_id_from_name("odd")
