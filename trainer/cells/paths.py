@@ -24,7 +24,7 @@ import threading
 from collections import Counter
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Literal
+from typing import Literal, cast
 
 CudaPath = Literal["auto", "graphs", "eager"]
 CUDA_PATHS: tuple[CudaPath, ...] = ("auto", "graphs", "eager")
@@ -119,15 +119,5 @@ def path_used(on_cuda: bool, forced_on_cpu: bool = False) -> PathUsed:
     taken = {key.removesuffix(FUSED_ROUNDS) for key in counts()}
     for path in (Path.EAGER, Path.GRAPHS, Path.COMPILED, Path.CPU):
         if path.value in taken:
-            return _as_used(path)
+            return cast(PathUsed, path.value)
     return "eager" if on_cuda or forced_on_cpu else "cpu"
-
-
-def _as_used(path: Path) -> PathUsed:
-    used: dict[Path, PathUsed] = {
-        Path.CPU: "cpu",
-        Path.EAGER: "eager",
-        Path.COMPILED: "compiled",
-        Path.GRAPHS: "graphs",
-    }
-    return used[path]

@@ -16,7 +16,7 @@ from collections.abc import Iterator
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
-# A fixed key for pg_advisory_lock: "rnntune-create" folded into a signed 64-bit integer.
+# A fixed key for pg_advisory_lock: the bytes "rnntcrea" as a signed 64-bit integer.
 ADVISORY_KEY = int.from_bytes(b"rnntcrea", "big") - 2**63
 _PROCESS_LOCK = threading.Lock()
 

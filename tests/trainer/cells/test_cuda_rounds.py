@@ -93,7 +93,7 @@ def test_odd_sizes_past_one_block(name, rounds, rank, b, m, n):
     assert_all_close(expected, got, 5e-5)
 
 
-def test_no_grad_forward_matches_and_records_nothing():
+def test_no_grad_forward_matches():
     cell = build("mogrifier_lstm", 3, RANK)
     x, state, mask, _ = inputs(True)
     with torch.no_grad():
