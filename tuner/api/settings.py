@@ -11,7 +11,9 @@ Every request must name a Host in `allowed_hosts` (DNS rebinding): `$RNNTUNE_ALL
 (comma-separated, `*` for any), by default the loopback names plus the listening address (for a
 wildcard address, this machine's host names). A server listening beyond loopback needs a read token
 unless started with `--public-reads` (`check_exposure`): otherwise anyone who reaches the port reads
-every study and checkpoint.
+every study and checkpoint. The MLflow servers a request may name as `mlflow_uri` are
+`$RNNTUNE_MLFLOW_URIS` (comma-separated; none by default: then only a local store inside the
+storage root, `tuner.sweeps.trackers.uris`).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from pathlib import Path
 
 from tuner.errors import InvalidInput
 from tuner.storage.study import DEFAULT_STORAGE_ROOT, STORAGE_ENV, resolve_db_url
+from tuner.sweeps.trackers.uris import allowed_uris
 
 DATA_ROOTS_ENV = "RNNTUNE_DATA_ROOTS"
 ALLOWED_HOSTS_ENV = "RNNTUNE_ALLOWED_HOSTS"
@@ -41,6 +44,7 @@ class ApiSettings:
     api_token: str | None = None
     read_token: str | None = None
     data_roots: tuple[Path, ...] = ()
+    mlflow_uris: tuple[str, ...] = ()  # RNNTUNE_MLFLOW_URIS: the MLflow servers clients may name
     allowed_hosts: tuple[str, ...] | None = LOOPBACK_HOSTS  # None: any Host
     max_body_bytes: int = MAX_BODY_BYTES
     public_reads: bool = False  # `--public-reads`: reads open on a non-loopback address, knowingly
@@ -79,6 +83,7 @@ class ApiSettings:
             api_token=os.environ.get("RNNTUNE_API_TOKEN") or None,
             read_token=os.environ.get("RNNTUNE_API_READ_TOKEN") or None,
             data_roots=tuple(_real(r) for r in roots),
+            mlflow_uris=allowed_uris(),
             allowed_hosts=hosts,
             public_reads=public_reads,
             **_bounds_from_env(),

@@ -21,6 +21,7 @@ from tuner.storage import creation, study_attrs
 from tuner.storage.confine import resolve_within
 from tuner.storage.lease import read, read_all
 from tuner.sweeps.launch import control
+from tuner.sweeps.trackers import uris
 from tuner.sweeps.widen import control as widen_control
 
 router = APIRouter(prefix="/studies", tags=["studies"])
@@ -116,6 +117,18 @@ def check_checkpoint(body: CreateStudy, settings: ApiSettings) -> None:
         )
 
 
+def check_tracker(uri: str | None, settings: ApiSettings, field: str, code: int) -> None:
+    """`code` (422 at creation, 409 at start for a stored spec) unless the MLflow URI is one this
+    server lets clients name (`tuner.sweeps.trackers.uris.rest_problem`)."""
+    if uri is None:
+        return
+    problem = uris.rest_problem(
+        uri, allowed=settings.mlflow_uris, storage_root=settings.storage_root, database_url=settings.db_url
+    )
+    if problem is not None:
+        raise HTTPException(code, f"{field}: {problem}")
+
+
 @router.post(
     "",
     response_model=StudyDetail,
@@ -132,6 +145,7 @@ async def create_study(request: Request) -> dict:
     bounds.check_cpus_per_trial(body.cpus_per_trial, state.settings, "body.cpus_per_trial", 422)
     check_data_dirs(body, state.settings)
     check_checkpoint(body, state.settings)
+    check_tracker(body.mlflow_uri, state.settings, "body.mlflow_uri", status.HTTP_422_UNPROCESSABLE_CONTENT)
     await run_in_threadpool(create_bounded, state, body)
     return await run_in_threadpool(detail, state, body.name)
 
@@ -166,6 +180,7 @@ def start_study(request: Request, name: StudyName) -> dict:
     study_folder(attrs, state.settings.storage_root, name)
     if (spec := SweepSpec.stored_in(attrs)) is not None:
         bounds.check_cpus_per_trial(spec.cpus_per_trial, state.settings, "cpus_per_trial", 409)
+        check_tracker(spec.mlflow_uri, state.settings, "mlflow_uri", status.HTTP_409_CONFLICT)
     bounds.check_runs(live_runs(request), state.settings)
     handle = control.start(state, name)
     return {

@@ -18,6 +18,7 @@ from tuner.sweeps.drive.searcher import StudySearcher
 from tuner.sweeps.trackers.guard import Guard, Tracker
 from tuner.sweeps.trackers.records import Point, ending, point
 from tuner.sweeps.trackers.tensorboard import TensorBoardRuns
+from tuner.sweeps.trackers.uris import artifact_location
 from tuner.sweeps.trial.lifecycle import METRIC
 
 
@@ -29,7 +30,8 @@ def open_trackers(spec: SweepSpec, study_name: str, storage_root: Path) -> list[
     if spec.mlflow_uri:  # its client's presence was checked before Ray started (execute.py)
         from tuner.sweeps.trackers.mlflow_runs import MlflowRuns  # the optional dependency
 
-        trackers.append(MlflowRuns(spec.mlflow_uri, study_name, spec.mlflow_checkpoints))
+        artifacts = artifact_location(spec.mlflow_uri, storage_root)
+        trackers.append(MlflowRuns(spec.mlflow_uri, study_name, spec.mlflow_checkpoints, artifacts))
     return trackers
 
 

@@ -32,7 +32,8 @@ _PACKAGE_ROOT = str(Path(tuner.__file__).resolve().parent.parent)
 # A child asked to stop gets SIGTERM if still alive after this long, SIGKILL after KILL_AFTER_S more.
 STOP_TIMEOUT_S = 120.0
 KILL_AFTER_S = 15.0
-# The only environment a child gets from the API (plus its database URL): no token, nothing else.
+# The only environment a child gets from the API (plus its database URL): no API token, nothing else.
+# MLFLOW_* carries the tracking server's credentials and settings (docs/trackers.md) to the sweep.
 _ENV_NAMES = (
     "PATH",
     "HOME",
@@ -45,7 +46,7 @@ _ENV_NAMES = (
     "VIRTUAL_ENV",
     "LD_LIBRARY_PATH",
 )
-_ENV_PREFIXES = ("LC_", "RAY_", "CUDA_", "NVIDIA_", "OMP_", "MKL_", "TORCH_", "PYTHON", "RNNTUNE_")
+_ENV_PREFIXES = ("LC_", "RAY_", "CUDA_", "NVIDIA_", "OMP_", "MKL_", "TORCH_", "PYTHON", "RNNTUNE_", "MLFLOW_")
 
 
 @dataclass

@@ -19,6 +19,7 @@ import optuna
 
 from trainer import TrainConfig
 from tuner.errors import InvalidInput, StudyError, StudyExistsError
+from tuner.policies import procedure
 from tuner.space import SearchSpace, SpaceError, resolve_space
 from tuner.spec import NAME_PATTERN, SweepSpec
 from tuner.spec.sweep_spec import validate
@@ -54,11 +55,13 @@ def create_study(
         raw = {k: v for k, v in given.items() if v is not None}
         spec = validate(raw)
         space = resolve_space(loaded or spec.space, spec.overrides.model_dump() if _given(spec) else None)
-        if paper := {k: v for k, v in space.sweep.given().items() if k not in explicit}:
-            spec = validate({**raw, **paper})  # the space's own search procedure (`sweep:` in its file)
+        # The space's own search (`sweep:` in its file); `procedure: paper` takes it whole.
+        chosen = {k: v for k, v in raw.items() if k in explicit}
+        if from_block := procedure.space_fields(spec.procedure, space.sweep.given(), chosen):
+            spec = validate({**raw, **from_block})
         spec = resolve(spec, space)
         spec, space = dyneval_study.check(spec, space, data_roots)
-        check_available(spec)
+        check_available(spec, storage_url)
         space = with_absolute_data_dir(space)
     except (StudyError, SpaceError):
         raise

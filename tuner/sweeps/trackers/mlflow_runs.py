@@ -32,8 +32,11 @@ class MlflowRuns:
 
     name = "mlflow"
 
-    def __init__(self, uri: str, study_name: str, upload_checkpoints: bool = False) -> None:
+    def __init__(
+        self, uri: str, study_name: str, upload_checkpoints: bool = False, artifacts: str | None = None
+    ) -> None:
         self._uri = uri
+        self._artifacts = artifacts  # a new experiment's artifact location (uris.artifact_location)
         self._study = study_name
         self._upload = upload_checkpoints
         self._client: MlflowClient | None = None
@@ -51,7 +54,9 @@ class MlflowRuns:
         client = MlflowClient(tracking_uri=self._uri)
         experiment = client.get_experiment_by_name(self._study)
         self._experiment = (
-            experiment.experiment_id if experiment is not None else client.create_experiment(self._study)
+            experiment.experiment_id
+            if experiment is not None
+            else client.create_experiment(self._study, artifact_location=self._artifacts)
         )
         found = client.search_runs([self._experiment], f"tags.`{ROLE}` = 'study'", max_results=1)
         if found:

@@ -25,6 +25,15 @@ def test_child_env_has_the_database_url_and_no_token(monkeypatch):
     assert "w-secret" not in str(env) and "cloud-secret" not in str(env)
 
 
+def test_child_env_carries_mlflow_settings_docs_tell_users_to_set(monkeypatch):
+    """docs/trackers.md: credentials and client settings of the tracking server are MLflow's own
+    variables; a sweep the API starts must see them."""
+    monkeypatch.setenv("MLFLOW_TRACKING_TOKEN", "ml-token")
+    monkeypatch.setenv("MLFLOW_HTTP_REQUEST_TIMEOUT", "10")
+    env = launcher.child_env("sqlite:///x.db", None)
+    assert env["MLFLOW_TRACKING_TOKEN"] == "ml-token" and env["MLFLOW_HTTP_REQUEST_TIMEOUT"] == "10"
+
+
 def test_log_path_stays_under_the_server_storage_whatever_the_study_name(tmp_path):
     for name in ("../../etc/cron.d/x", "/abs/path", "..", "ok-name.1"):
         path = launcher.log_path(tmp_path, name)
