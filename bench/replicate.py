@@ -11,22 +11,31 @@ settings and their mechanical verdicts are in bench/replication_rows.py.
     python -m bench.replicate                       # small scale on CPU, every row
     python -m bench.replicate --workers 2 --only rounds,averaging
     python -m bench.replicate --scale ptb --device cuda --data-dir data/ptb   # needs a GPU and PTB
+    python -m bench.replicate --render docs/results/replication.json --doc docs/replication.md
 
-Writes results.json (every run and row) and replication.md (the table) to --out.
+Writes results.json (every run and row) to --out and the whole replication document
+(bench/replication_doc.py) to --doc, by default --out's replication.md; --render rewrites the
+document from a saved results.json, the rows judged again, without training.
 """
 
 from __future__ import annotations
 
 import argparse
+import datetime
 import json
 import math
+import os
+import platform
+import shlex
+import sys
 import tempfile
 import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 from typing import Any
 
-from bench.replication_rows import SCALES, SEEDS, TAIL_STARTS, Row, Seeds, fmt, rows
+from bench.replication_doc import document
+from bench.replication_rows import SCALES, SEEDS, TAIL_STARTS, Row, Seeds, rows
 
 # --- running ---------------------------------------------------------------------------------
 
@@ -176,10 +185,17 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--only", default="", help=f"comma-separated rows: {names}")
     parser.add_argument("--data-dir", help="PTB's folder (ptb.train.txt, …) for --scale ptb")
     parser.add_argument("--steps", type=int, help="override max_steps of every run")
+    parser.add_argument("--out", default="runs/replication", help="folder for results.json and the runs")
+    parser.add_argument("--doc", help="where the replication document goes (default: OUT/replication.md)")
     parser.add_argument(
-        "--out", default="runs/replication", help="folder for results.json, replication.md and the runs"
+        "--render", help="a results.json to rewrite the document from (rows judged again), without training"
     )
     args = parser.parse_args(argv)
+    doc = Path(args.doc) if args.doc else Path(args.out) / "replication.md"
+    if args.render:
+        saved = json.loads(Path(args.render).read_text())
+        print(render(saved, doc))
+        return
 
     chosen = rows(args.scale)
     if args.only:
@@ -205,6 +221,8 @@ def main(argv: list[str] | None = None) -> None:
     print(f"{len(jobs)} runs on {args.workers} worker(s), {args.scale} scale, {args.device}", flush=True)
 
     started = time.time()
+    machine = machine_info()
+    command = "python -m bench.replicate " + shlex.join(sys.argv[1:] if argv is None else argv)
     results: dict[str, dict[str, Any]] = {}
     # Seed 0 of every run first, then seed 1, then 2: a run cut short still has every row.
     order = sorted(jobs, key=lambda k: jobs[k]["config"]["seed"])
@@ -227,22 +245,78 @@ def main(argv: list[str] | None = None) -> None:
                 "base": base,
                 "runs_done": len(results),
                 "runs_planned": len(jobs),
+                "date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d"),
+                "command": command,
+                "machine": {**machine, "load_average": [machine["load_start"], os.getloadavg()[0]]},
             }
-            table = write_outputs(out, chosen, plan, results, meta)
-    print(table)
+            text = write_outputs(out, doc, chosen, plan, results, meta)
+    print(text)
 
 
-def write_outputs(out: Path, chosen: list[Row], plan: dict, results: dict, meta: dict[str, Any]) -> str:
-    """Write results.json and replication.md for the runs finished so far; returns the table."""
+def machine_info() -> dict[str, Any]:
+    """Where the run happens, for the document: CPU, cores, OS, torch and Python, the load now."""
+    import torch
+
+    cpu = platform.processor() or platform.machine()
+    try:
+        lines = Path("/proc/cpuinfo").read_text().splitlines()
+    except OSError:
+        lines = []
+    names = [line.split(":", 1)[1].strip() for line in lines if line.startswith("model name")]
+    cpu = names[0] if names else cpu
+    return {
+        "cpu": cpu,
+        "cpus": os.cpu_count(),
+        "platform": platform.platform(terse=True),
+        "torch": torch.__version__,
+        "python": platform.python_version(),
+        "load_start": os.getloadavg()[0],
+    }
+
+
+def write_outputs(
+    out: Path, doc: Path, chosen: list[Row], plan: dict, results: dict, meta: dict[str, Any]
+) -> str:
+    """Write results.json and the document for the runs finished so far; returns the document."""
     report = build_report(chosen, plan, results)
-    (out / "results.json").write_text(
-        json.dumps(
-            {"rows": report["rows"], "meta": meta, "runs": list(results.values())}, indent=2, default=str
+    saved = {"rows": report["rows"], "meta": meta, "runs": list(results.values())}
+    (out / "results.json").write_text(json.dumps(saved, indent=2, default=str))
+    return write_document(doc, report["rows"], meta, [r.name for r in rows(meta["scale"])])
+
+
+def write_document(
+    doc: Path, report_rows: list[dict[str, Any]], meta: dict[str, Any], names: list[str]
+) -> str:
+    doc.parent.mkdir(parents=True, exist_ok=True)
+    text = document(report_rows, meta, names)
+    doc.write_text(text)
+    return text
+
+
+def rejudge(saved_rows: list[dict[str, Any]], scale: str) -> list[dict[str, Any]]:
+    """Saved rows judged again by today's rules (and described by today's claims), from their
+    stored per-seed values; rows still pending or failed stay as they were."""
+    current = {r.name: r for r in rows(scale)}
+    out = []
+    for saved in saved_rows:
+        row = current.get(saved["name"])
+        if row is None or saved["agrees"] in ("pending", "not run"):
+            out.append(saved)
+            continue
+        comparison, agrees = row.judge(saved["values"])
+        out.append(
+            {**saved, "claim": row.claim, "paper": row.paper, "paper_ptb": row.paper_ptb}
+            | {"comparison": comparison, "agrees": agrees}
         )
+    return out
+
+
+def render(saved: dict[str, Any], doc: Path) -> str:
+    """The document of a saved results.json, its rows judged again; returns the document."""
+    meta = saved["meta"]
+    return write_document(
+        doc, rejudge(saved["rows"], meta["scale"]), meta, [r.name for r in rows(meta["scale"])]
     )
-    table = markdown(report["rows"], meta["scale"])
-    (out / "replication.md").write_text(table + "\n")
-    return table
 
 
 def build_report(chosen: list[Row], plan: dict, results: dict) -> dict[str, Any]:
@@ -281,25 +355,6 @@ def build_report(chosen: list[Row], plan: dict, results: dict) -> dict[str, Any]
             }
         )
     return {"rows": out}
-
-
-def markdown(report_rows: list[dict[str, Any]], scale: str) -> str:
-    """The table: claim, what the paper reports, our mean ± sd per arm, the verdict, the PTB column."""
-    ours_ptb = "ours at PTB scale"
-    header = (
-        f"| row | paper reports | ours ({scale} scale, mean ± sd, 3 seeds) | comparison | agrees | "
-        f"paper (PTB, 24M) | {ours_ptb} |"
-    )
-    lines = [header, "|---|---|---|---|---|---|---|"]
-    for r in report_rows:
-        digits = 3
-        ours = "<br>".join(f"{label}: {fmt(v, digits)}" for label, v in r["values"].items())
-        ptb = "see the ours column" if scale == "ptb" else "not run"
-        lines.append(
-            f"| {r['claim']} | {r['paper']} | {ours} | {r['comparison']} | {r['agrees']} | "
-            f"{r['paper_ptb']} | {ptb} |"
-        )
-    return "\n".join(lines)
 
 
 if __name__ == "__main__":

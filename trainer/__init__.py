@@ -7,13 +7,15 @@ The trainer never imports the tuner, Ray or Optuna: `train(config, report)` is a
 * `cells/`: the recurrent cells; `model`: the language model; `mos`: its output layer's scores
   and the Mixture of Softmaxes.
 * `objective`, `optim`, `averaging`, `divergence`, `loop`: training; `checkpoint`: checkpoints.
-* `evaluate`, `dyneval`, `figures`, `result`: evaluation and what a run ends with.
+* `evaluate`, `dyneval`, `figures`, `result`: evaluation and what a run ends with; `measures`: the
+  model's size (before training) and the run's peak memory.
 """
 
 from .checkpoint import load_checkpoint
 from .config import ConfigError, TrainConfig, load_config, make_config
 from .data import DataError
 from .loop import Trainer, train
+from .measures import model_size
 from .result import TrainingDiverged, TrainResult
 
 __all__ = [
@@ -26,5 +28,6 @@ __all__ = [
     "load_checkpoint",
     "load_config",
     "make_config",
+    "model_size",
     "train",
 ]

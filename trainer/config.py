@@ -54,15 +54,18 @@ class ConfigError(ValueError):
     """A config that cannot be used; the message names the field and what is allowed."""
 
 
-# Every dropout rate of the model (a setting that turns regularisation off sets them all to 0).
+# Every dropout rate of the model (a setting that turns regularisation off sets them all to 0);
+# `downprojected_output_dropout` follows `output_dropout` unless set, so it is listed apart.
 DROPOUTS = (
     "input_dropout",
     "inter_layer_dropout",
     "cell_output_dropout",
     "state_dropout",
     "output_dropout",
-    "mos_latent_dropout",
 )
+# Older configs and checkpoints name the mixture's latent dropout this (one mask per sequence then);
+# read as downprojected_output_dropout where a mixture used it, dropped where it was ignored.
+LEGACY_MOS_LATENT_DROPOUT = "mos_latent_dropout"
 
 
 class TrainConfig(BaseModel):
@@ -83,10 +86,8 @@ class TrainConfig(BaseModel):
     inter_layer_dropout: float = _dropout("between layers of the skip architecture")
     cell_output_dropout: float = _dropout("on each cell's output in the residual architecture (§4.2)")
     state_dropout: float = _dropout("variational: one mask on h_prev per sequence and layer")
-    output_dropout: float = _dropout("before the softmax, a fresh mask per time step")
-    mos_latent_dropout: float = _dropout(
-        "mos_components > 1: variational dropout on the mixture's latent contexts, one mask per sequence "
-        "(Yang et al. 2017's dropoutl); ignored with one component"
+    output_dropout: float = _dropout(
+        "on the last cell outputs before the output layer, a fresh mask per time step"
     )
     mogrifier_rounds: int = tunable(
         5,
@@ -131,6 +132,14 @@ class TrainConfig(BaseModel):
         "size, §5.1), corrected (eqs. 11-13 with U x, eq. 23 a gate, the rest as printed) or default "
         "(corrected with h = o ⊙ tanh(c) and intermediate size = hidden size)",
     )
+    downprojected_output_dropout: float | None = Field(
+        None,
+        ge=0.0,
+        lt=1.0,
+        description="dropout after the output layer's down-projection (input_embedding_ratio < 1) and on a "
+        "mixture's latent contexts (mos_components > 1), a fresh mask per time step; None: output_dropout's "
+        "rate, as lamb runs it (lamb_flags.py: downprojected_output_dropout -1 means output_dropout)",
+    )
     input_encoding: InputEncoding = Field(
         "embedding",
         description="what the first layer reads: embedding (a learned embedding of the token) or one_hot "
@@ -164,6 +173,14 @@ class TrainConfig(BaseModel):
         description="2ta (thesis §3.4 Algorithm 2), switch (Mogrifier paper §3.3: the raw weights until "
         "averaging_patience evaluations without improvement or 80% of max_steps, then their tail average) "
         "or none (the raw weights at every evaluation, the best kept: Maupomé & Meurs §5.1)",
+    )
+    drop_state_probability: float = Field(
+        0.0,
+        ge=0.0,
+        lt=1.0,
+        description="at each training step, zero each sequence's carried state (every layer's) with this "
+        "probability, so training also sees the zero state evaluation starts from (lamb/training.py; 0.01 in "
+        "every published lamb config); 0: never",
     )
     averaging_patience: int = Field(
         50,
@@ -207,6 +224,13 @@ class TrainConfig(BaseModel):
         description="Monte Carlo dropout multiplies every dropout rate by this (Mogrifier §3.3; 1 = unscaled); "
         "None: chosen on validation beside the temperature, as the paper's MC results are",
     )
+    eval_temperature: float | None = Field(
+        None,
+        gt=0.0,
+        le=100.0,
+        description="softmax temperature of the end-of-run test figures; None: chosen on validation "
+        "(thesis §4.6); 1: none, as Maupomé & Meurs (§5) evaluate",
+    )
     reverse_copy_length: int = Field(
         50, ge=1, le=100000, description="reverse copy: tokens per sequence (Mogrifier paper §4.3: 50-200)"
     )
@@ -247,6 +271,18 @@ class TrainConfig(BaseModel):
             values = {**values, "optimizer": "adam", "adam_beta1": 0.0}
         return values
 
+    @model_validator(mode="before")
+    @classmethod
+    def _legacy_mos_latent_dropout(cls, values: Any) -> Any:
+        """`mos_latent_dropout` (older configs and checkpoints): the rate a mixture's latent contexts
+        took, now `downprojected_output_dropout`; ignored, and so dropped, with one component."""
+        if isinstance(values, dict) and LEGACY_MOS_LATENT_DROPOUT in values:
+            values = dict(values)
+            rate = values.pop(LEGACY_MOS_LATENT_DROPOUT)
+            if values.get("mos_components", 1) > 1 and "downprojected_output_dropout" not in values:
+                values["downprojected_output_dropout"] = rate
+        return values
+
     @model_validator(mode="after")
     def _check_combinations(self) -> TrainConfig:
         if self.hidden_size is None and self.num_params is None:
@@ -266,8 +302,8 @@ class TrainConfig(BaseModel):
     def _check_reverse_copy(self) -> TrainConfig:
         """Reverse copy trains without dropout (Mogrifier paper §4.3) and has no text to adapt to."""
         if self.dataset == "reverse_copy":
-            for name in DROPOUTS:
-                if getattr(self, name) != 0.0:
+            for name in (*DROPOUTS, "downprojected_output_dropout"):
+                if getattr(self, name) not in (0.0, None):
                     raise ValueError(
                         f"{name} must be 0 for dataset reverse_copy (no dropout, Mogrifier paper §4.3)"
                     )
@@ -276,6 +312,13 @@ class TrainConfig(BaseModel):
             if self.dyneval:
                 raise ValueError("dyneval does not apply to dataset reverse_copy")
         return self
+
+    @property
+    def downprojected_rate(self) -> float:
+        """The dropout rate after the down-projection and on a mixture's contexts (lamb's -1: output_dropout)."""
+        if self.downprojected_output_dropout is None:
+            return self.output_dropout
+        return self.downprojected_output_dropout
 
     @property
     def word_level(self) -> bool:

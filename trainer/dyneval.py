@@ -14,6 +14,13 @@ dynamic evaluation follows:
   weight by its RMS gradient relative to the mean over all weights, capped at 1 (no overshoot
   past θ₀).
 * As App. 2.A says, gradient clipping is off and the l2 penalty is zero; dropout is off.
+* The softmax temperature is estimated first, as lamb's experiment/mogrifier/tune_dyneval.sh runs
+  it (`eval_softmax_temperature=-0.8`, `eval_softmax_temperature_estimation_num_tokens=50000`,
+  `batch_size=1024`; the search is lamb/evaluation.py's `evaluate_all`): static evaluation of the
+  validation split's first 50,000 tokens in 1024 streams, logits multiplied by 1.06, 1.04, … down
+  to 0.8 until two multipliers in a row bring no improvement; the best multiplier m then scales the
+  logits of every window dynamic evaluation scores and adapts on (our temperature T = 1/m, since
+  the trainer divides logits by T). The gradient statistics stay at T = 1, as lamb's are.
 
 The per-window update is vectorised over all parameter tensors with torch._foreach_* kernels
 (the multi-tensor ops torch.optim's `foreach` implementations run on); they are private API, so
@@ -31,6 +38,7 @@ from torch import Tensor
 
 from .config import TrainConfig
 from .data import batchify
+from .evaluate import evaluate
 from .model import LanguageModel, detach_state
 from .objective import token_log_likelihood
 
@@ -41,6 +49,14 @@ SETTINGS = ("max_time_steps", "dyneval_learning_rate", "dyneval_decay_rate", "dy
 STATS_BATCH_SIZE = 1024
 # Batch size of the evaluated stream (lamb, Krause et al. 2018).
 EVAL_BATCH_SIZE = 1
+# The temperature search of lamb's experiment/mogrifier/tune_dyneval.sh: validation tokens read,
+# streams they are read in, and the logit multipliers 1.06, 1.04, … tried down to 0.8
+# (eval_softmax_temperature=-0.8; lamb/evaluation.py: 1.06 - 0.02 i while not below 0.8).
+TEMPERATURE_TOKENS = 50_000
+TEMPERATURE_BATCH_SIZE = 1024
+LOGIT_MULTIPLIERS = tuple(round(1.06 - 0.02 * i, 2) for i in range(14))  # 1.06 … 0.80
+# lamb/evaluation.py stops the search when the best multiplier is two or more candidates back.
+TEMPERATURE_PATIENCE = 2
 
 _FOREACH = (
     "_foreach_sub",
@@ -117,8 +133,32 @@ def dyneval_update(
         torch._foreach_addcmul_(params, grads, stats.scale, value=-lr)
 
 
-def dynamic_evaluate(model: LanguageModel, ids: Tensor, stats: GradientStatistics, cfg: TrainConfig) -> float:
-    """Mean nats/token of a split's token stream [N] read at batch 1 while adapting; restores θ₀."""
+def estimate_temperature(model: LanguageModel, valid_ids: Tensor, cfg: TrainConfig) -> float:
+    """The softmax temperature 1/m for dynamic evaluation, m the logit multiplier lamb's
+    tune_dyneval.sh search picks: static evaluation (dropout off, no adaptation) of the first
+    TEMPERATURE_TOKENS validation tokens in up to TEMPERATURE_BATCH_SIZE streams and windows of
+    `max_time_steps`, multipliers tried in LOGIT_MULTIPLIERS' order until the best lies
+    TEMPERATURE_PATIENCE candidates back (lamb/evaluation.py `evaluate_all`)."""
+    window = cfg.max_time_steps
+    batch = max(1, min(TEMPERATURE_BATCH_SIZE, valid_ids.numel() // (window + 1)))
+    windows = max(1, TEMPERATURE_TOKENS // batch // window)
+    data = batchify(valid_ids, batch)[: windows * window + 1]
+    temperatures = [1.0 / m for m in LOGIT_MULTIPLIERS]
+    losses = evaluate(model, data, window, temperatures)  # one pass scores every candidate
+    best = 0
+    for i, loss in enumerate(losses):
+        if best + TEMPERATURE_PATIENCE < i:
+            break  # lamb evaluates candidates one by one and stops here: later ones are never seen
+        if loss < losses[best]:
+            best = i
+    return temperatures[best]
+
+
+def dynamic_evaluate(
+    model: LanguageModel, ids: Tensor, stats: GradientStatistics, cfg: TrainConfig, temperature: float = 1.0
+) -> float:
+    """Mean nats/token of a split's token stream [N] read at batch 1 while adapting; restores θ₀.
+    Logits are divided by `temperature` both in the score and in the loss each step adapts on."""
     params: list[Tensor] = list(model.parameters())
     theta0 = [p.detach().clone() for p in params]
     data = batchify(ids, EVAL_BATCH_SIZE)
@@ -131,8 +171,8 @@ def dynamic_evaluate(model: LanguageModel, ids: Tensor, stats: GradientStatistic
         for start in range(0, n - 1, cfg.max_time_steps):
             end = min(start + cfg.max_time_steps, n - 1)
             y = data[start + 1 : end + 1]
-            log_probs, state = model(data[start:end], state)
-            ll = token_log_likelihood(log_probs, y)
+            features, state = model.features(data[start:end], state)
+            ll = token_log_likelihood(model.scores(features).log_probs(temperature), y)
             loss = -ll.sum()
             total += loss.item()
             count += y.numel()
@@ -147,8 +187,15 @@ def dynamic_evaluate(model: LanguageModel, ids: Tensor, stats: GradientStatistic
 
 
 def run_dynamic_evaluation(
-    model: LanguageModel, train_ids: Tensor, splits: dict[str, Tensor], cfg: TrainConfig
+    model: LanguageModel,
+    train_ids: Tensor,
+    splits: dict[str, Tensor],
+    cfg: TrainConfig,
+    temperature: float | None = None,
 ) -> dict[str, float]:
-    """Statistics from `train_ids`, then the dynamic-evaluation loss of each split (name → nats/token)."""
+    """Statistics from `train_ids`, then the dynamic-evaluation loss of each split (name → nats/token)
+    at `temperature`; None estimates it on the split named "valid" (`estimate_temperature`)."""
+    if temperature is None:
+        temperature = estimate_temperature(model, splits["valid"], cfg)
     stats = gradient_statistics(model, train_ids, cfg)
-    return {name: dynamic_evaluate(model, ids, stats, cfg) for name, ids in splits.items()}
+    return {name: dynamic_evaluate(model, ids, stats, cfg, temperature) for name, ids in splits.items()}

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 
 import torch
 from torch import Tensor
@@ -23,8 +23,9 @@ from .objective import repeat_for_samples, token_log_likelihood
 # Temperatures tried when choosing the softmax temperature on validation data.
 TEMPERATURE_GRID = tuple(round(0.70 + 0.05 * i, 2) for i in range(13))  # 0.70 … 1.30
 # Dropout-rate scales tried when choosing Monte Carlo dropout's on validation (Mogrifier paper
-# §3.3: "dropout rates are scaled", chosen like the temperature; lamb's test script uses 0.8).
-MC_SCALE_GRID = (0.6, 0.7, 0.8, 0.9, 1.0)
+# §3.3: "dropout rates are scaled"): the eval_dropout_multiplier values the Mogrifier authors'
+# lamb/experiment/test.sh evaluates with 200 samples, 0.6, 0.7, 0.8 and 0.9.
+MC_SCALE_GRID = (0.6, 0.7, 0.8, 0.9)
 # Monte Carlo dropout runs at most this many rows (samples × streams) through the model at once.
 MC_CHUNK_ROWS = 1024
 
@@ -117,9 +118,10 @@ def dropout_on(model: LanguageModel, scale: float = 1.0) -> Iterator[None]:
     if not 0.0 < scale <= 1.0:
         raise ValueError(f"the dropout scale must be in (0, 1], not {scale}")
     was_training, cfg = model.training, model.cfg
-    model.cfg = cfg.model_copy(
-        update={name: getattr(cfg, name) * scale for name in DROPOUTS}
-    )  # every dropout, scaled
+    scaled = {name: getattr(cfg, name) * scale for name in DROPOUTS}
+    if cfg.downprojected_output_dropout is not None:  # None follows output_dropout, scaled above
+        scaled["downprojected_output_dropout"] = cfg.downprojected_output_dropout * scale
+    model.cfg = cfg.model_copy(update=scaled)  # every dropout, scaled
     model.train()
     try:
         yield
@@ -129,33 +131,55 @@ def dropout_on(model: LanguageModel, scale: float = 1.0) -> Iterator[None]:
 
 
 def select_temperature(
-    model: LanguageModel, valid: Tensor, bptt: int, mc_samples: int = 0, dropout_scale: float = 1.0
+    model: LanguageModel,
+    valid: Tensor,
+    bptt: int,
+    mc_samples: int = 0,
+    dropout_scale: float = 1.0,
+    grid: Sequence[float] = TEMPERATURE_GRID,
 ) -> tuple[float, float]:
-    """The softmax temperature that minimizes validation loss, and that loss (Melis et al. 2018);
-    with `mc_samples` > 0, of Monte Carlo dropout evaluation at rates × `dropout_scale`."""
+    """The softmax temperature of `grid` that minimizes validation loss, and that loss (Melis et al.
+    2018); with `mc_samples` > 0, of Monte Carlo dropout evaluation at rates × `dropout_scale`."""
     if mc_samples > 0:
-        losses = mc_evaluate(model, valid, bptt, mc_samples, TEMPERATURE_GRID, dropout_scale=dropout_scale)
+        losses = mc_evaluate(model, valid, bptt, mc_samples, grid, dropout_scale=dropout_scale)
     else:
-        losses = evaluate(model, valid, bptt, TEMPERATURE_GRID)
+        losses = evaluate(model, valid, bptt, grid)
     best = min(range(len(losses)), key=losses.__getitem__)
-    return TEMPERATURE_GRID[best], losses[best]
+    return grid[best], losses[best]
 
 
 def select_mc(
-    model: LanguageModel, valid: Tensor, bptt: int, samples: int, scale: float | None
+    model: LanguageModel,
+    valid: Tensor,
+    bptt: int,
+    samples: int,
+    scale: float | None,
+    grid: Sequence[float] = TEMPERATURE_GRID,
 ) -> tuple[float, float, float]:
     """Monte Carlo dropout's (temperature, dropout scale, validation loss): the pair that minimizes
-    validation loss over TEMPERATURE_GRID and, with `scale` None, MC_SCALE_GRID (the given scale
-    otherwise). Each scale's masks start from the same seed state, so scales compare like for like."""
-    state = torch.get_rng_state()
+    validation loss over `grid` and, with `scale` None, MC_SCALE_GRID (the given scale otherwise).
+    Every scale's masks are drawn from the same generator state, on the CPU and on `valid`'s
+    device alike (`same_masks`), so scales compare like for like."""
     best: tuple[float, float, float] | None = None
     for candidate in MC_SCALE_GRID if scale is None else (scale,):
-        torch.set_rng_state(state)
-        temperature, loss = select_temperature(model, valid, bptt, samples, candidate)
+        with same_masks(valid.device):
+            temperature, loss = select_temperature(model, valid, bptt, samples, candidate, grid)
         if best is None or loss < best[2]:
             best = (temperature, candidate, loss)
     assert best is not None
     return best
+
+
+def same_masks(device: torch.device) -> AbstractContextManager[None]:
+    """A block whose random draws leave no trace: the CPU generator's state and, on an accelerator,
+    that device's generator state are saved on entry and restored on exit, so every block entered
+    from the same state draws the same dropout masks (torch.random.fork_rng)."""
+    if device.type == "cpu":
+        return torch.random.fork_rng(devices=[])
+    index = (
+        device.index if device.index is not None else torch.get_device_module(device.type).current_device()
+    )
+    return torch.random.fork_rng(devices=[index], device_type=device.type)
 
 
 def perplexity(loss: float) -> float:

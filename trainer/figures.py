@@ -1,9 +1,11 @@
 """The end-of-run figures of the best weights: what `result.json` reports besides the training curve.
 
-Language models: the test loss at the softmax temperature chosen on validation (thesis §4.6), with
+Language models: the test loss at the softmax temperature chosen on validation (thesis §4.6) or
+fixed by `eval_temperature` (Maupomé & Meurs tune none), with
 `mc_dropout_samples` > 0 the same for Monte Carlo dropout (Mogrifier paper §3.3; its dropout-rate
 scale chosen on validation too unless `mc_dropout_scale` fixes it), and with
-`dyneval` dynamic evaluation (thesis §4.5). Reverse copy: test loss and sequence accuracy.
+`dyneval` dynamic evaluation (thesis §4.5) at the temperature lamb's tune_dyneval.sh estimates
+(trainer/dyneval.py). Reverse copy: test loss and sequence accuracy.
 """
 
 from __future__ import annotations
@@ -13,8 +15,8 @@ from torch import Tensor
 from . import reverse_copy
 from .config import TrainConfig
 from .data import Corpus
-from .dyneval import run_dynamic_evaluation
-from .evaluate import evaluate, mc_evaluate, select_mc, select_temperature
+from .dyneval import estimate_temperature, run_dynamic_evaluation
+from .evaluate import TEMPERATURE_GRID, evaluate, mc_evaluate, select_mc, select_temperature
 from .model import LanguageModel, ReverseCopyModel
 
 
@@ -28,11 +30,13 @@ def test_figures(
         loss, accuracy = reverse_copy.evaluate_examples(model, test, cfg.eval_batch_size)
         return {"test_loss": loss, "test_accuracy": accuracy}
     assert isinstance(model, LanguageModel)
-    temperature, _ = select_temperature(model, valid, cfg.bptt)
+    # The temperature chosen on validation (thesis §4.6), or the one `eval_temperature` fixes.
+    grid = TEMPERATURE_GRID if cfg.eval_temperature is None else (cfg.eval_temperature,)
+    temperature, _ = select_temperature(model, valid, cfg.bptt, grid=grid)
     out = {"temperature": temperature, "test_loss": evaluate(model, test, cfg.bptt, (temperature,))[0]}
     if cfg.mc_dropout_samples > 0:
         samples = cfg.mc_dropout_samples  # rates × scale, both chosen on validation (§3.3)
-        mc_temperature, scale, _ = select_mc(model, valid, cfg.bptt, samples, cfg.mc_dropout_scale)
+        mc_temperature, scale, _ = select_mc(model, valid, cfg.bptt, samples, cfg.mc_dropout_scale, grid)
         out["mc_temperature"], out["mc_dropout_scale"] = mc_temperature, scale
         out["mc_test_loss"] = mc_evaluate(
             model, test, cfg.bptt, samples, (mc_temperature,), dropout_scale=scale
@@ -40,6 +44,8 @@ def test_figures(
     if cfg.dyneval:
         device = valid.device
         splits = {"valid": corpus.valid.to(device), "test": corpus.test.to(device)}
-        dyn = run_dynamic_evaluation(model, corpus.train.to(device), splits, cfg)
+        dyn_temperature = estimate_temperature(model, splits["valid"], cfg)
+        dyn = run_dynamic_evaluation(model, corpus.train.to(device), splits, cfg, dyn_temperature)
         out["dyneval_val_loss"], out["dyneval_test_loss"] = dyn["valid"], dyn["test"]
+        out["dyneval_temperature"] = dyn_temperature
     return out

@@ -28,7 +28,8 @@ from .device import autocast, resolve_device, set_matmul_precision
 from .divergence import Watch
 from .evaluate import evaluate, headline
 from .figures import test_figures
-from .model import LanguageModel, ReverseCopyModel, build_model, detach_state
+from .measures import peak_memory
+from .model import LanguageModel, ReverseCopyModel, build_model, count_parameters, detach_state, drop_states
 from .objective import multi_sample_log_likelihood, repeat_for_samples, training_loss
 from .optim import make_optimizer
 from .result import TrainingDiverged, TrainResult
@@ -57,6 +58,7 @@ class Trainer:
         self.model = build_model(cfg, self.corpus.vocab_size).to(self.device)
         self.names = [n for n, _ in self.model.named_parameters()]
         self.params: list[Tensor] = [p for _, p in self.model.named_parameters()]
+        self.num_params = count_parameters(self.model)  # the model's size, as measures.model_size counts it
         self.optimizer = make_optimizer(cfg, self.params)
         self.copy_task = cfg.dataset == "reverse_copy"  # examples [N, L], not token streams
         if self.copy_task:
@@ -174,7 +176,8 @@ class Trainer:
             raise TrainingDiverged(
                 f"training diverged at step {self.step} ({reason}) after {limit} restores "
                 f"of the best checkpoint (divergence_restores) with the learning rate cut to "
-                f"{self.lr:.3g}; try a lower learning_rate"
+                f"{self.lr:.3g}; try a lower learning_rate",
+                step=self.step,
             )
         best = self.run_dir / "best.pt"
         self._restore_weights(read_checkpoint(best, self.device) if best.is_file() else self.initial)
@@ -193,8 +196,9 @@ class Trainer:
                 return reverse_copy.log_likelihood(self.model, source).float(), self.state
         x, y = self._next_window()
         d = self.cfg.dropout_samples
+        carried = drop_states(self.state, self.cfg.drop_state_probability)  # lamb/training.py
         with autocast(self.cfg, self.device):  # bf16: the matmuls; the model's ln p is float32
-            log_probs, state = self.model(repeat_for_samples(x, d), self.state)
+            log_probs, state = self.model(repeat_for_samples(x, d), carried)
         return multi_sample_log_likelihood(log_probs, y, d), state
 
     def train_step(self) -> float:
@@ -345,6 +349,8 @@ class Trainer:
             "raw_val_loss": decision.raw_loss,
             "avg_length": decision.length,
             "tokens_per_s": tokens_per_s,
+            "num_params": self.num_params,
+            "peak_memory": peak_memory(self.device),
             "lr": self.lr,
             "train_loss": sum(train_losses) / len(train_losses) if train_losses else math.nan,
             "elapsed_s": self.train_time,

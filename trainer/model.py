@@ -5,8 +5,11 @@ cell of trainer.cells) → optional projection → softmax with input/output emb
 word-level tasks, or a mixture of `mos_components` softmaxes over the same output layer
 (trainer/mos.py; Mogrifier paper Table 1, "MoS2"). Dropout: input and output masks fresh at every
 time step, state dropout variational (one mask per sequence and layer), cell-output dropout on the
-residual branch (or inter-layer dropout in the skip architecture), and the mixture's latent
-dropout variational too.
+residual branch (or inter-layer dropout in the skip architecture). The output side is as the
+Mogrifier authors' code (lamb/lm.py `output_module_1`) runs it: `output_dropout` on the cell
+outputs, then `downprojected_output_dropout` (by default output_dropout's rate, lamb_flags.py)
+again after the down-projection when input_embedding_ratio < 1, or on a mixture's latent contexts,
+each a fresh mask per time step (lamb's `shared_mask_dropout False`).
 """
 
 from __future__ import annotations
@@ -133,20 +136,18 @@ class LanguageModel(nn.Module):
         assert out is not None
         out = F.dropout(out, cfg.output_dropout, drop)  # ⊙ M^out_t
         if self.projection is not None:
-            out = self.projection(out)
+            # lamb/lm.py: the down-projected outputs take downprojected_output_dropout too.
+            out = F.dropout(self.projection(out), cfg.downprojected_rate, drop)
         return out, new_state
 
     def scores(self, features: Tensor) -> OutputScores:
         """The output layer's scores for `features` [T, B, ·]: one softmax's logits, or with
         `mos_components` > 1 every component's logits and the prior's (Yang et al. 2017 §2.4), the
-        latent contexts under variational dropout while training."""
+        latent contexts under `downprojected_output_dropout` while training (lamb/lm.py: the
+        mixture's contexts go through the same `to_softmax` dropout as a down-projection)."""
         if self.mos is None:
             return OutputScores(F.linear(features, self.output_weight, self.out_bias))
-        mask = None
-        if self.training:
-            batch, p = features.shape[1], self.cfg.mos_latent_dropout
-            mask = variational_mask(batch, self.mos.latent_size, p, features)
-        contexts, prior_logits = self.mos(features, mask)
+        contexts, prior_logits = self.mos(features, self.cfg.downprojected_rate if self.training else 0.0)
         return OutputScores(F.linear(contexts, self.output_weight, self.out_bias), prior_logits)
 
     def forward(self, tokens: Tensor, state: list[State]) -> tuple[Tensor, list[State]]:
@@ -196,6 +197,18 @@ def make_model(cfg: TrainConfig, vocab_size: int, hidden_size: int) -> LanguageM
 def detach_state(state: list[State]) -> list[State]:
     """Cut the graph between BPTT windows while carrying the values across."""
     return [tuple(t.detach() for t in s) for s in state]
+
+
+def drop_states(state: list[State], p: float) -> list[State]:
+    """Each sequence's carried state, in every layer, zeroed with probability `p` (not rescaled): one
+    draw per sequence shared by all of its state tensors, as lamb/training.py does before every
+    training step (`drop_state_probability`), so training also starts from the zero state that
+    evaluation starts from. `p` = 0 draws nothing."""
+    if p <= 0.0 or not state:
+        return state
+    first = state[0][0]
+    keep = torch.empty(first.shape[0], 1, device=first.device, dtype=first.dtype).bernoulli_(1.0 - p)
+    return [tuple(t * keep.to(t.dtype) for t in s) for s in state]
 
 
 def count_parameters(module: nn.Module) -> int:

@@ -57,18 +57,12 @@ class MixtureOfSoftmaxes(nn.Module):
         self.latent = nn.Linear(hidden_size, components * context_size)  # W_k, b_k for all k
         self.prior = nn.Linear(hidden_size, components, bias=False)  # W_π
 
-    @property
-    def latent_size(self) -> int:
-        """K × the context size: the width of one latent dropout mask."""
-        return self.components * self.context_size
-
-    def forward(self, h: Tensor, mask: Tensor | None = None) -> tuple[Tensor, Tensor]:
+    def forward(self, h: Tensor, dropout: float = 0.0) -> tuple[Tensor, Tensor]:
         """Contexts [T, B, K, e] and prior logits [T, B, K] for features h [T, B, n].
 
-        `mask` [B, K·e] is the latent dropout: one mask per sequence on the contexts, reused at every
-        time step (locked dropout, as Yang et al.'s `dropoutl`); None leaves them undropped.
+        `dropout` is the latent dropout's rate: a fresh mask on every context at every time step, as
+        the Mogrifier authors' code drops them (lamb/lm.py `to_softmax` with shared_mask_dropout
+        False, which their Wikitext-2 configurations set); 0 leaves them undropped.
         """
-        contexts = torch.tanh(self.latent(h))
-        if mask is not None:
-            contexts = contexts * mask
+        contexts = F.dropout(torch.tanh(self.latent(h)), dropout, dropout > 0.0)
         return contexts.unflatten(-1, (self.components, self.context_size)), self.prior(h)

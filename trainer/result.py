@@ -7,7 +7,13 @@ from dataclasses import dataclass
 
 
 class TrainingDiverged(RuntimeError):
-    """Training kept diverging after `divergence_restores` restores of the best checkpoint (or at once with 0)."""
+    """Training kept diverging after `divergence_restores` restores of the best checkpoint (or at once
+    with 0). `step`: the step it gave up at, which a tuner records (`diverged_at`) beside the best
+    validation loss reached before it."""
+
+    def __init__(self, message: str, step: int | None = None) -> None:
+        super().__init__(message)
+        self.step = step
 
 
 @dataclass
@@ -22,6 +28,7 @@ class TrainResult:
     temperature: float | None = None
     dyneval_val_loss: float | None = None
     dyneval_test_loss: float | None = None
+    dyneval_temperature: float | None = None  # estimated as lamb's tune_dyneval.sh does (trainer/dyneval.py)
     test_accuracy: float | None = None
     mc_test_loss: float | None = None
     mc_temperature: float | None = None

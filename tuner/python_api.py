@@ -23,18 +23,29 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, TextIO
 
+import optuna
 import pandas as pd
 import yaml
+from optuna.trial import FrozenTrial, TrialState
 
 from tuner.analysis import importances as importance_estimates
 from tuner.analysis import sensitivity as neighbourhood
-from tuner.analysis.export import study_trials, trials_frame
-from tuner.analysis.reads import StudyStore
+from tuner.analysis.export import study_frame
+from tuner.analysis.front import choose, front, study_goals
+from tuner.analysis.reads import StudyStore, TrialRecord
 from tuner.errors import StudyNotFoundError
 from tuner.spec import SweepSpec
 from tuner.storage import trial_attrs
 from tuner.storage.lease import begin, lease_engine, request_stop
-from tuner.storage.study import best_trial, load_study, open_storage, redact_url, resolve_db_url, storage_root
+from tuner.storage.study import (
+    best_trial,
+    load_study,
+    open_storage,
+    redact_url,
+    resolve_db_url,
+    storage_root,
+    value_of,
+)
 from tuner.sweeps.drive.run import SweepOutcome, run_sweep
 from tuner.sweeps.launch.launcher import STOP_TIMEOUT_S, Handle, Launcher, log_path, terminate_after
 from tuner.sweeps.study.create import create_study
@@ -131,30 +142,54 @@ def trials(name: str, *, db: str | None = None) -> pd.DataFrame:
     url = resolve_db_url(db)
     storage = open_storage(url)
     try:
-        return trials_frame(study_trials(storage, name))
+        return study_frame(storage, name)
     except StudyNotFoundError:
         raise StudyNotFoundError(f"no study named {name!r} in {redact_url(url)}") from None
     finally:
         storage.engine.dispose()
 
 
-def best(name: str, *, db: str | None = None) -> dict[str, Any] | None:
-    """The best COMPLETE trial: `number`, `value`, `params`, `config` (its run's config.yaml, the
-    trainer settings that reproduce it; None if the file is gone) and `checkpoint` (its best.pt's
-    path; None when retention removed it). None before any trial completed."""
-    trial = best_trial(load_study(name, resolve_db_url(db)))
-    if trial is None:
+def best(
+    name: str, *, db: str | None = None, trial: int | None = None, rule: str | None = None
+) -> dict[str, Any] | None:
+    """The best COMPLETE trial (feasible, in a study with constraints), or the COMPLETE trial
+    `trial`, or the Pareto front's member `rule` picks (`lowest:val_loss@num_params<=24e6`, as
+    `GET /studies/{name}/best?rule=`): `number`, `value`, `params`, `config` (its run's
+    config.yaml, the trainer settings that reproduce it; None if the file is gone) and
+    `checkpoint` (its best.pt's path; None when retention removed it). None when no trial
+    qualifies; ValueError for a trial that is not COMPLETE or a rule it cannot read."""
+    study = load_study(name, resolve_db_url(db))
+    chosen = _chosen(study, trial, rule)
+    if chosen is None:
         return None
-    run_dir = trial_attrs.RUN_DIR.of(trial.user_attrs)
+    run_dir = trial_attrs.RUN_DIR.of(chosen.user_attrs)
     config_file = Path(run_dir) / "config.yaml" if run_dir else None
-    checkpoint = trial_attrs.CHECKPOINT.of(trial.user_attrs)
+    checkpoint = trial_attrs.CHECKPOINT.of(chosen.user_attrs)
     return {
-        "number": trial.number,
-        "value": trial.value,
-        "params": dict(trial.params),
+        "number": chosen.number,
+        "value": value_of(chosen),
+        "params": dict(chosen.params),
         "config": yaml.safe_load(config_file.read_text()) if config_file and config_file.is_file() else None,
         "checkpoint": checkpoint if checkpoint and Path(checkpoint).is_file() else None,
     }
+
+
+def _chosen(study: optuna.Study, trial: int | None, rule: str | None) -> FrozenTrial | None:
+    """The trial `best` returns (its docstring)."""
+    if trial is not None:
+        found = next((t for t in study.get_trials(deepcopy=False) if t.number == trial), None)
+        if found is None or found.state != TrialState.COMPLETE:
+            raise ValueError(f"trial {trial} of study {study.study_name!r} is not a COMPLETE trial")
+        return found
+    goals = study_goals(study.user_attrs)
+    if rule is None and not goals.constraints:
+        return best_trial(study)
+    records = [
+        TrialRecord(t.number, t.number, t.state.name, value_of(t), {}, {}, (), t.user_attrs, None, None)
+        for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
+    ]
+    picked = choose(front(records, goals), rule or f"lowest:{goals.names[0]}", goals)
+    return None if picked is None else study.get_trials(deepcopy=False)[picked.number]
 
 
 def _analysed(name: str, db: str | None, include: neighbourhood.Include) -> tuple[Any, list, list]:

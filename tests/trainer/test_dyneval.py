@@ -2,18 +2,22 @@
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
 import torch
 
 from tests.trainer.corpora import write_ptb_documents
-from trainer import load_checkpoint, make_config, train
+from trainer import dyneval, load_checkpoint, make_config, train
 from trainer.data import batchify, load_corpus
 from trainer.dyneval import (
     EVAL_BATCH_SIZE,
+    LOGIT_MULTIPLIERS,
     STATS_BATCH_SIZE,
     GradientStatistics,
     dynamic_evaluate,
     dyneval_update,
+    estimate_temperature,
     gradient_statistics,
     stats_batch_size,
 )
@@ -107,6 +111,47 @@ def test_stream_is_read_at_batch_one_and_weights_restored():
         assert torch.equal(p, b)
 
 
+def test_temperature_candidates_are_lambs_logit_multipliers():
+    """lamb/evaluation.py with tune_dyneval.sh's eval_softmax_temperature=-0.8: 1.06 - 0.02 i, down to 0.8."""
+    assert LOGIT_MULTIPLIERS[0] == 1.06 and LOGIT_MULTIPLIERS[-1] == 0.8 and len(LOGIT_MULTIPLIERS) == 14
+    assert all(a - b == pytest.approx(0.02) for a, b in itertools.pairwise(LOGIT_MULTIPLIERS))
+    assert (dyneval.TEMPERATURE_TOKENS, dyneval.TEMPERATURE_BATCH_SIZE) == (50_000, 1024)
+
+
+def test_temperature_search_stops_two_candidates_past_the_best(monkeypatch):
+    """lamb stops when the best multiplier lies two candidates back: a better one later is never seen.
+    The estimate reads the first 50,000 validation tokens in up to 1024 streams."""
+    model, cfg = tiny_model(max_time_steps=5)
+    losses = [5.0, 4.0, 3.0, 3.5, 3.6, 1.0, 0.5, 0.4, 0.3, 0.2, 0.1, 0.1, 0.1, 0.1]
+    shapes = []
+
+    def fake_evaluate(model, data, bptt, temperatures):
+        shapes.append((tuple(data.shape), bptt, tuple(temperatures)))
+        return losses
+
+    monkeypatch.setattr(dyneval, "evaluate", fake_evaluate)
+    assert estimate_temperature(model, torch.randint(0, 11, (1_000_000,)), cfg) == pytest.approx(1 / 1.02)
+    assert shapes == [((50_000 // 1024 // 5 * 5 + 1, 1024), 5, tuple(1 / m for m in LOGIT_MULTIPLIERS))]
+    losses[:] = [5.0 - 0.1 * i for i in range(14)]  # improving all the way: the last, 0.8
+    assert estimate_temperature(model, torch.randint(0, 11, (600,)), cfg) == pytest.approx(1 / 0.8)
+    assert shapes[-1][0] == (6, 100)  # 100 streams of one window each for a short split
+
+
+def test_dynamic_evaluation_scores_and_adapts_at_the_temperature():
+    """With adaptation turned (almost) off, dynamic evaluation is static evaluation at batch 1 at the
+    given temperature; the temperature changes the figure."""
+    model, cfg = tiny_model(dyneval_learning_rate=1e-12, dyneval_decay_rate=0.0)
+    stats = gradient_statistics(model, torch.randint(0, 11, (400,)), cfg)
+    ids = torch.randint(0, 11, (60,), generator=torch.Generator().manual_seed(3))
+    for temperature in (1.0, 0.8):
+        got = dynamic_evaluate(model, ids, stats, cfg, temperature)
+        want = evaluate(model, batchify(ids, 1), cfg.max_time_steps, (temperature,))[0]
+        assert got == pytest.approx(want, rel=1e-5)
+    assert dynamic_evaluate(model, ids, stats, cfg, 0.8) != pytest.approx(
+        dynamic_evaluate(model, ids, stats, cfg)
+    )
+
+
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("dyneval")
@@ -157,3 +202,4 @@ def test_evaluate_command_matches_the_trainers_number(trained, capsys):
         assert main(["evaluate", result.best_checkpoint, "--split", split, "--dyneval", "--json"]) == 0
         got = json.loads(capsys.readouterr().out)
         assert got["loss"] == pytest.approx(want, rel=1e-6)
+        assert got["temperature"] == result.dyneval_temperature  # the same estimate

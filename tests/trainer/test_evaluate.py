@@ -159,3 +159,64 @@ def test_mc_scale_and_temperature_are_chosen_together_on_validation():
     torch.manual_seed(5)
     kept = select_mc(model, data, bptt=4, samples=4, scale=0.7)
     assert kept[1] == 0.7 and kept[2] == pytest.approx(min(v for (t, s), v in losses.items() if s == 0.7))
+
+
+def test_mc_scales_are_the_ones_lambs_test_script_tries():
+    """lamb/experiment/test.sh evaluates 200 MC samples at eval_dropout_multiplier 0.6, 0.7, 0.8, 0.9."""
+    from trainer.evaluate import MC_SCALE_GRID
+
+    assert MC_SCALE_GRID == (0.6, 0.7, 0.8, 0.9)
+
+
+def test_same_masks_restores_the_generators_it_forks(monkeypatch):
+    """CPU: the CPU generator only. An accelerator: that device's generator too, so on CUDA the scales
+    draw the same masks as on the CPU (the CPU-only reset of before left CUDA masks differing)."""
+    from trainer import evaluate as module
+
+    state = torch.get_rng_state()
+    with module.same_masks(torch.device("cpu")):
+        first = torch.rand(5)
+    with module.same_masks(torch.device("cpu")):
+        assert torch.equal(torch.rand(5), first)
+    assert torch.equal(torch.get_rng_state(), state)
+    calls = []
+    monkeypatch.setattr(torch.random, "fork_rng", lambda **kw: calls.append(kw))
+    module.same_masks(torch.device("cuda", 1))
+    assert calls == [{"devices": [1], "device_type": "cuda"}]
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+def test_same_masks_repeats_cuda_draws():
+    """On CUDA every block entered from the same state draws the same masks: the scales compare like
+    for like on the device too."""
+    from trainer.evaluate import same_masks
+
+    device = torch.device("cuda")
+    with same_masks(device):
+        first = torch.empty(1000, device=device).bernoulli_(0.5)
+    with same_masks(device):
+        assert torch.equal(torch.empty(1000, device=device).bernoulli_(0.5), first)
+
+
+def test_a_fixed_eval_temperature_is_the_test_figures_temperature(tmp_path):
+    """eval_temperature (Maupomé & Meurs tune none): the test loss at that temperature, none chosen."""
+    from tests.trainer.corpora import write_ptb
+    from trainer import load_checkpoint, train
+    from trainer.data import batchify, load_corpus
+
+    settings = {
+        "dataset": "ptb",
+        "data_dir": str(write_ptb(tmp_path / "data", train=300, valid=40, test=40)),
+        "hidden_size": 16,
+        "batch_size": 8,
+        "bptt": 10,
+        "max_steps": 10,
+        "eval_every": 10,
+    }
+    fixed = train(make_config({**settings, "eval_temperature": 1.0, "run_dir": str(tmp_path / "a")}))
+    chosen = train(make_config({**settings, "run_dir": str(tmp_path / "b")}))
+    assert fixed.temperature == 1.0 and chosen.temperature is not None
+    model, cfg = load_checkpoint(fixed.best_checkpoint)
+    test = batchify(load_corpus(cfg).test, cfg.eval_batch_size)
+    assert fixed.test_loss == pytest.approx(deterministic(model, test, cfg.bptt, (1.0,))[0], rel=1e-6)

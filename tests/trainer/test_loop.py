@@ -96,11 +96,12 @@ def test_divergence_past_the_limit_fails_with_a_reason(tmp_path, limit):
     trainer = Trainer(tiny(tmp_path, divergence_restores=limit))
     trainer.model.register_forward_hook(lambda mod, args, out: (out[0] * float("nan"), out[1]))
     steps = 0
-    with pytest.raises(TrainingDiverged, match=f"after {limit} restores"):
+    with pytest.raises(TrainingDiverged, match=f"after {limit} restores") as failed:
         for _ in range(limit + 2):
             steps += 1
             trainer.train_step()
     assert steps == limit + 1 and trainer.restores == limit + 1
+    assert failed.value.step == trainer.step  # what a sweep stores as `diverged_at`
 
 
 def test_resume_reaches_the_same_state(tmp_path):
@@ -151,3 +152,25 @@ def test_checkpoint_loads_into_a_ready_model(tmp_path):
     assert loaded_cfg == cfg and not model.training and len(model.vocab) == model.vocab_size
     valid = batchify(load_corpus(cfg).valid, cfg.eval_batch_size)
     assert evaluate(model, valid, cfg.bptt)[0] == pytest.approx(result.best_val_loss, rel=1e-5)
+
+
+def test_training_steps_start_some_sequences_from_the_zero_state(tmp_path):
+    """drop_state_probability (lamb/training.py): before a training step, each sequence's carried
+    state is zeroed with that probability; evaluation never drops it. 0 leaves every state carried."""
+    for p, want_dropped in ((0.5, True), (0.0, False)):
+        trainer = Trainer(tiny(tmp_path / str(p), drop_state_probability=p, batch_size=64))
+        carried: list[torch.Tensor] = []
+
+        def record(mod, args, carried=carried):
+            carried.append(args[1][0])
+
+        trainer.model.layers[0].register_forward_pre_hook(record)
+        trainer.train_step()  # the first window starts from zeros anyway
+        before = trainer.state[0][0].clone()
+        assert (before != 0).any(dim=1).all()
+        trainer.train_step()
+        zero_rows = (carried[-1] == 0).all(dim=1)
+        assert bool(zero_rows.any()) == want_dropped
+        if want_dropped:
+            assert 10 < int(zero_rows.sum()) < 54  # about half of 64 sequences
+        assert torch.equal(carried[-1][~zero_rows], before[~zero_rows])

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from trainer.config import make_config
-from trainer.model import LanguageModel, build_model, count_parameters, solve_hidden_size
+from trainer.model import LanguageModel, build_model, count_parameters, drop_states, solve_hidden_size
 
 
 def cfg(**kw):
@@ -114,3 +114,59 @@ def test_skip_sums_undropped_outputs_and_drops_only_the_next_layers_input():
         dropped = above == 0
         assert dropped.any() and (below[dropped] != 0).all()  # a real mask on the next input
         torch.testing.assert_close(above[~dropped], 2.0 * below[~dropped])  # inverted dropout, p = 0.5
+
+
+def projected_features(model: LanguageModel, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """The projection's input and the features it hands on, for one batch drawn with `seed`."""
+    assert model.projection is not None
+    seen: list[torch.Tensor] = []
+    model.projection.register_forward_hook(lambda mod, args, out: seen.append(out))
+    torch.manual_seed(seed)
+    tokens = torch.randint(0, 11, (6, 3))
+    out, _ = model.features(tokens, model.zero_state(3))
+    return seen[-1], out
+
+
+def test_output_dropout_applies_again_after_the_down_projection():
+    """lamb/lm.py `output_module_1`: with input_embedding_ratio < 1 the projected outputs take
+    downprojected_output_dropout, by default output_dropout's rate (lamb_flags.py: -1), fresh per step."""
+    model = LanguageModel(cfg(input_embedding_ratio=0.5, output_dropout=0.5), vocab_size=11, hidden_size=16)
+    assert model.embedding_size == 8 and model.projection is not None
+    projected, out = projected_features(model.train(), seed=0)
+    dropped = out == 0
+    assert dropped.any() and not (projected == 0).any()  # zeros come after the projection
+    torch.testing.assert_close(out[~dropped], projected[~dropped] / 0.5)  # inverted dropout at rate 0.5
+    assert not all(torch.equal(dropped[0], dropped[t]) for t in range(1, 6))  # a fresh mask per step
+    projected, out = projected_features(model.eval(), seed=0)
+    assert torch.equal(out, projected)  # none in evaluation
+    off = LanguageModel(
+        cfg(input_embedding_ratio=0.5, output_dropout=0.5, downprojected_output_dropout=0.0),
+        vocab_size=11,
+        hidden_size=16,
+    ).train()
+    projected, out = projected_features(off, seed=0)
+    assert torch.equal(out, projected)  # an explicit 0 turns the second dropout off
+
+
+def test_no_down_projection_no_second_dropout():
+    """Ratio ≥ 1: no projection, so output_dropout is the only output-side mask (lamb: to_softmax(x, None))."""
+    model = LanguageModel(cfg(input_embedding_ratio=1.0, output_dropout=0.5), vocab_size=11, hidden_size=16)
+    assert model.projection is None
+    torch.manual_seed(0)
+    out, _ = model.train().features(torch.randint(0, 11, (6, 3)), model.zero_state(3))
+    share = (out == 0).float().mean().item()
+    assert 0.3 < share < 0.7  # one mask at 0.5, not two (which would drop about 75%)
+
+
+def test_drop_states_zeroes_whole_sequences_of_every_layer():
+    """lamb/training.py: one draw per sequence, shared by every state tensor of every layer, not rescaled."""
+    torch.manual_seed(0)
+    state = [(torch.rand(400, 4) + 1, torch.rand(400, 4) + 1) for _ in range(2)]
+    dropped = drop_states(state, 0.25)
+    zero_rows = [(t == 0).all(dim=1) for s in dropped for t in s]
+    assert all(torch.equal(zero_rows[0], rows) for rows in zero_rows[1:])  # the same sequences everywhere
+    assert 60 < int(zero_rows[0].sum()) < 140  # about a quarter of 400
+    kept = ~zero_rows[0]
+    assert all(torch.equal(d[kept], t[kept]) for s, ds in zip(state, dropped) for t, d in zip(s, ds))
+    rng = torch.get_rng_state()
+    assert drop_states(state, 0.0) is state and torch.equal(torch.get_rng_state(), rng)  # 0 draws nothing

@@ -69,7 +69,7 @@ class Head(nn.Module):
 
 def test_the_gradient_matches_finite_differences():
     """Untied output layer (character level), so every weight of the head is its own."""
-    model = mos_model(torch.float64, mos_components=2, mos_latent_dropout=0.5).eval()  # dropout off
+    model = mos_model(torch.float64, mos_components=2, downprojected_output_dropout=0.5).eval()  # dropout off
     head = Head(model)
     names = ["model.mos.latent.weight", "model.mos.latent.bias", "model.mos.prior.weight"]
     names += ["model.out_embedding", "model.out_bias"]
@@ -84,7 +84,7 @@ def test_the_gradient_matches_finite_differences():
 
 
 def test_one_component_is_the_plain_softmax_bit_for_bit():
-    default, one = mos_model(), mos_model(mos_components=1, mos_latent_dropout=0.4)
+    default, one = mos_model(), mos_model(mos_components=1, downprojected_output_dropout=0.4)
     assert default.mos is None and one.mos is None
     assert count_parameters(one) == count_parameters(default)
     for (name, a), (name_b, b) in zip(default.state_dict().items(), one.state_dict().items(), strict=True):
@@ -106,23 +106,55 @@ def test_one_component_is_the_plain_softmax_bit_for_bit():
         assert evaluate(model, tokens, bptt=10, temperatures=(0.8,)) == [want_loss]
 
 
-def test_latent_dropout_is_one_mask_per_sequence_and_off_in_evaluation():
-    model = mos_model(mos_components=2, mos_latent_dropout=0.5).train()
+def latent_contexts(model: LanguageModel, seed: int) -> torch.Tensor:
+    """The mixture's contexts [T, B, K, e] for the same features at every one of 6 steps (any
+    difference between steps is the dropout mask's), drawn from torch seeded with `seed`."""
     assert model.mos is not None
     seen: list[torch.Tensor] = []
-    model.mos.register_forward_hook(lambda mod, args, out: seen.append(out[0]))
-    h = features(model)[:1].expand(6, 3, -1)  # the same features at every step: any change is a mask
-    model.scores(h)
-    contexts = seen[-1]  # [T, B, K, e]
+    hook = model.mos.register_forward_hook(lambda mod, args, out: seen.append(out[0]))
+    torch.manual_seed(seed)
+    model.scores(features(model)[:1].expand(6, 3, -1))
+    hook.remove()
+    return seen[-1]
+
+
+def test_latent_dropout_is_a_fresh_mask_per_step_at_output_dropouts_rate_by_default():
+    """lamb's Wikitext-2 MoS configurations (downprojected_output_dropout -1, shared_mask_dropout
+    False): the contexts take output_dropout's rate, a new mask at every time step."""
+    model = mos_model(mos_components=2, output_dropout=0.5).train()
+    assert model.cfg.downprojected_output_dropout is None and model.cfg.downprojected_rate == 0.5
+    contexts = latent_contexts(model, seed=0)
     zero = contexts == 0
-    assert zero.any() and all(torch.equal(contexts[0], contexts[t]) for t in range(1, 6))
-    assert not torch.equal(zero[:, 0], zero[:, 1])  # each sequence its own mask
-    model.eval()
-    model.scores(h)
-    assert not (seen[-1] == 0).any()
+    assert not all(torch.equal(zero[0], zero[t]) for t in range(1, 6))  # the mask changes between steps
+    assert not torch.equal(zero[:, 0], zero[:, 1])  # and between sequences
+    share = zero.float().mean().item()
+    assert 0.3 < share < 0.7  # about half of 144 contexts dropped at rate 0.5
+    kept = ~zero
+    undropped = latent_contexts(model.eval(), seed=0)
+    torch.testing.assert_close(contexts[kept], undropped[kept] / 0.5)  # inverted dropout: kept × 1/(1-p)
+    assert not (undropped == 0).any()  # no dropout in evaluation
+
+
+def test_an_explicit_latent_rate_overrides_output_dropout_and_mc_dropout_scales_it():
+    model = mos_model(mos_components=2, output_dropout=0.5, downprojected_output_dropout=0.0).train()
+    assert not (latent_contexts(model, seed=1) == 0).any()
+    model = mos_model(mos_components=2, downprojected_output_dropout=0.5).train()
+    assert (latent_contexts(model, seed=1) == 0).any()
     with dropout_on(model, 0.5):  # Monte Carlo dropout scales it with the others
-        assert model.cfg.mos_latent_dropout == pytest.approx(0.25)
-    assert model.cfg.mos_latent_dropout == 0.5
+        assert model.cfg.downprojected_rate == pytest.approx(0.25)
+    assert model.cfg.downprojected_output_dropout == 0.5
+    following = mos_model(mos_components=2, output_dropout=0.4)
+    with dropout_on(following, 0.5):  # None follows output_dropout, scaled once
+        assert following.cfg.downprojected_output_dropout is None
+        assert following.cfg.downprojected_rate == pytest.approx(0.2)
+
+
+def test_older_configs_latent_dropout_is_read_as_the_downprojected_rate():
+    """`mos_latent_dropout` (configs and checkpoints from before) still loads: with a mixture its rate
+    is now the downprojected rate; with one component it was ignored and is dropped."""
+    cfg = make_config({"mos_components": 2, "mos_latent_dropout": 0.29})
+    assert cfg.downprojected_output_dropout == 0.29 and "mos_latent_dropout" not in cfg.to_dict()
+    assert make_config({"mos_latent_dropout": 0.0}).downprojected_output_dropout is None
 
 
 def test_log_probabilities_are_float32_under_bf16_autocast():
@@ -146,7 +178,7 @@ def test_two_components_train_and_their_checkpoint_loads(tmp_path: Path):
         {
             "hidden_size": 16,
             "mos_components": 2,
-            "mos_latent_dropout": 0.3,
+            "downprojected_output_dropout": 0.3,
             "batch_size": 4,
             "bptt": 8,
             "max_steps": 2,
@@ -159,13 +191,13 @@ def test_two_components_train_and_their_checkpoint_loads(tmp_path: Path):
     result = train(cfg, report=lambda m: m["step"] == 2)
     assert result.steps == 2 and math.isfinite(result.best_val_loss)
     model, loaded = load_checkpoint(tmp_path / "run" / "best.pt")
-    assert (loaded.mos_components, loaded.mos_latent_dropout) == (2, 0.3)
+    assert (loaded.mos_components, loaded.downprojected_output_dropout) == (2, 0.3)
     assert isinstance(model, LanguageModel) and model.mos is not None and model.mos.components == 2
 
 
 def test_a_checkpoint_from_before_mixtures_loads_with_one_component():
     model, cfg = load_checkpoint(Path(__file__).parent / "data" / "previous-main-last.pt")
-    assert (cfg.mos_components, cfg.mos_latent_dropout) == (1, 0.0)
+    assert (cfg.mos_components, cfg.downprojected_output_dropout) == (1, None)
     assert isinstance(model, LanguageModel) and model.mos is None
 
 
@@ -173,8 +205,8 @@ def test_a_checkpoint_from_before_mixtures_loads_with_one_component():
     ("settings", "field"),
     [
         ({"mos_components": 0}, "mos_components"),
-        ({"mos_latent_dropout": 1.0}, "mos_latent_dropout"),
-        ({"mos_latent_dropout": -0.1}, "mos_latent_dropout"),
+        ({"downprojected_output_dropout": 1.0}, "downprojected_output_dropout"),
+        ({"downprojected_output_dropout": -0.1}, "downprojected_output_dropout"),
     ],
 )
 def test_out_of_range_settings_name_their_field(settings, field):

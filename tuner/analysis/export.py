@@ -18,8 +18,10 @@ from typing import Any, Literal
 import optuna
 import pandas as pd
 
+from tuner.analysis.front import front, has_front, study_goals
 from tuner.analysis.reads import TrialDB, TrialRecord
 from tuner.errors import StudyNotFoundError
+from tuner.objectives.goals import Goals
 from tuner.storage import trial_attrs
 
 Format = Literal["csv", "parquet"]
@@ -30,9 +32,11 @@ FRONT = ["number", "state", "value", "step_reached", "n_evaluations", "wall_time
 _OWN = (trial_attrs.RETRY_OF, trial_attrs.WALL_TIME_S)  # trial attrs given their own columns
 
 
-def trials_frame(trials: Sequence[TrialRecord]) -> pd.DataFrame:
+def trials_frame(trials: Sequence[TrialRecord], goals: Goals | None = None) -> pd.DataFrame:
     """One row per trial, by number: `FRONT`, then Optuna's datetime columns, `duration_s`, the
-    params and the other user attrs (sorted by name, as `trials_dataframe` flattens them)."""
+    params and the other user attrs (sorted by name, as `trials_dataframe` flattens them; the
+    measures among them, `user_attrs_num_params` ...). A study with several objectives or a bound
+    (`goals`) gets `feasible` and `on_front` last (empty for trials not COMPLETE)."""
     ordered = sorted(trials, key=lambda t: t.number)
     params = sorted({k for t in ordered for k in t.params})
     attrs = sorted({k for t in ordered for k in t.user_attrs if k not in _OWN})
@@ -55,16 +59,34 @@ def trials_frame(trials: Sequence[TrialRecord]) -> pd.DataFrame:
         frame[column] = frame[column].astype("Int64")
     for column in ("value", "wall_time_s"):
         frame[column] = frame[column].astype("float64")
+    if goals is not None and has_front(goals):
+        points = {p.number: p for p in front(ordered, goals)}
+        for column in ("feasible", "on_front"):
+            frame[column] = pd.array(
+                [getattr(points[n], column) if n in points else None for n in frame["number"]],
+                dtype="boolean",
+            )
     return frame
+
+
+def study_frame(storage: optuna.storages.RDBStorage, name: str) -> pd.DataFrame:
+    """The table of study `name` (`trials_frame` with its goals), in one set-wise read;
+    StudyNotFoundError naming it."""
+    attrs, trials = _read(storage, name)
+    return trials_frame(trials, study_goals(attrs))
 
 
 def study_trials(storage: optuna.storages.RDBStorage, name: str) -> list[TrialRecord]:
     """Every trial record of study `name`, in one set-wise read; StudyNotFoundError naming it."""
+    return _read(storage, name)[1]
+
+
+def _read(storage: optuna.storages.RDBStorage, name: str) -> tuple[dict[str, Any], list[TrialRecord]]:
     db = TrialDB(storage)
     row = db.study_row(name)
     if row is None:
         raise StudyNotFoundError(f"no study named {name!r}")
-    return db.trials(row.study_id)
+    return row.user_attrs, db.trials(row.study_id)
 
 
 def encode(frame: pd.DataFrame, fmt: Format) -> bytes:

@@ -5,8 +5,9 @@ COMPLETE only, the PRUNED ones at the value they reported where ASHA stopped the
 evaluation step: the rung where they were compared). The neighbourhood of the best COMPLETE trial is
 every other such trial whose hyperparameters each lie within `fraction` of that hyperparameter's
 whole tuning range either side of the best trial's value — measured on the log scale for log-scale
-hyperparameters, equal for categorical ones. The default, 0.075 either side, is the thesis' window:
-"about 15% of its entire tuning range" in all (Appendix 2.B). How far the neighbours' values lie from the
+hyperparameters, equal for categorical ones; where the best value lies nearer than that to an edge
+of the range, the window shifts inside the range and keeps its width. The default, 0.075 either
+side, is the thesis' window: "about 15% of its entire tuning range" in all (Appendix 2.B). How far the neighbours' values lie from the
 best's, at the same step, says how sensitive the result is to jitter in the hyperparameters;
 importances (see `importances`) say which hyperparameters matter overall.
 """
@@ -79,41 +80,50 @@ def points(completed: Sequence[TrialRecord], pruned: Sequence[TrialRecord], incl
 class Window:
     """The neighbourhood's bounds on one hyperparameter.
 
-    `half_width` is on the scaled axis (log for log params); `low`/`high` are the same bounds in
-    the hyperparameter's own units, clipped to its range, for display.
+    `scaled_low`/`scaled_high` bound it on the search's axis (log for log params); `low`/`high` are
+    the same bounds in the hyperparameter's own units, for display.
     """
 
     spec: ParamSpec
     center: Any
-    half_width: float
+    scaled_low: float
+    scaled_high: float
     low: Any
     high: Any
 
     def contains(self, value: Any) -> bool:
         if not self.spec.numeric:
             return value == self.center
-        distance = abs(self.spec.scaled(value) - self.spec.scaled(self.center))
-        return distance <= self.half_width + _REL_TOL * max(self.spec.scaled_width, 1.0)
+        tol = _REL_TOL * max(self.spec.scaled_width, 1.0)
+        return self.scaled_low - tol <= self.spec.scaled(value) <= self.scaled_high + tol
 
 
 def windows(best: TrialRecord, fraction: float) -> dict[str, Window]:
-    """One window per hyperparameter of the best trial: `fraction` of its range either side."""
+    """One window per hyperparameter of the best trial: 2 × `fraction` of its range, centred on the
+    best value where the range allows, shifted inside the range where the best value lies within
+    `fraction` of an edge, so that the window keeps its width (Appendix 2.B's "about 15% of its
+    entire tuning range" is the window's width wherever the best value lies)."""
     out = {}
     for name, spec in best.specs.items():
         center = best.params[name]
         if not spec.numeric:
-            out[name] = Window(spec=spec, center=center, half_width=0.0, low=center, high=center)
+            nan = math.nan
+            out[name] = Window(
+                spec=spec, center=center, scaled_low=nan, scaled_high=nan, low=center, high=center
+            )
             continue
         assert spec.low is not None and spec.high is not None  # numeric specs carry both bounds
-        half = fraction * spec.scaled_width
-        lo, hi = spec.scaled(center) - half, spec.scaled(center) + half
+        edge_low, edge_high = spec.scaled(spec.low), spec.scaled(spec.high)
+        width = min(2 * fraction * spec.scaled_width, spec.scaled_width)
+        lo = min(max(spec.scaled(center) - width / 2, edge_low), edge_high - width)
         unscale = math.exp if spec.log else float
         out[name] = Window(
             spec=spec,
             center=center,
-            half_width=half,
+            scaled_low=lo,
+            scaled_high=lo + width,
             low=max(spec.low, unscale(lo)),
-            high=min(spec.high, unscale(hi)),
+            high=min(spec.high, unscale(lo + width)),
         )
     return out
 

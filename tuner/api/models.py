@@ -37,7 +37,9 @@ class CreateStudy(SweepSpec):
     name: str = Field(pattern=NAME_PATTERN, description="Unique study name.")
 
     def spec(self) -> SweepSpec:
-        return SweepSpec.model_validate(self.model_dump(exclude={"name"}))
+        """The body's spec with only the fields the body gave marked as set: the space's `sweep:`
+        block fills the others (tuner.sweeps.study.create.explicit_fields)."""
+        return SweepSpec.model_validate(self.model_dump(exclude={"name"}, exclude_unset=True))
 
 
 class WidenRange(BaseModel):
@@ -152,6 +154,11 @@ class TrialSummary(BaseModel):
         None,
         description="Training calls per path at its last evaluation (cpu, eager, compiled, graphs; "
         "+fused_rounds where mogrifier_kernel fused ran the Mogrifier rounds).",
+    )
+    diverged_at: int | None = Field(
+        None,
+        description="The step training diverged at after its divergence_restores: the trial FAILed "
+        "(procedure rnntune), or is COMPLETE at its best validation loss before it (procedure paper).",
     )
     error: str | None = None
 
@@ -296,3 +303,30 @@ class Action(BaseModel):
     status: str
     process: SweepProcess | None
     driver: DriverLease | None
+
+
+class FrontObjective(BaseModel):
+    name: str
+    direction: Literal["minimize", "maximize"]
+
+
+class FrontTrial(BaseModel):
+    """A COMPLETE trial on the objectives' axes."""
+
+    number: int
+    values: dict[str, float] = Field(description="The study's objectives, by name.")
+    measures: dict[str, float] = Field(description="Every measure the trial recorded, by name.")
+    feasible: bool = Field(description="Keeps every constraint of the study.")
+    on_front: bool = Field(description="Feasible and dominated by no other feasible trial.")
+    has_checkpoint: bool
+
+
+class ParetoFront(BaseModel):
+    """GET /studies/{name}/pareto: the non-dominated feasible COMPLETE trials (`front`) and every
+    other COMPLETE trial with its objectives measured (`trials`), for the front plot."""
+
+    objectives: list[FrontObjective]
+    constraints: list[str]
+    front: list[int] = Field(description="Numbers of the trials on the front, by the first objective.")
+    trials: list[FrontTrial]
+    chosen: int | None = Field(default=None, description="The trial `rule` picks from the front, if given.")

@@ -94,12 +94,18 @@ def trial_summary(trial: TrialRecord) -> dict[str, Any]:
         "device": _text(trial_attrs.DEVICE.of(attrs)),
         "cuda_path_used": _text(trial_attrs.CUDA_PATH_USED.of(attrs)),
         "cuda_path_calls": _counts(trial_attrs.CUDA_PATH_CALLS.of(attrs)),
+        "diverged_at": _step(trial_attrs.DIVERGED_AT.of(attrs)),
         "error": None if error is None else str(error),
     }
 
 
 def _text(value: Any) -> str | None:
     return value if isinstance(value, str) else None
+
+
+def _step(value: Any) -> int | None:
+    """A stored step read back, or None for anything else (an older or planted row)."""
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def _counts(value: Any) -> dict[str, int] | None:

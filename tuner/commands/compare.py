@@ -5,6 +5,8 @@ the budget the verdict uses with its bootstrap band, the compute per COMPLETE tr
 finalised reruns' mean ± sd (or the command that runs them). Then one verdict per pair of studies
 (docs/compare.md). `--json` prints what `GET /compare?studies=...` answers. Exit 2 when a study is
 missing or the studies do not share a task (the message names the setting that differs).
+`--front MEASURE` instead draws each study's Pareto front of val_loss against MEASURE on shared
+axes (tuner.analysis.compare_fronts): which cell wins at which size.
 """
 
 from __future__ import annotations
@@ -14,7 +16,10 @@ import json
 import sys
 from typing import Any
 
+import plotly.graph_objects as go
+
 from tuner.analysis.compare import NotComparable, compare
+from tuner.analysis.compare_fronts import figure, fronts
 from tuner.analysis.reads import StudyNotFound, StudyStore
 from tuner.storage.study import DB_ENV, resolve_db_url
 
@@ -28,6 +33,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "names", nargs="+", metavar="NAME", help="2 to 8 study names (same task; the cell may differ)"
     )
+    p.add_argument(
+        "--front",
+        metavar="MEASURE",
+        help="instead: each study's Pareto front of val_loss against MEASURE (num_params, tokens_per_s, "
+        "peak_memory, wall_time) and which study wins where along it; the studies may differ in size",
+    )
+    p.add_argument("--plot", metavar="FILE.html", help="with --front: also draw the fronts on shared axes")
     p.add_argument("--json", action="store_true", help="print the comparison as JSON (the API's fields)")
     p.add_argument(
         "--db",
@@ -106,12 +118,35 @@ def render(result: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def render_fronts(result: dict[str, Any]) -> str:
+    """Each study's front, then the winners along the measure."""
+    along = result["measure"]["name"]
+    lines = []
+    for s in result["studies"]:
+        points = ", ".join(f"#{p['number']} ({p[along]:.4g}, {p['val_loss']:.4f})" for p in s["front"])
+        lines.append(f"{s['name']}: front of ({along}, val_loss): {points or 'no COMPLETE feasible trial'}")
+    lines += ["", f"best of all along {along} ({result['measure']['direction']}d):"]
+    lines += [
+        f"  {w[along]:>12.6g}  {w['val_loss']:.4f}  {w['study']} #{w['number']}" for w in result["winners"]
+    ]
+    return "\n".join(lines)
+
+
 def run(args: argparse.Namespace) -> int:
     url = resolve_db_url(args.db)
+    if args.plot and not args.front:
+        print("error: --plot: needs --front MEASURE", file=sys.stderr)
+        return 2
     try:
-        result = compare(StudyStore(url), args.names)
-    except (StudyNotFound, NotComparable) as err:
+        if args.front:
+            result = fronts(StudyStore(url), args.names, args.front)
+        else:
+            result = compare(StudyStore(url), args.names)
+    except (StudyNotFound, NotComparable, ValueError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
-    print(json.dumps(result, indent=2) if args.json else render(result))
+    if args.plot:
+        go.Figure(figure(result)).write_html(args.plot, include_plotlyjs=True)
+    shown = render_fronts(result) if args.front else render(result)
+    print(json.dumps(result, indent=2) if args.json else shown)
     return 0

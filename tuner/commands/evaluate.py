@@ -15,7 +15,7 @@ import torch
 from trainer import DataError, load_checkpoint, make_config
 from trainer.config import parse_set
 from trainer.data import batchify, load_corpus
-from trainer.dyneval import SETTINGS, run_dynamic_evaluation
+from trainer.dyneval import SETTINGS, estimate_temperature, run_dynamic_evaluation
 from trainer.evaluate import evaluate, headline, mc_evaluate, select_mc, select_temperature
 from trainer.model import LanguageModel
 from trainer.reverse_copy import evaluate_examples
@@ -29,7 +29,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("checkpoint", help="path of a checkpoint file")
     p.add_argument("--split", choices=("valid", "test"), default="test")
     p.add_argument("--data-dir", help="dataset folder, if it moved since training")
-    p.add_argument("--temperature", type=float, help="softmax temperature (default: chosen on validation)")
+    p.add_argument(
+        "--temperature",
+        type=float,
+        help="softmax temperature (default: the config's eval_temperature, else chosen on validation; with "
+        "--dyneval, estimated as lamb's tune_dyneval.sh does)",
+    )
     p.add_argument(
         "--dyneval",
         action="store_true",
@@ -90,12 +95,19 @@ def run(args: argparse.Namespace) -> int:
     if args.dyneval:
         # The trainer's own dynamic evaluation (trainer/dyneval.py): batch 1, statistics at 1024.
         split_ids = corpus.valid if args.split == "valid" else corpus.test
-        loss = run_dynamic_evaluation(model, corpus.train, {args.split: split_ids}, cfg)[args.split]
-        temperature, scale = 1.0, None
+        temperature = args.temperature  # default: estimated as lamb's tune_dyneval.sh does
+        if temperature is None:
+            temperature = estimate_temperature(model, corpus.valid, cfg)
+        loss = run_dynamic_evaluation(model, corpus.train, {args.split: split_ids}, cfg, temperature)[
+            args.split
+        ]
+        scale = None
     else:
         samples = cfg.mc_dropout_samples
         torch.manual_seed(cfg.seed)  # Monte Carlo masks: the same figure on every call
-        temperature, scale = args.temperature, cfg.mc_dropout_scale
+        # --temperature, else the checkpoint's eval_temperature, else chosen on validation below.
+        temperature = args.temperature if args.temperature is not None else cfg.eval_temperature
+        scale = cfg.mc_dropout_scale
         if samples > 0:  # dropout rates × the scale, chosen on validation unless set (Mogrifier §3.3)
             if temperature is None or scale is None:
                 chosen_t, scale, _ = select_mc(model, valid, cfg.bptt, samples, scale)

@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from tuner.analysis.export import FORMATS, encode, study_trials, trials_frame
+from tuner.analysis.export import FORMATS, encode, study_frame
 from tuner.errors import StudyNotFoundError
 from tuner.storage.study import DB_ENV, StudyError, open_storage, redact_url, resolve_db_url
 
@@ -32,7 +32,7 @@ def run(args: argparse.Namespace) -> int:
     url = resolve_db_url(args.db)
     try:
         storage = open_storage(url)
-        trials = study_trials(storage, args.name)
+        frame = study_frame(storage, args.name)
     except StudyNotFoundError:
         print(f"error: no study named {args.name!r} in {redact_url(url)}", file=sys.stderr)
         return 2
@@ -40,7 +40,6 @@ def run(args: argparse.Namespace) -> int:
         print(f"error: {err}", file=sys.stderr)
         return 2
     storage.engine.dispose()
-    frame = trials_frame(trials)
     data = encode(frame, args.format)
     if args.output == "-":
         sys.stdout.buffer.write(data)

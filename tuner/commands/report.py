@@ -2,7 +2,8 @@
 
 Importances with their bootstrap intervals and the fidelity they rest on (`GET .../importances`),
 range-boundary alerts with the `--widen` command that acts on each (`GET .../boundaries`), and what
-the sweep's policies did (widened ranges, warm start, an early end, checkpoint retention). It reads
+the sweep's policies did (widened ranges, warm start, an early end, checkpoint retention), and the
+Pareto front of a study with several objectives or a bound (`GET .../pareto`). It reads
 the study database through the API's own read model, so the numbers are the ones the API serves.
 """
 
@@ -14,7 +15,9 @@ import sys
 from typing import Any
 
 from tuner.analysis import importances
+from tuner.analysis.front import front, has_front, study_goals
 from tuner.analysis.reads import StudyNotFound, StudyStore
+from tuner.objectives.goals import Goals
 from tuner.space import SearchSpace, SpaceError
 from tuner.space.boundaries import crowded_edges
 from tuner.space.widen import widen
@@ -71,6 +74,23 @@ def build(store: StudyStore, name: str, include: str) -> dict[str, Any]:
         "ended_early": study_attrs.ENDED_EARLY.of(attrs),
         "checkpoint_bytes": study_attrs.CHECKPOINT_BYTES.of(attrs),
         "checkpoints_removed": study_attrs.CHECKPOINTS_REMOVED.of(attrs),
+        "front": _front(snapshot.trials, study_goals(attrs)),
+    }
+
+
+def _front(trials: list, goals: Goals) -> dict[str, Any] | None:
+    """The Pareto front as `GET /studies/{name}/pareto` gives it, for a study with several
+    objectives or a bound (None otherwise)."""
+    if not has_front(goals):
+        return None
+    points = front(trials, goals)
+    members = sorted((p for p in points if p.on_front), key=lambda p: (p.values[goals.names[0]], p.number))
+    return {
+        "objectives": [{"name": o.name, "direction": o.direction} for o in goals.objectives],
+        "constraints": [str(c) for c in goals.constraints],
+        "front": [p.as_dict() for p in members],
+        "dominated": sum(p.feasible and not p.on_front for p in points),
+        "infeasible": sum(not p.feasible for p in points),
     }
 
 
@@ -128,12 +148,28 @@ def render(report: dict[str, Any]) -> str:
         lines.append(f"warm-started from {', '.join(source['studies'])} ({source['trials']} trials)")
     if report["ended_early"]:
         lines.append(f"ended early: {report['ended_early']}")
+    if report["front"] is not None:
+        lines.extend(_front_lines(report["front"]))
     if report["checkpoint_bytes"] is not None:
         lines.append(
             f"checkpoints: {report['checkpoint_bytes'] / 2**20:.1f} MiB on disk, "
             f"weights of {report['checkpoints_removed'] or 0} trials removed (--keep-top)"
         )
     return "\n".join(lines)
+
+
+def _front_lines(found: dict[str, Any]) -> list[str]:
+    names = [o["name"] for o in found["objectives"]]
+    bounds = f" under {', '.join(found['constraints'])}" if found["constraints"] else ""
+    objectives = ", ".join(f"{o['name']} ({o['direction']})" for o in found["objectives"])
+    lines = [
+        f"Pareto front of {objectives}{bounds}: {len(found['front'])} trials "
+        f"({found['dominated']} dominated, {found['infeasible']} infeasible)"
+    ]
+    lines.append("  trial  " + "  ".join(f"{n:>14}" for n in names))
+    for p in found["front"]:
+        lines.append(f"  #{p['number']:<5} " + "  ".join(f"{p['values'][n]:>14.6g}" for n in names))
+    return lines
 
 
 def run(args: argparse.Namespace) -> int:

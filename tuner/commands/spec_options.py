@@ -26,9 +26,12 @@ RANGE_HELP = "override one range of the space (repeatable)"
 SET_HELP = "fix a trainer setting for every trial, e.g. max_steps=500 (repeatable)"
 
 
-def _scalar(annotation: Any) -> tuple[type, tuple[str, ...] | None]:
+def _scalar(annotation: Any) -> tuple[Any, tuple[str, ...] | None]:
     """The argparse type (and choices) of a spec field's annotation: `int | None` -> int, a Literal
-    -> its values, `str | dict` (a space name or an inline space) -> str."""
+    -> its values, `str | dict` (a space name or an inline space) -> str, `list[str]` -> a
+    comma-separated list."""
+    if typing.get_origin(annotation) is list:
+        return comma_list, None
     args = [a for a in typing.get_args(annotation) if a is not type(None)] or [annotation]
     literal = next((a for a in args if typing.get_origin(a) is typing.Literal), None)
     if literal is not None:
@@ -37,6 +40,11 @@ def _scalar(annotation: Any) -> tuple[type, tuple[str, ...] | None]:
         if kind in args:
             return kind, None
     return str, None
+
+
+def comma_list(text: str) -> list[str]:
+    """A list field (`objectives`, `constraints`) on the command line and in Compose: comma-separated."""
+    return [part.strip() for part in text.split(",") if part.strip()]
 
 
 def _help(name: str, field: FieldInfo) -> str:
@@ -116,7 +124,7 @@ BOOLEANS = {
 }
 
 
-def _typed(kind: type, text: str, variable: str) -> Any:
+def _typed(kind: Any, text: str, variable: str) -> Any:
     if kind is bool:
         if text.strip().lower() not in BOOLEANS:
             raise InvalidInput(f"{variable}: expected true or false, got {text!r}")

@@ -32,7 +32,7 @@ from tuner.errors import InvalidInput, LeaseLost, StudyError
 from tuner.space import load_space
 from tuner.spec import DEFAULT_SPACE, default_budget
 from tuner.storage import trial_attrs
-from tuner.storage.study import DB_ENV, GENERATION_ENV, redact_url, resolve_db_url
+from tuner.storage.study import DB_ENV, GENERATION_ENV, redact_url, resolve_db_url, value_of
 from tuner.sweeps.study.create import create_study
 from tuner.sweeps.widen.ranges import parse_widen
 
@@ -91,7 +91,7 @@ def run(args: argparse.Namespace) -> int:
             space = load_space(fields.get("space", DEFAULT_SPACE))
             # A space that names its own trial count (`sweep:` in its file) runs all its trials.
             trials = fields.get("n_trials") or space.sweep.n_trials
-            fields["budget"] = default_budget(trials, fields.get("budget"))
+            fields["budget"] = default_budget(trials, fields.get("budget"), fields.get("procedure"))
             overrides = fields.get("overrides") or {}
             # Refuse a missing dataset folder before a study is created under the name.
             resolve_data_dir(space.with_overrides(fixed=overrides.get("set")))
@@ -128,7 +128,7 @@ def run(args: argparse.Namespace) -> int:
     )
     if best is not None:
         print(
-            f"best: trial #{best.number} objective {best.value:.4f}  "
+            f"best: trial #{best.number} objective {value_of(best):.4f}  "
             f"checkpoint {trial_attrs.CHECKPOINT.of(best.user_attrs, '-')}"
         )
     if args.widen and outcome.status == "finished" and outcome.finished >= outcome.n_trials:

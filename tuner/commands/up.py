@@ -37,7 +37,9 @@ def run(args: argparse.Namespace) -> int:
 
     try:
         fields = given(args)
-        fields["budget"] = default_budget(fields.get("n_trials"), fields.get("budget"))
+        fields["budget"] = default_budget(
+            fields.get("n_trials"), fields.get("budget"), fields.get("procedure")
+        )
         spec = validate(fields)
         name = args.name or generate_study_name(spec.space if isinstance(spec.space, str) else "study")
         settings, sock, app = open_app(args)

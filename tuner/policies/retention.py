@@ -17,6 +17,7 @@ from pathlib import Path
 from optuna.trial import FrozenTrial, TrialState
 
 from tuner.storage import trial_attrs
+from tuner.storage.study import value_of
 
 WEIGHT_FILES = ("best.pt", "last.pt")
 
@@ -83,7 +84,7 @@ def keep_top(
     if keep < 1:
         raise ValueError(f"keep_top must be at least 1 (the best trial is always kept), not {keep}")
     complete = sorted(
-        (t for t in trials if t.state == TrialState.COMPLETE), key=lambda t: (t.value, t.number)
+        (t for t in trials if t.state == TrialState.COMPLETE), key=lambda t: (value_of(t), t.number)
     )
     kept = {t.number for t in complete[:keep]}
     removed: list[FrozenTrial] = []

@@ -18,7 +18,9 @@ from ray.tune.schedulers import (
 )
 
 from trainer import TrainConfig
+from tuner.objectives.goals import Goals
 from tuner.policies.early_stopping import SCHEDULERS, TIME_RESULT_KEY, EarlyStopping
+from tuner.policies.pareto_rungs import ParetoASHA
 from tuner.policies.rank_agreement import AdaptiveASHA, Curves
 
 
@@ -31,6 +33,7 @@ def make_scheduler(
     fixed: Mapping[str, Any],
     policy: EarlyStopping | None = None,
     history: Curves | None = None,
+    goals: Goals | None = None,
 ) -> TrialScheduler:
     """One of SCHEDULERS, with milestones on the evaluation grid of the task's settings.
 
@@ -43,6 +46,15 @@ def make_scheduler(
     max_steps, every = _setting(fixed, "max_steps"), _setting(fixed, "eval_every")
     policy = (policy or EarlyStopping()).resolved(max_steps, every)
     grace = int(policy.grace_steps or every)
+    if goals is not None and goals.several and name in ("adaptive", "asha"):
+        # Several objectives: a trial stops at a rung only when dominated there (MO-ASHA).
+        return ParetoASHA(
+            [(o.name, o.direction) for o in goals.objectives],
+            max_steps=max_steps,
+            grace_period=grace,
+            reduction_factor=policy.reduction_factor,
+            brackets=policy.brackets or 1,
+        )
     if name == "adaptive":
         return AdaptiveASHA(policy, max_steps, every, history)
     if name == "asha":

@@ -20,6 +20,7 @@ from optuna.trial import FrozenTrial, TrialState
 from pydantic import BaseModel, ConfigDict, Field
 
 from tuner.storage import trial_attrs
+from tuner.storage.study import value_of
 
 _FINISHED = (TrialState.COMPLETE, TrialState.PRUNED)
 
@@ -86,7 +87,7 @@ class StudyStop(BaseModel):
         )
         best, since = math.inf, 0
         for trial in done:
-            value = trial.value if trial.state == TrialState.COMPLETE else None
+            value = value_of(trial) if trial.state == TrialState.COMPLETE else None
             if value is not None and (best == math.inf or best - value > self.min_improvement):
                 best, since = value, 0
             else:

@@ -59,7 +59,8 @@ MAX_TEXT = 2000  # characters of a space's description, source or recipe
 
 class SweepDefaults(BaseModel):
     """How the paper searched the space (e.g. Circling Back §7: "the best hyperparameters were
-    selected from a random pool of 60 candidates"): a sweep uses these unless it is told otherwise."""
+    selected from a random pool of 60 candidates"): a sweep uses these unless it names its own;
+    `procedure: paper` takes them whole and also trains every trial in full (docs/sweeps.md)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -90,7 +91,8 @@ class SpaceFile(BaseModel):
     fixed: FixedSettings = Field(default_factory=dict)
     sweep: SweepDefaults = Field(
         default_factory=lambda: SweepDefaults(sampler=None, n_trials=None),
-        description="the paper's search procedure (sampler, trial count), used unless a sweep says otherwise",
+        description="the paper's sampler and trial count, used unless a sweep names its own; "
+        "`procedure: paper` takes them whole, with no early stopping (docs/sweeps.md)",
     )
     params: dict[TunableName, ParamSpec] = Field(  # type: ignore[valid-type]
         min_length=1, description="the tuned hyperparameters, sampled in this order"

@@ -1,5 +1,7 @@
 """The embedded default sweep that `rnntune sweep` and `rnntune up` run with no options."""
 
+from tuner.policies.procedure import PAPER
+
 DEFAULT_SPACE = "tiny"
 DEFAULT_TRIALS = 24
 DEFAULT_PARALLEL = 2
@@ -9,9 +11,10 @@ DEFAULT_PARALLEL = 2
 DEFAULT_BUDGET = 10.0
 
 
-def default_budget(trials: int | None, budget: float | None) -> float | None:
+def default_budget(trials: int | None, budget: float | None, procedure: str | None = None) -> float | None:
     """A sweep's step budget: the one given, else DEFAULT_BUDGET for the embedded default (neither
-    a trial count nor a budget given); an explicit trial count alone runs all its trials."""
-    if budget is not None or trials is not None:
+    a trial count nor a budget given); an explicit trial count alone, or `procedure: paper` (every
+    trial trained in full, tuner.policies.procedure), runs all its trials."""
+    if budget is not None or trials is not None or procedure == PAPER:
         return budget
     return DEFAULT_BUDGET

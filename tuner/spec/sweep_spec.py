@@ -15,9 +15,20 @@ import re
 from collections.abc import Mapping
 from typing import Annotated, Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from tuner.errors import InvalidInput
+from tuner.objectives.goals import Constraint, Goals
+from tuner.objectives.measures import MEASURES, PRIMARY
+from tuner.policies import procedure
 from tuner.policies.early_stopping import DEFAULT_SCHEDULER, SCHEDULERS, EarlyStopping
 from tuner.policies.study_stop import StudyStop
 from tuner.samplers import COST_AWARE_SAMPLERS, DEFAULT_SAMPLER, RETIRED_SAMPLERS, SAMPLERS
@@ -30,6 +41,7 @@ SPEC_VERSION = 1
 # NAME_PATTERN (tuner.space): the one pattern of study and space names on every path.
 SamplerName = Literal[SAMPLERS]  # type: ignore[valid-type]
 SchedulerName = Literal[SCHEDULERS]  # type: ignore[valid-type]
+ProcedureName = Literal[procedure.PROCEDURES]  # type: ignore[valid-type]
 
 # Fields `rnntune sweep --resume` (and REST /start's stored spec) may change: how many trials run,
 # how they are placed and when the sweep ends. The others define what the study samples.
@@ -96,7 +108,28 @@ class SweepSpec(BaseModel):
         default_factory=Overrides,
         description="Range overrides and fixed trainer settings on top of the space.",
     )
+    procedure: ProcedureName = Field(
+        default=procedure.DEFAULT_PROCEDURE,
+        description="`paper`: the papers' tuning procedure: the space's sweep: block whole (its "
+        "sampler and trials), no early stopping, and a trial that diverges is COMPLETE at its best "
+        "validation loss with `diverged_at` (docs/sweeps.md); `rnntune`: early stopping prunes, a "
+        "diverged trial FAILs.",
+    )
     sampler: SamplerName = Field(default=DEFAULT_SAMPLER, description="Optuna sampler (docs/samplers.md).")
+    objectives: list[str] = Field(
+        default_factory=lambda: [PRIMARY],
+        max_length=len(MEASURES),
+        description="What the study optimises: val_loss first, then any of "
+        f"{', '.join(m for m in MEASURES if m != PRIMARY)}, comma-separated, each NAME or "
+        'NAME:minimize|maximize (docs/sweeps.md, "Several objectives").',
+    )
+    constraints: list[str] = Field(
+        default_factory=list,
+        max_length=16,
+        description="Bounds every trial must keep, comma-separated NAME<=BOUND or NAME>=BOUND "
+        "(units k, M, G, KiB, MiB, GiB), e.g. num_params<=24e6; a bound on num_params is checked "
+        "before a trial trains.",
+    )
     n_trials: int = Field(default=DEFAULT_TRIALS, ge=1, le=100_000, description="Trials to run in all.")
     parallel: int = Field(default=DEFAULT_PARALLEL, ge=1, le=1024, description="Trials in flight at once.")
     cpus_per_trial: float = Field(default=1.0, gt=0.0, le=1024.0, description="CPUs Ray reserves per trial.")
@@ -168,13 +201,44 @@ class SweepSpec(BaseModel):
         description="Upload each trial's best checkpoint to MLflow as an artifact (default: log its path only).",
     )
 
+    @field_validator("objectives", "constraints", mode="before")
+    @classmethod
+    def _comma_separated(cls, value: Any) -> Any:
+        """The command line and Compose give one string: `val_loss,num_params`."""
+        return (
+            [part.strip() for part in value.split(",") if part.strip()] if isinstance(value, str) else value
+        )
+
+    @field_validator("constraints")
+    @classmethod
+    def _known_constraints(cls, value: list[str]) -> list[str]:
+        return [str(Constraint.parse(c)) for c in value]
+
+    @field_validator("objectives")
+    @classmethod
+    def _known_objectives(cls, value: list[str]) -> list[str]:
+        goals = Goals.parse(value)
+        return [
+            o.name if o.direction == MEASURES[o.name].better else f"{o.name}:{o.direction}"
+            for o in goals.objectives
+        ]
+
+    def goals(self) -> Goals:
+        """The study's objectives and constraints, parsed (tuner.objectives.goals)."""
+        return Goals.parse(self.objectives, self.constraints)
+
     @field_validator("mlflow_uri")
     @classmethod
     def _no_credentials_in_uri(cls, value: str | None) -> str | None:
-        if value is not None and "@" in value.split("://", 1)[-1].split("/", 1)[0]:
+        """No user, password or query string (where tokens go): the spec is stored with the study
+        and shown by the API; MLflow reads credentials from its own variables."""
+        if value is not None and (
+            "@" in value.split("://", 1)[-1].split("/", 1)[0] or "?" in value or "#" in value
+        ):
             raise ValueError(
-                "must not hold credentials (the spec is stored with the study and shown by the API); "
-                "set MLFLOW_TRACKING_USERNAME/MLFLOW_TRACKING_PASSWORD or MLFLOW_TRACKING_TOKEN instead"
+                "must not hold credentials, a query string or a fragment (the spec is stored with the "
+                "study and shown by the API); set MLFLOW_TRACKING_USERNAME/MLFLOW_TRACKING_PASSWORD or "
+                "MLFLOW_TRACKING_TOKEN in the sweep's environment instead"
             )
         return value
 
@@ -192,6 +256,29 @@ class SweepSpec(BaseModel):
             raise ValueError(
                 f"above 1 must be a whole number of GPUs (Ray packs only fractions of one), not {value}"
             )
+        return value
+
+    @model_validator(mode="before")
+    @classmethod
+    def _paper_schedules_nothing(cls, raw: Any) -> Any:
+        """Under `procedure: paper` a spec that names no scheduler gets `none` (tuner.policies.procedure)."""
+        if (
+            isinstance(raw, Mapping)
+            and raw.get("procedure") == procedure.PAPER
+            and raw.get("scheduler") is None
+        ):
+            return {**raw, "scheduler": procedure.PAPER_SCHEDULER}
+        return raw
+
+    @field_validator("scheduler")
+    @classmethod
+    def _scheduler_of_the_procedure(cls, value: str, info: ValidationInfo) -> str:
+        """Refuse a scheduler that stops trials early under `procedure: paper`."""
+        problem = (
+            procedure.paper_scheduler_error(value) if info.data.get("procedure") == procedure.PAPER else None
+        )
+        if problem:
+            raise ValueError(problem)
         return value
 
     @field_validator("cost_aware")
@@ -252,17 +339,22 @@ def validate(raw: Mapping[str, Any]) -> SweepSpec:
         raise InvalidInput(describe(err)) from None
 
 
+def _masked(text: str) -> str:
+    return _QUERY.sub(r"\1?***", _USERINFO.sub("***@", text))
+
+
 def describe(err: ValidationError) -> str:
     """pydantic's errors as `field: problem` (the range pydantic states: `>= 1`, `one of ...`), each
-    with the value given, any credentials in a URI masked (`scheme://***@host`)."""
+    with the value given, any credentials in a URI masked (`scheme://***@host`, `?***`)."""
     return "; ".join(
         f"{'.'.join(str(p) for p in e.get('loc', ())) or 'spec'}: {e.get('msg')}, "
-        f"got {_USERINFO.sub('***@', repr(e.get('input')))}"
+        f"got {_masked(repr(e.get('input')))}"
         for e in err.errors()
     )
 
 
 _USERINFO = re.compile(r"(?<=://)[^/@\s'\"]+@")  # the user:password@ part of a URI
+_QUERY = re.compile(r"(?<=://)([^\s'\"?#]*)[?#][^\s'\"]*")  # a URI's query and fragment (tokens)
 
 
 def _legacy(attrs: Mapping[str, Any]) -> dict[str, Any]:

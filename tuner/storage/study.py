@@ -198,8 +198,15 @@ def fail_zombies(study: optuna.Study, reason: str, storage_url: str) -> list[int
     return [t.number for t in zombies]
 
 
+def value_of(trial: FrozenTrial) -> float | None:
+    """The trial's validation loss: its value, or its first value in a study with several
+    objectives (val_loss is always the first, tuner.objectives.goals); None without one."""
+    return trial.values[0] if trial.values else None
+
+
 def best_trial(study: optuna.Study) -> FrozenTrial | None:
-    """The best COMPLETE trial (PRUNED and FAIL trials never are), or None if there is none yet."""
+    """The COMPLETE trial of lowest validation loss (PRUNED and FAIL trials never are), or None if
+    there is none yet; in a study with several objectives, the front's member of lowest loss."""
     complete = study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
-    complete = [t for t in complete if t.value is not None]
-    return min(complete, key=lambda t: float(t.value or 0.0)) if complete else None
+    scored = [(v, t.number, t) for t in complete if (v := value_of(t)) is not None]
+    return min(scored, key=lambda s: (s[0], s[1]))[2] if scored else None

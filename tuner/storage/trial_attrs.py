@@ -61,7 +61,38 @@ SECONDS_PER_STEP: Key[float] = _attr(
 WALL_TIME_S: Key[float] = _attr(
     "wall_time_s", float, "the driver, when the trial ends", "seconds from start to end"
 )
-BEST_STEP: Key[int] = _attr("best_step", int, "the trial's summary", "the step of its best validation loss")
+# The measures every trial records whatever its study optimises (tuner.objectives.measures).
+NUM_PARAMS: Key[float] = _attr(
+    "num_params",
+    float,
+    "the driver, when the trial ends (or is refused before training)",
+    "the model's trainable weights",
+)
+TOKENS_PER_S: Key[float] = _attr(
+    "tokens_per_s", float, "the driver, when the trial ends", "training throughput, median over evaluations"
+)
+PEAK_MEMORY: Key[float] = _attr(
+    "peak_memory",
+    float,
+    "the driver, when the trial ends",
+    "bytes at the trial's peak (CUDA allocator, else RSS)",
+)
+WALL_TIME: Key[float] = _attr(
+    "wall_time", float, "the driver, when the trial ends", "seconds from start to end (the measure)"
+)
+BEST_STEP: Key[int] = _attr(
+    "best_step",
+    int,
+    "the trial's summary (the driver, from its curve, for a diverged trial `procedure: paper` keeps)",
+    "the step of its best validation loss",
+)
+DIVERGED_AT: Key[int] = _attr(
+    "diverged_at",
+    int,
+    "the driver, when the trainer gives up on a divergence",
+    "the step training diverged at after its `divergence_restores`: FAIL under `procedure: rnntune`, "
+    "COMPLETE at its best validation loss before it under `procedure: paper` (docs/sweeps.md)",
+)
 TEST_LOSS: Key[float] = _attr(
     "test_loss", float, "the trial's summary", "the test loss of its best checkpoint"
 )

@@ -112,3 +112,18 @@ def test_cli_writes_the_table_and_names_a_missing_study(tmp_path, capsys):
     assert "wrote 4 trials of exp" in capsys.readouterr().err
     assert main(["export", "nope", "--db", url]) == 2
     assert "no study named 'nope'" in capsys.readouterr().err
+
+
+def test_a_study_with_several_objectives_exports_its_front(tmp_path):
+    """The measures are columns (user_attrs_*), and `feasible` / `on_front` follow the study's
+    objectives and bound; a trial not COMPLETE has neither."""
+    from tests.tuner.api.fixtures import MO_FRONT, MO_TRIALS, make_mo_study
+    from tuner.analysis.export import study_frame
+
+    url = f"sqlite:///{tmp_path / 's.db'}"
+    make_mo_study(url, "mo", tmp_path / "mo")
+    frame = study_frame(open_storage(url), "mo")
+    assert list(frame["user_attrs_num_params"]) == [size for _, size in MO_TRIALS]
+    assert list(frame.loc[frame["on_front"].fillna(False), "number"]) == MO_FRONT
+    assert list(frame["feasible"].fillna(False)) == [True, True, True, False, True, False]
+    assert frame["on_front"].isna().tolist() == [False] * 5 + [True]  # #5 was pruned

@@ -68,8 +68,25 @@ def test_a_trial_lacking_a_parameter_of_the_best_is_outside():
     assert sensitivity.neighbourhood(best, [best, other], sensitivity.DEFAULT_FRACTION) == []
 
 
-def test_windows_are_clipped_to_the_range_and_name_their_bounds():
-    edge = record(0, {**BEST, "input_dropout": 0.02}, 4.0)
-    window = sensitivity.windows(edge, sensitivity.DEFAULT_FRACTION)["input_dropout"]
-    assert window.low == 0.0 and math.isclose(window.high, 0.02 + 0.075 * 0.8)
-    assert math.isclose(window.half_width, 0.06)
+def test_a_window_at_an_edge_shifts_inside_the_range_and_keeps_its_width():
+    """Appendix 2.B's window is 15% of the range wherever the best lies: near an edge it is not
+    clipped to 7.5% + the distance to the edge but shifted inside, 15% wide."""
+    edge = record(0, {**BEST, "input_dropout": 0.02, "learning_rate": 1e-2}, 4.0)
+    bounds = sensitivity.windows(edge, sensitivity.DEFAULT_FRACTION)
+    dropout = bounds["input_dropout"]
+    assert dropout.low == 0.0 and math.isclose(dropout.high, 0.15 * 0.8)
+    assert math.isclose(dropout.scaled_high - dropout.scaled_low, 0.12)
+    lr = bounds["learning_rate"]  # at the top of a log range: the window ends there, 15% wide on the log axis
+    assert math.isclose(lr.high, 1e-2) and math.isclose(
+        lr.low, math.exp(math.log(1e-2) - 0.15 * math.log(100))
+    )
+    near = {
+        **edge.params,
+        "input_dropout": 0.11,
+        "learning_rate": math.exp(math.log(1e-2) - 0.14 * math.log(100)),
+    }
+    far = {**near, "input_dropout": 0.13}
+    got = sensitivity.neighbourhood(edge, [edge, record(1, near, 4.1), record(2, far, 4.2)], 0.075)
+    assert [t.number for t in got] == [1]  # 0.11 is inside the shifted window [0, 0.12], 0.13 is not
+    middle = sensitivity.windows(record(0, BEST, 4.0), 0.075)["input_dropout"]
+    assert math.isclose(middle.low, 0.4 - 0.06) and math.isclose(middle.high, 0.4 + 0.06)  # centred

@@ -195,3 +195,47 @@ def make_edge_study(db_url: str, name: str, storage_path: Path) -> optuna.Study:
     study = make_study(db_url, name, storage_path, trials=trials)
     study.set_user_attr("space_def", {"name": name, "params": EDGE_SPACE})
     return study
+
+
+# A study of two objectives (val_loss, num_params) under num_params<=5000, as a sweep stores it:
+# (val_loss, num_params) per COMPLETE trial. Front by hand: #0 (3.9, 4800) and #2 (4.2, 3000) and
+# #4 (4.6, 2000); #1 (4.3, 4000) is dominated by #2; #3 (3.7, 9000) is infeasible (the best loss);
+# #5 is PRUNED.
+MO_TRIALS = [(3.9, 4800), (4.3, 4000), (4.2, 3000), (3.7, 9000), (4.6, 2000), (None, 2500)]
+MO_FRONT = [0, 2, 4]
+
+
+def make_mo_study(
+    db_url: str, name: str, storage_path: Path, trials: list[tuple[float | None, int]] = MO_TRIALS
+) -> optuna.Study:
+    """A study with two objectives and a size bound (`MO_TRIALS`), its spec stored as a sweep stores it."""
+    from tuner.spec.sweep_spec import validate
+
+    study = optuna.create_study(study_name=name, storage=db_url, directions=["minimize", "minimize"])
+    spec = validate({"space": "tiny", "objectives": "val_loss,num_params", "constraints": "num_params<=5000"})
+    for key, value in {
+        "spec": spec.stored(),
+        "space": "tiny",
+        "status": "finished",
+        "created_at": "2026-11-27T00:00:00+00:00",
+        "storage_path": str(storage_path),
+    }.items():
+        study.set_user_attr(key, value)
+    params = [dict(BEST, input_dropout=0.1 * (i + 1)) for i in range(len(trials))]
+    for (loss, size), p in zip(trials, params, strict=True):
+        attrs = {"num_params": size, "tokens_per_s": 1000.0, "peak_memory": 2.0e8, "wall_time": 10.0}
+        curve = {10: (loss or 5.0) + 0.3, 20: loss or 5.0}
+        state = TrialState.COMPLETE if loss is not None else TrialState.PRUNED
+        values = [loss, size] if loss is not None else None
+        study.add_trial(
+            create_trial(
+                state=state,
+                params=p,
+                distributions=SPACE,
+                values=values,
+                intermediate_values=curve,
+                user_attrs=attrs,
+                system_attrs={"constraints:num_params<=5000": size - 5000},
+            )
+        )
+    return study

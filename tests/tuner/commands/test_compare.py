@@ -74,3 +74,29 @@ def test_a_missing_study_or_a_single_name_exit_2(env, capsys):
     assert "no study named 'nope'" in capsys.readouterr().err
     assert main(["compare", "mog", "--db", env["db_url"]]) == 2
     assert "give 2 to 8 study names, got 1" in capsys.readouterr().err
+
+
+def test_fronts_on_shared_axes_say_which_study_wins_where(tmp_path, capsys):
+    """`rnntune compare --front num_params`: each study's front, the front of both together with
+    each point's study (worked by hand in the comments), and the plot on shared axes."""
+    from tests.tuner.api.fixtures import make_mo_study
+
+    db = f"sqlite:///{tmp_path / 's.db'}"
+    make_mo_study(db, "a", tmp_path / "a")  # front (num_params, loss): (2000, 4.6) (3000, 4.2) (4800, 3.9)
+    make_mo_study(db, "b", tmp_path / "b", trials=[(4.1, 2500), (4.45, 1500), (3.95, 4000)])
+    plot = tmp_path / "fronts.html"
+    assert (
+        main(["compare", "a", "b", "--front", "num_params", "--plot", str(plot), "--db", db, "--json"]) == 0
+    )
+    result = json.loads(capsys.readouterr().out)
+    assert [p["number"] for p in result["studies"][0]["front"]] == [4, 2, 0]
+    assert [p["number"] for p in result["studies"][1]["front"]] == [1, 0, 2]
+    # a's (2000, 4.6) loses to b's (1500, 4.45), a's (3000, 4.2) to b's (2500, 4.1): b wins below 4800
+    assert [(w["study"], w["number"]) for w in result["winners"]] == [("b", 1), ("b", 0), ("b", 2), ("a", 0)]
+    page = plot.read_text()
+    assert '"name":"a"' in page and '"name":"b"' in page and "best of all" in page
+    assert main(["compare", "a", "b", "--front", "num_params", "--db", db]) == 0
+    text = capsys.readouterr().out
+    assert "a: front of (num_params, val_loss): #4 (2000, 4.6000)" in text
+    assert main(["compare", "a", "b", "--front", "speed", "--db", db]) == 2
+    assert "unknown measure 'speed'" in capsys.readouterr().err

@@ -58,3 +58,23 @@ def test_unknown_study_is_exit_2(tmp_path, capsys):
     db_url = f"sqlite:///{tmp_path / 'none.db'}"
     assert main(["report", "nope", "--db", db_url]) == 2
     assert "no study named 'nope'" in capsys.readouterr().err
+
+
+def test_report_prints_the_front_of_a_study_with_several_objectives(tmp_path, capsys):
+    from tests.tuner.api.fixtures import MO_FRONT, make_mo_study
+
+    db_url = f"sqlite:///{tmp_path / 'mo.db'}"
+    make_mo_study(db_url, "mo", tmp_path / "mo")
+    assert main(["report", "mo", "--db", db_url]) == 0
+    text = capsys.readouterr().out
+    assert (
+        "Pareto front of val_loss (minimize), num_params (minimize) under num_params<=5000: 3 trials "
+        "(1 dominated, 1 infeasible)" in text
+    )
+    rows = [line.split() for line in text.splitlines() if line.startswith("  #")]
+    assert [int(r[0][1:]) for r in rows] == MO_FRONT and rows[0][1:] == ["3.9", "4800"]
+    assert main(["report", "mo", "--db", db_url, "--json"]) == 0
+    with live_server(ApiSettings(db_url=db_url, storage_root=tmp_path)) as url:
+        served = httpx.get(f"{url}/studies/mo/pareto", timeout=60).json()
+    front = json.loads(capsys.readouterr().out)["front"]
+    assert [p["number"] for p in front["front"]] == served["front"]

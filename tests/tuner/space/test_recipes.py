@@ -87,9 +87,10 @@ def test_mogrifier_paper_recipe(name):
     assert ("mogrifier_rounds" in space.params) == name.endswith("mogrifier_lstm")
     assert ("input_embedding_ratio" in space.params) == (dataset != "enwik8")  # Appendix A
     # Table 1: every Wikitext-2 row is "d2, MoS2" (no PTB or Enwik8 row has a mixture); the paper
-    # is silent on the latent dropout, so the spaces fix Yang et al.'s Wikitext-2 value.
-    mos = (2, 0.29) if dataset == "wikitext2" else (1, 0.0)
-    assert (cfg.mos_components, cfg.mos_latent_dropout) == mos and "mos_latent_dropout" not in space.params
+    # is silent on the latent dropout, so it is lamb's: output_dropout's rate (None follows it).
+    assert cfg.mos_components == (2 if dataset == "wikitext2" else 1)
+    assert cfg.downprojected_output_dropout is None and "downprojected_output_dropout" not in space.params
+    assert cfg.drop_state_probability == 0.01  # every published lamb config
     assert ('"d2, MoS2"' in (BUILTIN_SPACES_DIR / f"{name}.yaml").read_text()) == (dataset == "wikitext2")
 
 
@@ -193,13 +194,16 @@ def test_other_dataset_recipes_fix_what_their_paper_states(name):
     pool = dataset in ("enwik8", "text8")
     assert space.sweep.given() == ({"sampler": "random", "n_trials": 60} if pool else {})
     if pool:
-        assert cfg.max_steps == 200 * 2746  # 200 epochs of 2,746 windows of 256 in 128 streams
+        assert cfg.max_steps == 200 * 2747  # 200 epochs of 2,747 windows of 256 in 128 streams
+    if not circling_back:  # lamb's character-level scripts: 25 turns of patience, one evaluation a turn
+        assert (cfg.averaging_patience, cfg.eval_every, cfg.drop_state_probability) == (25, 100, 0.01)
 
 
 @pytest.mark.parametrize("name", sorted(CITED))
 def test_every_fixed_setting_of_a_new_recipe_cites_its_source(name):
     """Every fixed setting sits under a comment, and every such comment cites a section, table or
-    quote of a paper, or says the paper is silent and where the value comes from."""
+    quote of a paper, or a file of the authors' released code (lamb/...), or says the paper is silent and
+    where the value comes from."""
     lines = (BUILTIN_SPACES_DIR / f"{name}.yaml").read_text().splitlines()
     fixed = lines[
         lines.index("fixed:") + 1 : next(
@@ -217,9 +221,15 @@ def test_every_fixed_setting_of_a_new_recipe_cites_its_source(name):
             blocks[-1].append(line.strip())
     for block in blocks:
         comment = " ".join(line for line in block if line.startswith("#"))
-        assert any(mark in comment for mark in ("§", "Table", '"', "paper gives", "not in the paper")), (
-            comment
-        )
+        marks = (
+            "§",
+            "Table",
+            '"',
+            "paper gives",
+            "not in the paper",
+            "lamb/",
+        )  # lamb/: a file of the authors' code
+        assert any(mark in comment for mark in marks), comment
 
 
 def _corpus(dataset: str, folder):
@@ -258,6 +268,8 @@ def test_maupome_meurs_recipe_is_the_papers_setting(name):
     assert (cfg.batch_size, cfg.num_layers, cfg.num_params, cfg.dropout_samples) == (batch, 1, weights, 1)
     assert (cfg.optimizer, cfg.learning_rate, cfg.adam_beta1) == ("adam", 0.001, 0.9)  # Kingma & Ba
     assert all(getattr(cfg, name) == 0.0 for name in DROPOUTS) and cfg.l2_penalty == 0.0
+    assert cfg.downprojected_rate == 0.0 and cfg.drop_state_probability == 0.0
+    assert cfg.eval_temperature == 1.0  # the paper tunes no softmax temperature
     assert (cfg.averaging, cfg.chrono_init, cfg.divergence_restores) == ("none", False, 0)
     assert cfg.max_steps == 10 * cfg.eval_every  # 10 epochs, evaluated once per epoch
     assert list(space.params) == ["cell"]

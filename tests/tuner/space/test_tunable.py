@@ -19,7 +19,6 @@ CONTRACT = {
     "cell_output_dropout": "float",
     "state_dropout": "float",
     "output_dropout": "float",
-    "mos_latent_dropout": "float",
     "mogrifier_rounds": "int",
     "mogrifier_rank": "int",
     "t_max": "float",

@@ -35,7 +35,10 @@ CHECKPOINT = "CHECKPOINT"
 VALUES: dict[str, tuple[list[str], object]] = {
     "space": (["reverse_copy"], "reverse_copy"),
     "overrides": (["--set", "max_steps=150", "--range", "learning_rate=0.001:0.003"], None),
+    "procedure": (["paper"], "paper"),
     "sampler": (["tpe"], "tpe"),
+    "objectives": (["val_loss,num_params:maximize"], ["val_loss", "num_params:maximize"]),
+    "constraints": (["num_params<=24000000,tokens_per_s>=5"], ["num_params<=24000000", "tokens_per_s>=5"]),
     "n_trials": (["7"], 7),
     "parallel": (["3"], 3),
     "cpus_per_trial": (["0.5"], 0.5),
@@ -150,7 +153,10 @@ def api(tmp_path_factory, model):
     )
     # The checkpoint's folder, and its corpus (a trained model's data_dir is held to the roots too).
     roots = (Path(model).parent, Path(model).parents[1] / "data")
-    settings = ApiSettings(db_url=url, storage_root=root / "storage", data_roots=roots)
+    # The MLflow server the `mlflow_uri` case names, allowed as an operator would (docs/trackers.md).
+    settings = ApiSettings(
+        db_url=url, storage_root=root / "storage", data_roots=roots, mlflow_uris=("http://127.0.0.1:5000",)
+    )
     with live_server(settings) as base:
         yield base, url
 

@@ -8,6 +8,7 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, HTTPException, Query, Request, status
 from starlette.concurrency import run_in_threadpool
 
+from tuner.analysis.front import best_record, study_goals
 from tuner.api import bounds, serializers
 from tuner.api.auth import require_read, require_write
 from tuner.api.checkpoint import storage_root
@@ -67,7 +68,7 @@ def detail(state: ApiState, name: str) -> dict:
     if (problem := serializers.stored_problem(row.user_attrs)) is not None:
         raise HTTPException(status.HTTP_409_CONFLICT, f"study {name!r} cannot be read here: {problem}")
     snapshot = state.store.snapshot(row)
-    best = snapshot.best
+    best = best_record(snapshot.trials, study_goals(row.user_attrs), snapshot.best)
     lease = read(state.leases, name)
     summary = _summary(state, row, lease)
     summary["best_value"] = serializers.finite(best.value) if best else None

@@ -7,19 +7,22 @@ import json
 from typing import Annotated, Any, Literal
 from urllib.parse import quote
 
-from fastapi import APIRouter, Depends, Path, Query, Request
+from fastapi import APIRouter, Depends, HTTPException, Path, Query, Request, status
 from fastapi.responses import Response, StreamingResponse
 
+from tuner.analysis.front import best_record, choose, front, study_goals
 from tuner.analysis.reads import SORT_KEYS, StudySnapshot, TrialRecord
 from tuner.api import checkpoint, serializers
 from tuner.api.auth import require_read
 from tuner.api.errors import NotFound
 from tuner.api.models import TrialDetail, TrialPage, TrialState
 from tuner.api.routes.common import STUDY, StudyName, attachment, errors, snapshot_of, state_of
+from tuner.objectives.goals import Goals
 from tuner.storage import trial_attrs
 
 router = APIRouter(prefix=STUDY, tags=["trials"], dependencies=[Depends(require_read)])
 ERRORS = errors(401, 404, 422, 503)
+CHOSEN_ERRORS = errors(401, 404, 409, 422, 503)  # a trial named that is not COMPLETE: 409
 TrialNumber = Annotated[int, Path(ge=0, le=2**62, description="The trial's number in its study.")]
 SortKey = Literal[SORT_KEYS]  # type: ignore[valid-type]
 
@@ -73,26 +76,71 @@ def get_trial_config(request: Request, name: StudyName, number: TrialNumber) -> 
     return serializers.clean(_config(request, name, trial))
 
 
-def _best(snapshot: StudySnapshot, name: str) -> TrialRecord:
-    best = snapshot.best
+ChosenTrial = Annotated[
+    int | None,
+    Query(ge=0, le=2**31 - 1, description="A COMPLETE trial by number instead of the best."),
+]
+Rule = Annotated[
+    str | None,
+    Query(
+        max_length=200,
+        description='Pick from the Pareto front (docs/api.md, "Several objectives"): `lowest:NAME` or '
+        "`highest:NAME`, optionally `@NAME<=BOUND`, e.g. `lowest:val_loss@num_params<=24e6`.",
+    ),
+]
+
+
+def _best(
+    snapshot: StudySnapshot,
+    name: str,
+    trial: int | None = None,
+    rule: str | None = None,
+    goals: Goals | None = None,
+) -> TrialRecord:
+    """The study's best COMPLETE trial (lowest validation loss; feasible, under constraints), or the trial `trial` names
+    (COMPLETE, else 409), or the front's member `rule` picks (422 for a rule it cannot read, 404
+    when no member qualifies)."""
+    if trial is not None and rule is not None:
+        raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, "give trial or rule, not both")
+    if trial is not None:
+        found = _trial(snapshot, name, trial)
+        if not found.completed:
+            raise HTTPException(status.HTTP_409_CONFLICT, f"trial {trial} is {found.state}, not COMPLETE")
+        return found
+    if rule is not None:
+        try:
+            chosen = choose(front(snapshot.trials, goals or Goals()), rule, goals or Goals())
+        except ValueError as err:
+            raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, f"rule: {err}") from None
+        if chosen is None:
+            raise NotFound(f"no trial on study {name!r}'s front satisfies {rule!r}")
+        return snapshot.by_number[chosen.number]
+    best = best_record(snapshot.trials, goals or Goals(), snapshot.best)
     if best is None:
-        raise NotFound(f"study {name!r} has no completed trial yet")
+        raise NotFound(
+            f"study {name!r} has no completed trial yet"
+            + (" within its constraints" if snapshot.best else "")
+        )
     return best
 
 
-@router.get("/best", response_model=TrialDetail, responses=ERRORS)
-async def get_best(request: Request, name: StudyName) -> dict:
-    """The completed trial with the best objective."""
-    return serializers.trial_detail(_best(await snapshot_of(request, name), name))
+@router.get("/best", response_model=TrialDetail, responses=CHOSEN_ERRORS)
+async def get_best(request: Request, name: StudyName, trial: ChosenTrial = None, rule: Rule = None) -> dict:
+    """The completed trial with the best objective (or the one `trial` or `rule` picks)."""
+    goals = study_goals(state_of(request).store.row(name).user_attrs)
+    return serializers.trial_detail(_best(await snapshot_of(request, name), name, trial, rule, goals))
 
 
 @router.get(
     "/best/checkpoint",
     response_class=StreamingResponse,
-    responses={200: {"content": {"application/octet-stream": {}}}, **ERRORS},
+    responses={200: {"content": {"application/octet-stream": {}}}, **CHOSEN_ERRORS},
 )
-def get_best_checkpoint(request: Request, name: StudyName) -> StreamingResponse:
-    """The best trial's checkpoint file (load it with `trainer.load_checkpoint`).
+def get_best_checkpoint(
+    request: Request, name: StudyName, trial: ChosenTrial = None, rule: Rule = None
+) -> StreamingResponse:
+    """The best trial's checkpoint file (load it with `trainer.load_checkpoint`), or that of the
+    trial `trial` or `rule` picks, as `GET .../best`.
 
     Headers: `X-Checkpoint-SHA256` (and `Repr-Digest`), `X-Trial-Number`, `X-Trial-Value`,
     `X-Trial-Config-URL` (the run's resolved config) and, when that config is under 8 kB,
@@ -100,7 +148,8 @@ def get_best_checkpoint(request: Request, name: StudyName) -> StreamingResponse:
     (`--storage`) are ever served, from the file descriptor that was checked (no symlink followed).
     """
     state = state_of(request)
-    best = _best(state.store.snapshot(state.store.row(name)), name)
+    row = state.store.row(name)
+    best = _best(state.store.snapshot(row), name, trial, rule, study_goals(row.user_attrs))
     settings = state.settings
     found = checkpoint.locate(
         trial_attrs.CHECKPOINT.of(best.user_attrs), (settings.storage_root,), settings.storage_root / name

@@ -37,6 +37,9 @@ function renderFacts(study) {
     facts.push(["checkpoints", `${used} on disk, weights of the best ${keepTop} kept`]);
   }
   if (attrs.ended_early) facts.push(["ended early", attrs.ended_early]);
+  const spec = attrs.spec || {};
+  view.hasFront = (spec.objectives || []).length > 1 || (spec.constraints || []).length > 0;
+  if (view.hasFront) facts.push(["objectives", `${spec.objectives.join(", ")}${spec.constraints.length ? ` under ${spec.constraints.join(", ")}` : ""}`]);
   document.getElementById("facts").replaceChildren(
     ...facts.map(([k, v]) => el("span", {}, el("b", {}, `${k}: `), String(v))));
   document.getElementById("download").disabled = !study.best_trial;
@@ -265,7 +268,9 @@ async function renderFinalize() {
 
 async function renderAnalysis() {
   try {
-    await Promise.all([renderPlot(), renderSensitivity(), renderImportances(), renderCurves(), renderAlerts()]);
+    document.getElementById("front-section").hidden = !view.hasFront;
+    await Promise.all([renderPlot(), renderSensitivity(), renderImportances(), renderCurves(), renderAlerts(),
+      ...(view.hasFront ? [front.render(base)] : [])]);
   } catch (err) {
     if (err.status !== 404) throw err;
     document.getElementById("nbhd").textContent = "No completed trial yet: the plot fills in as trials finish.";

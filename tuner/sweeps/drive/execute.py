@@ -137,7 +137,7 @@ def execute(
 ) -> SweepOutcome:
     """Run `plan` on Ray Tune until the study has its trials or is stopped. `fence`: the lease
     keeper every ask and tell is checked against (None: unfenced, for callers holding no lease)."""
-    check_available(plan.spec)  # before Ray starts: a tracker the spec asks for is installed
+    check_available(plan.spec, storage_url)  # before Ray starts: the trackers the spec asks for can run
     with driver_process(plan):
         set_status(study, "running")
         started_ray, parallel, notes = _start_cluster(plan, study, storage_url, options)
@@ -209,6 +209,8 @@ def _run(
         fence,
         checkpoint=spec.checkpoint,
         ask_ahead=ask_ahead.depth_for(parallel),
+        keep_diverged=plan.keep_diverged,
+        goals=spec.goals(),
     )
     progress = ProgressTable(study, searcher, plan.target, parallel, out)
     progress.header(plan.header(parallel, notes))
@@ -226,7 +228,9 @@ def _run(
             metric=METRIC,
             mode="min",
             search_alg=searcher,
-            scheduler=make_scheduler(plan.scheduler, plan.space.fixed, spec.early_stopping(), history),
+            scheduler=make_scheduler(
+                plan.scheduler, plan.space.fixed, spec.early_stopping(), history, spec.goals()
+            ),
             num_samples=plan.budget,
             max_concurrent_trials=parallel,
             reuse_actors=True,

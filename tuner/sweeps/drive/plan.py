@@ -1,9 +1,10 @@
 """A sweep as a plan: what one run of a study will do, decided from plain values before Ray starts.
 
 `plan_sweep` is pure: from the study's stored spec and this run's changes, its trial counts, its
-space and storage folder, it fixes the merged spec, how many trials to ask, the scheduler, each
-trial's resources, the process settings the driver needs, and the header's lines (those that need
-the running cluster are filled in by `SweepPlan.header`). Unit tests check it with plain values;
+space and storage folder, it fixes the merged spec, how many trials to ask, the scheduler, what a
+diverged trial becomes (its `procedure`, tuner.policies.procedure), each trial's resources, the
+process settings the driver needs, and the header's lines (those that need the running cluster
+are filled in by `SweepPlan.header`). Unit tests check it with plain values;
 execute.py starts Ray and runs it. `RunOptions` is how this process runs the study: none of it is
 stored with the study.
 """
@@ -16,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
+from tuner.policies import procedure
 from tuner.policies.early_stopping import ASHA_SCHEDULERS
 from tuner.policies.rank_agreement import describe_adaptive
 from tuner.space import SearchSpace
@@ -62,6 +64,7 @@ class SweepPlan:
     scheduler: str  # "none" for a study of a trained model: each trial is one evaluation
     resources: dict[str, float]  # per trial, as Ray Tune takes them
     numpy_seed: int | None  # Ray's async Hyperband draws each trial's bracket from numpy's global RNG
+    keep_diverged: bool = False  # a diverged trial is COMPLETE at its best value (`procedure: paper`)
     lines: list[str] = field(default_factory=list)  # the header after the study line
     driver_env: dict[str, str] = field(default_factory=lambda: dict(DRIVER_ENV))
     torch_threads: int = DRIVER_TORCH_THREADS
@@ -117,6 +120,7 @@ def plan_sweep(
     budget = spec.n_trials - done
     retried = f"; {len(zombies)} left RUNNING by a dead sweep marked FAIL and retried: {list(zombies)}"
     lines = [
+        *([line] if (line := procedure.describe(spec.procedure)) else []),
         early_stopping_line(spec, space, scheduler),
         *([f"ends early on: {stops}"] if stops else []),
         f"db {redact_url(storage_url)}  storage {root}",
@@ -138,5 +142,6 @@ def plan_sweep(
         scheduler=scheduler,
         resources={"cpu": spec.cpus_per_trial, "gpu": spec.gpus_per_trial},
         numpy_seed=spec.seed if policy.brackets and policy.brackets > 1 else None,
+        keep_diverged=procedure.keeps_diverged(spec.procedure),
         lines=lines,
     )

@@ -12,7 +12,7 @@ from optuna.trial import FrozenTrial, TrialState
 from ray.tune import Callback
 
 from tuner.storage import trial_attrs
-from tuner.storage.study import best_trial, counts_towards_total
+from tuner.storage.study import best_trial, counts_towards_total, value_of
 from tuner.sweeps.drive.searcher import StudySearcher
 
 STATUS_EVERY_S = 30.0
@@ -38,7 +38,7 @@ def fmt_duration(seconds: float) -> str:
 
 
 def trial_row(t: FrozenTrial) -> str:
-    value = fmt_value(t.value) if t.value is not None else "-"
+    value = fmt_value(v) if (v := value_of(t)) is not None else "-"
     steps = max(t.intermediate_values, default="-")
     wall = trial_attrs.WALL_TIME_S.of(t.user_attrs)
     extra = trial_attrs.ERROR.of(t.user_attrs, "")
@@ -98,7 +98,7 @@ class ProgressTable(Callback):
         ]
         if self._best is not None:
             parts.append(
-                f"best {self._best.value:.4f} (#{self._best.number}: {fmt_params(self._best.params)})"
+                f"best {value_of(self._best):.4f} (#{self._best.number}: {fmt_params(self._best.params)})"
             )
         remaining = self._n_trials - done
         if tally.wall_times and remaining > 0:
@@ -113,9 +113,9 @@ class ProgressTable(Callback):
         changed = self._printed != len(finished)
         for t in finished[self._printed :]:
             self._print(trial_row(t))
-            if t.state != TrialState.COMPLETE or t.value is None:
+            if t.state != TrialState.COMPLETE or (value := value_of(t)) is None:
                 continue
-            if self._best is None or self._best.value is None or t.value < self._best.value:
+            if self._best is None or (best := value_of(self._best)) is None or value < best:
                 self._best = t
         self._printed = len(finished)
         now = time.monotonic()

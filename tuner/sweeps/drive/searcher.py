@@ -29,6 +29,8 @@ from optuna.trial import FrozenTrial
 from ray.tune.search import Searcher
 
 from tuner.errors import LeaseLost
+from tuner.objectives.goals import Goals
+from tuner.objectives.measures import MEASURES
 from tuner.space import SearchSpace
 from tuner.storage import trial_attrs
 from tuner.storage.confine import resolve_within
@@ -57,14 +59,23 @@ class StudySearcher(Searcher):
         fence: Fence | None = None,
         checkpoint: str | None = None,
         ask_ahead: int = ASK_AHEAD,
+        keep_diverged: bool = False,
+        goals: Goals | None = None,
     ) -> None:
         """`ask_ahead`: trials kept asked ahead of Ray Tune's requests (0: none). `fence`: the lease every ask and tell is checked against (None: unfenced, for callers
         that hold no lease, such as benchmarks). `checkpoint`: the trained model each trial
-        evaluates instead of training one (a dynamic-evaluation study, `tuner.sweeps.dyneval.trial`)."""
+        evaluates instead of training one (a dynamic-evaluation study, `tuner.sweeps.dyneval.trial`).
+        `keep_diverged`: a trial that diverged is COMPLETE at its best value (`procedure: paper`).
+        `goals`: the study's objectives and constraints (tuner.objectives.goals); each trial gets the
+        bounds it must keep before it trains (`bounds`, checked by the trainable)."""
         super().__init__()
         self._checkpoint = checkpoint
+        self._keep_diverged = keep_diverged
         self._policies = policies
-        self._writer = StudyWriter(study, fence, policies.after_trial if policies is not None else None)
+        self._writer = StudyWriter(
+            study, fence, policies.after_trial if policies is not None else None, goals
+        )
+        self._bounds = [str(c) for c in (goals or Goals()).constraints if MEASURES[c.name].before_training]
         self._study = study
         self._space = space
         self._root = Path(storage_root)
@@ -146,6 +157,7 @@ class StudySearcher(Searcher):
             "trial_number": live.trial.number,
             "trainer": self._space.trial_config(live.params, live.run_dir),
             **({"checkpoint": self._checkpoint} if self._checkpoint else {}),
+            **({"bounds": self._bounds} if self._bounds else {}),
         }
 
     def _may_ask_ahead(self, count: int) -> bool:
@@ -225,6 +237,7 @@ class StudySearcher(Searcher):
             max_steps=self._max_steps,
             stop_reason=self.stop_reason,
             dyneval_space=bool(self._space.fixed.get("dyneval")),
+            keep_diverged=self._keep_diverged,
         )
         self._writer.finish(live, outcome)
 

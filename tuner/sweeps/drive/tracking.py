@@ -14,6 +14,7 @@ from optuna.trial import FrozenTrial
 from ray.tune import Callback
 
 from tuner.spec import SweepSpec
+from tuner.storage.study import value_of
 from tuner.sweeps.drive.searcher import StudySearcher
 from tuner.sweeps.trackers.guard import Guard, Tracker
 from tuner.sweeps.trackers.records import Point, ending, point
@@ -69,7 +70,7 @@ class TrackerCallback(Callback):
 
     def _told(self, trial: FrozenTrial) -> None:
         if self._logged.pop(trial.number, None) is not None:
-            self._send("end_trial", trial.number, ending(trial.state.name, trial.value, trial.user_attrs))
+            self._send("end_trial", trial.number, ending(trial.state.name, value_of(trial), trial.user_attrs))
 
     def _send(self, method: str, *args: Any) -> None:
         for guard in self._guards:

@@ -12,6 +12,7 @@ table. Tested with plain messages on a real SQLite study, no Ray (tests/tuner/sw
 from __future__ import annotations
 
 import math
+import statistics
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -22,9 +23,11 @@ import sqlalchemy as sa
 from optuna.trial import FrozenTrial, TrialState
 
 from tuner.errors import LeaseLost
+from tuner.objectives.goals import Goals
+from tuner.objectives.measures import PRIMARY
 from tuner.samplers.cost import COST_ATTR, step_cost
 from tuner.storage import trial_attrs
-from tuner.sweeps.trial.lifecycle import Evaluation, Outcome, Verdict
+from tuner.sweeps.trial.lifecycle import FINAL, Evaluation, Outcome, Verdict
 
 # A database out of reach, as SQLAlchemy raises it or as Optuna wraps it on commit.
 DB_ERRORS = (sa.exc.SQLAlchemyError, optuna.exceptions.StorageInternalError)
@@ -45,6 +48,37 @@ class Fence(Protocol):
 
 
 @dataclass
+class Measured:
+    """A trial's measures so far (tuner.objectives.measures): its size, its throughput at each
+    evaluation (stored as their median) and its peak memory (the largest seen)."""
+
+    num_params: float | None = None
+    throughputs: list[float] = field(default_factory=list)
+    peak_memory: float | None = None
+
+    def add(self, result: Mapping[str, Any]) -> None:
+        size, speed, peak = (_finite(result.get(k)) for k in ("num_params", "tokens_per_s", "peak_memory"))
+        self.num_params = size if size is not None else self.num_params
+        if speed is not None and not result.get(FINAL):
+            self.throughputs.append(speed)
+        if peak is not None:
+            self.peak_memory = max(peak, self.peak_memory or 0.0)
+
+    def as_attrs(self, wall: float) -> dict[str, float]:
+        """The measures known, under their names, with the trial's wall time."""
+        out = {"num_params": self.num_params, "peak_memory": self.peak_memory, "wall_time": round(wall, 3)}
+        if self.throughputs:
+            out["tokens_per_s"] = float(statistics.median(self.throughputs))
+        return {k: v for k, v in out.items() if v is not None}
+
+
+def _finite(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        return None
+    return float(value)
+
+
+@dataclass
 class LiveTrial:
     """A trial in flight: its Optuna trial, where it runs and what has been recorded so far."""
 
@@ -55,6 +89,7 @@ class LiveTrial:
     curve: dict[int, float] = field(default_factory=dict)
     attrs: dict[str, Any] = field(default_factory=dict)
     last_step: int = 0
+    measures: Measured = field(default_factory=lambda: Measured())
 
     def wall(self) -> float:
         """Seconds since the trial started, as stored in `wall_time_s`."""
@@ -78,9 +113,14 @@ class StudyWriter:
     lease, such as benchmarks); `after_trial` runs after each trial that finished for good."""
 
     def __init__(
-        self, study: optuna.Study, fence: Fence | None = None, after_trial: Callable[[], None] | None = None
+        self,
+        study: optuna.Study,
+        fence: Fence | None = None,
+        after_trial: Callable[[], None] | None = None,
+        goals: Goals | None = None,
     ) -> None:
         self.study = study
+        self.goals = goals or Goals()
         self.tally = Tally()
         self.told: list[Callable[[FrozenTrial], None]] = []  # called with each trial as it is told
         self._fence = fence
@@ -107,6 +147,7 @@ class StudyWriter:
         goes on."""
         if not self.writable:
             return
+        live.measures.add(result)
         if evaluation.step is not None:
             live.last_step = max(live.last_step, evaluation.step)
         if (
@@ -116,7 +157,7 @@ class StudyWriter:
             and math.isfinite(evaluation.value)
         ):
             try:
-                live.trial.report(evaluation.value, evaluation.step)
+                report(live.trial, evaluation.value, evaluation.step)
             except DB_ERRORS:
                 return
             live.curve[evaluation.step] = evaluation.value
@@ -138,14 +179,31 @@ class StudyWriter:
         trial_attrs.WALL_TIME_S.write(live.trial, round(wall, 3))
         for key, value in outcome.attrs.items():
             trial_attrs.write(live.trial, key, value)
-        if outcome.verdict is Verdict.FAIL:
-            self.fail(live, outcome.error or "failed", needs_retry=outcome.needs_retry)
-        elif (frozen := self._tell(live, outcome.value, TrialState[outcome.verdict.value])) is not None:
+        measures = self._measures(live, wall, outcome.value)
+        told: float | list[float] | None = outcome.value
+        error = outcome.error
+        if outcome.verdict is Verdict.COMPLETE and self.goals.several:
+            told = self.goals.values(measures)
+            error = None if told is not None else f"a measure to optimise is missing: {self.goals.names}"
+        if outcome.verdict is Verdict.FAIL or (told is None and outcome.verdict is Verdict.COMPLETE):
+            self.fail(live, error or "failed", needs_retry=outcome.needs_retry)
+        elif (frozen := self._tell(live, told, TrialState[outcome.verdict.value])) is not None:
             if outcome.verdict is Verdict.COMPLETE:
                 self.tally.complete += 1
             else:
                 self.tally.pruned += 1
             self._finished(frozen, wall)
+
+    def _measures(self, live: LiveTrial, wall: float, value: float | None) -> dict[str, float]:
+        """Store the trial's measures under their names (every study, whatever it optimises) and
+        its constraint values for Optuna's feasibility-aware samplers; return them with `val_loss`."""
+        measures = live.measures.as_attrs(wall)
+        for key, number in measures.items():
+            trial_attrs.write(live.trial, key, number)
+        measures = {**measures, **({PRIMARY: value} if value is not None else {})}
+        for key, excess in self.goals.excesses(measures).items():
+            live.trial.set_constraint(key, excess)
+        return measures
 
     def fail(
         self, live: LiveTrial, message: str, *, needs_retry: bool, wall: bool = False
@@ -169,7 +227,9 @@ class StudyWriter:
             self._finished(frozen, None)
         return frozen
 
-    def _tell(self, live: LiveTrial, value: float | None, state: TrialState) -> FrozenTrial | None:
+    def _tell(
+        self, live: LiveTrial, value: float | list[float] | None, state: TrialState
+    ) -> FrozenTrial | None:
         """Optuna's tell behind the fence; None (nothing written) when the lease is lost."""
         try:
             self.check()
@@ -189,3 +249,14 @@ class StudyWriter:
         self.tally.finished.append(trial)
         if self._after_trial is not None:
             self._after_trial()
+
+
+def report(trial: optuna.Trial, value: float, step: int) -> None:
+    """`trial.report(value, step)`, also in a study with several objectives, where Optuna refuses
+    `report` (it has no pruner for them); rnntune's curves are the validation loss alone, so it
+    stores them through the storage call `report` itself makes (`Trial.storage`, public; the trial's
+    id is Optuna's private `_trial_id`, checked by tests/tuner/sweeps/drive/test_writer.py)."""
+    if len(trial.study.directions) == 1:
+        trial.report(value, step)
+    else:
+        trial.storage.set_trial_intermediate_value(trial._trial_id, step, value)

@@ -27,7 +27,7 @@ from tuner.space import SearchSpace
 from tuner.spec import SweepSpec
 from tuner.storage import study_attrs
 from tuner.storage.confine import resolve_within
-from tuner.storage.study import best_trial
+from tuner.storage.study import best_trial, value_of
 
 # Settings a checkpoint study's space may fix besides SETTINGS: where the data is, which device
 # evaluates, how many validation tokens a trial reads. The model's own settings are the checkpoint's.
@@ -109,7 +109,7 @@ def best_setting(study: optuna.Study) -> dict[str, Any] | None:
     spec = SweepSpec.stored_in(attrs)
     return {
         "params": params,
-        "value": best.value,
+        "value": value_of(best),
         "trial": best.number,
         "checkpoint": spec.checkpoint if spec is not None else None,
     }

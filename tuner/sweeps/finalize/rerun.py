@@ -29,7 +29,7 @@ from optuna.trial import FrozenTrial, TrialState
 from trainer.evaluate import headline
 from tuner.storage import study_attrs, trial_attrs
 from tuner.storage.confine import resolve_within
-from tuner.storage.study import StudyError
+from tuner.storage.study import StudyError, value_of
 
 BEST_BY = ("tuning", "rerun_mean")
 
@@ -46,9 +46,9 @@ class Rerun:
 def top_trials(study: optuna.Study, k: int) -> list[FrozenTrial]:
     """The `k` best COMPLETE trials by objective (PRUNED and FAIL ones never qualify)."""
     complete = [
-        t for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)) if t.value is not None
+        t for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)) if value_of(t) is not None
     ]
-    return sorted(complete, key=lambda t: (t.value, t.number))[:k]
+    return sorted(complete, key=lambda t: (value_of(t), t.number))[:k]
 
 
 def source_config(study: optuna.Study, trial: FrozenTrial, storage: Path) -> dict[str, Any]:
@@ -123,7 +123,7 @@ def record(study: optuna.Study, trial: FrozenTrial, result: Mapping[str, Any]) -
     """Store one finished rerun under its source trial (replacing an earlier attempt at that seed)."""
     stored = dict(study_attrs.FINALIZE.of(study.user_attrs) or {})
     entry = dict(
-        stored.get(str(trial.number)) or {"value": trial.value, "params": trial.params, "reruns": []}
+        stored.get(str(trial.number)) or {"value": value_of(trial), "params": trial.params, "reruns": []}
     )
     reruns = [r for r in entry["reruns"] if int(r["seed"]) != int(result["seed"])]
     entry["reruns"] = sorted([*reruns, dict(result)], key=lambda r: int(r["seed"]))

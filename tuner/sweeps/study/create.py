@@ -76,7 +76,7 @@ def create_study(
     prior = warm.check(storage_url, spec.warm_start, space, spec.sampler) if spec.warm_start else None
     storage = open_storage(storage_url)
     try:
-        study = optuna.create_study(study_name=name, storage=storage, direction="minimize")
+        study = optuna.create_study(study_name=name, storage=storage, directions=spec.goals().directions)
     except optuna.exceptions.DuplicatedStudyError:
         raise StudyExistsError(
             f"study {name!r} already exists in {redact_url(storage_url)}; "

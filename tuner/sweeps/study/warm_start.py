@@ -17,12 +17,12 @@ from optuna.trial import FrozenTrial, TrialState
 
 from tuner.space import SearchSpace
 from tuner.storage import study_attrs
-from tuner.storage.study import StudyError, StudyNotFoundError, load_study
+from tuner.storage.study import StudyError, StudyNotFoundError, load_study, value_of
 
 
 def _usable(trial: FrozenTrial) -> bool:
     if trial.state == TrialState.COMPLETE:
-        return trial.value is not None
+        return value_of(trial) is not None
     return trial.state == TrialState.PRUNED and bool(trial.intermediate_values)
 
 

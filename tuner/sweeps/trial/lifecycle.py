@@ -91,6 +91,7 @@ class TrialEnd:
 
     final: bool = False
     error: str | None = None
+    diverged_at: int | None = None  # the step the trainer gave up on a divergence (with `error`)
     best_val_loss: float | None = None
     dyneval_val_loss: float | None = None
     checkpoint: str | None = None
@@ -103,6 +104,7 @@ class TrialEnd:
         return cls(
             final=True,
             error=str(result["error"]) if result.get("error") else None,
+            diverged_at=None if result.get("diverged_at") is None else int(result["diverged_at"]),
             best_val_loss=result.get("best_val_loss"),
             dyneval_val_loss=result.get("dyneval_val_loss"),
             checkpoint=result.get("best_checkpoint") or None,
@@ -130,10 +132,14 @@ def decide(
     max_steps: int,
     stop_reason: str | None,
     dyneval_space: bool,
+    keep_diverged: bool = False,
 ) -> Outcome:
     """The study's verdict on a trial that ended (see the module docstring).
 
-    * A summary with an error: FAIL with it (the trainer's own failure: no retry).
+    * A summary with an error: FAIL with it (the trainer's own failure: no retry). A divergence the
+      trainer gave up on stores its step (`diverged_at`); with `keep_diverged` (`procedure: paper`,
+      tuner.policies.procedure) the trial is COMPLETE at the best of its curve instead, as lamb's
+      monitor keeps its best validation loss — FAIL only when it diverged before any evaluation.
     * A summary: COMPLETE with its best validation loss — or, in a dynamic-evaluation space (thesis
       Table 2.6), what dynamic evaluation achieved — and its summary fields as attrs; FAIL when
       that value is missing or not finite.
@@ -144,7 +150,7 @@ def decide(
     """
     if end.final:
         if end.error is not None:
-            return Outcome(Verdict.FAIL, error=end.error)
+            return _failed(end, curve, keep_diverged)
         attrs = dict(end.summary)
         if end.checkpoint:
             attrs[trial_attrs.CHECKPOINT] = end.checkpoint
@@ -157,6 +163,20 @@ def decide(
     if last_step >= max_steps:
         return _completed(min(curve.values(), default=None), {})
     return Outcome(Verdict.PRUNED)
+
+
+def _failed(end: TrialEnd, curve: Mapping[int, float], keep_diverged: bool) -> Outcome:
+    """A summary with an error: FAIL, or COMPLETE at the curve's best for a divergence kept."""
+    if end.diverged_at is None:
+        return Outcome(Verdict.FAIL, error=end.error)
+    attrs: dict[str, Any] = {trial_attrs.DIVERGED_AT: end.diverged_at}
+    finite = {step: v for step, v in curve.items() if math.isfinite(v)}
+    if not keep_diverged or not finite:
+        return Outcome(Verdict.FAIL, error=end.error, attrs=attrs)
+    best_step = min(finite, key=lambda step: (finite[step], step))
+    return Outcome(
+        Verdict.COMPLETE, value=finite[best_step], attrs={**attrs, trial_attrs.BEST_STEP: best_step}
+    )
 
 
 def _completed(best: float | None, attrs: dict[str, Any]) -> Outcome:

@@ -3,8 +3,9 @@
 Every evaluation is sent with `tune.report`; the driver (the searcher) writes it to the study, so
 trial workers never need the database or its credentials. A trainer exception (bad config, missing
 data, divergence past its restores) does not raise out of the trial: it becomes a final result with
-`error`, which the searcher stores as FAIL with that message. Only a dead worker reaches Ray Tune's
-retry machinery, the one case where a retry can help.
+`error` (and `diverged_at`, the step, for a divergence), which the searcher stores as FAIL with that
+message, or under `procedure: paper` a divergence as COMPLETE at its best value (lifecycle.decide).
+Only a dead worker reaches Ray Tune's retry machinery, the one case where a retry can help.
 
 Placement (placement.py): the device `auto` means, or a FAIL with the cause when the trial reserved
 a GPU it cannot use. Every result carries the assigned ids (`gpu_ids`), the device used and the
@@ -15,8 +16,10 @@ from __future__ import annotations
 
 import math
 import numbers
+import time
 from typing import Any
 
+from tuner.objectives.goals import Constraint, Goals
 from tuner.sweeps.trial.lifecycle import FINAL
 from tuner.sweeps.trial.placement import GPUUnusable, failed_placement, placement
 
@@ -30,13 +33,31 @@ def _numeric(metrics: dict[str, Any]) -> dict[str, Any]:
     return keep
 
 
+def _infeasible(settings: dict[str, Any], bounds: list[str]) -> dict[str, Any] | None:
+    """The result of a trial whose config breaks a bound known before training (its model's
+    size against `num_params<=...`): FAIL with the reason, without training a step. None when it
+    keeps them (or the config is bad: training then says why)."""
+    from trainer import make_config, model_size
+
+    try:
+        size = model_size(make_config(settings))
+    except Exception:  # a bad config or missing data: the trainer reports it, as for any trial
+        return None
+    broken = Goals(constraints=tuple(Constraint.parse(b) for b in bounds)).violated_before_training(
+        {"num_params": size}
+    )
+    if not broken:
+        return None
+    return {"num_params": size, "error": f"Infeasible: {'; '.join(broken)}; not trained"}
+
+
 def run_trial(config: dict[str, Any]) -> dict[str, Any]:
     """Train the trial described by `config["trainer"]`; return the final summary result. (A study
     of a trained model runs `tuner.sweeps.dyneval.trial.run_dyneval_trial` instead: the driver
     picks the trial kind once, `drive.execute.trial_kind`.)"""
     from ray import tune
 
-    from trainer import make_config, train
+    from trainer import TrainingDiverged, make_config, train
 
     settings = dict(config["trainer"])
     try:
@@ -45,15 +66,21 @@ def run_trial(config: dict[str, Any]) -> dict[str, Any]:
         return failed_placement(err)
     settings["device"] = where["device"]
     last: dict[str, Any] = {"step": 0, "val_loss": math.inf, **where}
+    if config.get("bounds") and (infeasible := _infeasible(settings, config["bounds"])) is not None:
+        return {**last, **infeasible, FINAL: True}
+
+    started = time.monotonic()
 
     def report(metrics: dict[str, Any]) -> None:
-        last.update(_numeric(metrics))
-        tune.report({**_numeric(metrics), **where})
+        timed = {**_numeric(metrics), "wall_time": round(time.monotonic() - started, 3)}
+        last.update(timed)
+        tune.report({**timed, **where})
 
     try:
         result = train(make_config(settings), report=report)
     except Exception as err:  # every trainer failure is the trial's FAIL reason, not a worker crash
-        return {**last, FINAL: True, "error": f"{type(err).__name__}: {err}"}
+        diverged = {"diverged_at": err.step} if isinstance(err, TrainingDiverged) else {}
+        return {**last, FINAL: True, "error": f"{type(err).__name__}: {err}", **diverged}
     return {
         **last,
         FINAL: True,

@@ -24,7 +24,7 @@ from tuner.space.params import fmt
 from tuner.space.widen import EDGES, check_widenable, widen
 from tuner.storage import study_attrs
 from tuner.storage.attrs import set_study_attrs
-from tuner.storage.study import StudyError, finished_count, open_storage
+from tuner.storage.study import StudyError, finished_count, open_storage, value_of
 
 
 def parse_widen(item: str) -> tuple[str, str | None]:
@@ -40,11 +40,10 @@ def alert_edge(study: optuna.Study, param: str) -> str:
     """The edge of `param` the study's boundary alert names (`both` if it names the two);
     StudyError naming the parameter when there is no alert for it."""
     params = study_attrs.SPACE_DEF.required(study.user_attrs)["params"]
-    complete = [
-        (t.value, t.params)
-        for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
-        if t.value is not None
+    scored = [
+        (value_of(t), t.params) for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
     ]
+    complete = [(value, params) for value, params in scored if value is not None]
     edges = [a.edge for a in crowded_edges(params, complete) if a.param == param]
     if not edges:
         raise StudyError(

@@ -55,6 +55,19 @@ def test_a_study_of_a_trained_model_schedules_nothing():
     assert p.lines[0] == "early stopping: none (each trial evaluates /runs/best.pt once, trains nothing)"
 
 
+def test_the_papers_procedure_stops_no_trial_and_keeps_diverged_ones():
+    p = plan(SweepSpec(space="tiny", procedure="paper"))
+    assert (p.scheduler, p.keep_diverged) == ("none", True)
+    assert p.lines[0].startswith("procedure: paper - ") and "diverged_at" in p.lines[0]
+    assert p.lines[1] == "early stopping: none"
+
+
+def test_rnntune_s_procedure_prunes_and_fails_diverged_trials():
+    p = plan(SweepSpec(space="tiny"))
+    assert (p.scheduler, p.keep_diverged) == ("adaptive", False)
+    assert not any(line.startswith("procedure:") for line in p.lines)
+
+
 def test_numpy_is_seeded_only_for_hyperband_brackets():
     assert plan(SweepSpec(space="tiny", seed=7, scheduler="asha", brackets=3)).numpy_seed == 7
     assert plan(SweepSpec(space="tiny", seed=7, scheduler="asha")).numpy_seed is None

@@ -11,6 +11,7 @@ import sqlalchemy as sa
 from optuna.trial import TrialState
 
 from tests.tuner.sweeps.searcher_study import Fence
+from tuner.objectives.goals import Goals
 from tuner.storage import trial_attrs
 from tuner.sweeps.drive.writer import ERROR_CHARS, LiveTrial, StudyWriter
 from tuner.sweeps.trial.lifecycle import Evaluation, Outcome, Verdict
@@ -111,3 +112,45 @@ def test_once_the_lease_is_lost_nothing_is_written(writer):
     assert trial.state == TrialState.RUNNING and trial.intermediate_values == {}  # for the next driver
     assert not {trial_attrs.ERROR, trial_attrs.WALL_TIME_S} & set(trial.user_attrs)
     assert finished == [] and not w.writable
+
+
+def test_every_trial_stores_its_measures_and_constraint_values(writer):
+    """Measures under their names whatever the study optimises (one objective here), and the
+    constraint values Optuna's feasibility-aware samplers read."""
+    w, _, _ = writer
+    w.goals = Goals.parse(constraints=["num_params<=100", "tokens_per_s>=5"])
+    live = start(w)
+    for step, speed in ((10, 4.0), (20, 8.0), (30, 9.0)):
+        w.record(
+            live,
+            Evaluation(step, 5.0 - step / 100),
+            {"step": step, "tokens_per_s": speed, "num_params": 120, "peak_memory": 1000 * step},
+        )
+    w.finish(live, Outcome(Verdict.COMPLETE, value=4.7))
+    trial = stored(w)
+    assert trial.state == TrialState.COMPLETE and trial.value == 4.7
+    attrs = trial.user_attrs
+    assert (attrs["num_params"], attrs["tokens_per_s"], attrs["peak_memory"]) == (120, 8.0, 30000)
+    assert attrs["wall_time"] >= 0
+    assert trial.system_attrs["constraints:num_params<=100"] == 20.0  # past the bound: infeasible
+    assert trial.system_attrs["constraints:tokens_per_s>=5"] == -3.0
+
+
+def test_a_study_with_several_objectives_gets_its_curve_and_values(tmp_path):
+    """Optuna refuses `Trial.report` with several objectives; the curve is stored all the same
+    (through the storage call `report` makes: the private `_trial_id` this relies on is checked
+    here), and the trial is told every objective in order."""
+    study = optuna.create_study(
+        study_name="mo", storage=f"sqlite:///{tmp_path / 's.db'}", directions=["minimize", "maximize"]
+    )
+    w = StudyWriter(study, Fence(), goals=Goals.parse(["val_loss", "tokens_per_s"]))
+    live = start(w)
+    w.record(live, Evaluation(10, 5.0), {"step": 10, "tokens_per_s": 50.0})
+    w.record(live, Evaluation(20, 4.0), {"step": 20, "tokens_per_s": 70.0})
+    w.finish(live, Outcome(Verdict.COMPLETE, value=4.0))
+    trial = stored(w)
+    assert trial.intermediate_values == {10: 5.0, 20: 4.0}
+    assert trial.values == [4.0, 60.0] and trial.state == TrialState.COMPLETE
+    other = start(w)  # no throughput measured: cannot be told its values, so FAIL saying why
+    w.finish(other, Outcome(Verdict.COMPLETE, value=4.5))
+    assert stored(w, 1).state == TrialState.FAIL and "missing" in stored(w, 1).user_attrs["error"]

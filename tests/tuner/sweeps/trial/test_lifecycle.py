@@ -57,6 +57,59 @@ def test_a_summary_with_an_error_fails_with_it_and_is_not_retried():
     assert outcome == Outcome(Verdict.FAIL, error="TrainingDiverged: 10 restores")
 
 
+DIVERGED = "TrainingDiverged: training diverged at step 60"
+
+
+def test_a_divergence_fails_with_its_step_under_rnntune_s_procedure():
+    end = TrialEnd.from_result(summary(error=DIVERGED, diverged_at=60))
+    outcome = verdict(end, curve={20: 4.5, 40: 4.1})
+    assert outcome == Outcome(Verdict.FAIL, error=DIVERGED, attrs={"diverged_at": 60})
+
+
+def test_the_papers_procedure_keeps_a_diverged_trial_at_its_best_value():
+    end = TrialEnd.from_result(summary(error=DIVERGED, diverged_at=60))
+    curve = {20: 4.5, 40: 4.1, 50: 4.3}
+    outcome = decide(
+        end,
+        curve=curve,
+        last_step=50,
+        max_steps=MAX,
+        stop_reason=None,
+        dyneval_space=False,
+        keep_diverged=True,
+    )
+    assert outcome == Outcome(Verdict.COMPLETE, value=4.1, attrs={"diverged_at": 60, "best_step": 40})
+
+
+def test_a_trial_that_diverged_before_any_evaluation_fails_under_either_procedure():
+    end = TrialEnd.from_result(summary(error=DIVERGED, diverged_at=3))
+    for keep in (False, True):
+        outcome = decide(
+            end,
+            curve={},
+            last_step=0,
+            max_steps=MAX,
+            stop_reason=None,
+            dyneval_space=False,
+            keep_diverged=keep,
+        )
+        assert outcome == Outcome(Verdict.FAIL, error=DIVERGED, attrs={"diverged_at": 3})
+
+
+def test_the_papers_procedure_keeps_only_divergences_other_errors_fail():
+    end = TrialEnd.from_result(summary(error="DataError: no such file"))
+    outcome = decide(
+        end,
+        curve={20: 4.5},
+        last_step=20,
+        max_steps=MAX,
+        stop_reason=None,
+        dyneval_space=False,
+        keep_diverged=True,
+    )
+    assert outcome == Outcome(Verdict.FAIL, error="DataError: no such file")
+
+
 @pytest.mark.parametrize("best", [None, math.nan, math.inf])
 def test_a_summary_without_a_finite_loss_fails(best):
     outcome = verdict(TrialEnd.from_result(summary(best_val_loss=best, best_step=3)))
