@@ -1,7 +1,8 @@
 """rnntune's Optuna samplers, one module per part, and the registry sweeps pick them from.
 
 `make_sampler(name, seed=...)` (`tuner.samplers.registry`) builds any of `SAMPLERS`;
-`DEFAULT_SAMPLER` is the one sweeps use when none is given; `WARM_START_SAMPLERS` take
+`DEFAULT_SAMPLER` is the one sweeps use when none is given (`DEFAULT_MULTI_OBJECTIVE_SAMPLER` with
+several objectives, `default_sampler(n_objectives)`); `WARM_START_SAMPLERS` take
 `prior_trials=[FrozenTrial, ...]` (a warm start from another study); `COST_AWARE_SAMPLERS` take
 `cost_aware=True` (improvement per unit of expected cost, `tuner.samplers.cost`); `RETIRED_SAMPLERS` maps
 retired names to their replacement. rnntune's GP is one class built from parts
@@ -14,10 +15,12 @@ from tuner.samplers.gp import GPSampler
 from tuner.samplers.observations import FidelityModel, Observations
 from tuner.samplers.registry import (
     COST_AWARE_SAMPLERS,
+    DEFAULT_MULTI_OBJECTIVE_SAMPLER,
     DEFAULT_SAMPLER,
     RETIRED_SAMPLERS,
     SAMPLERS,
     WARM_START_SAMPLERS,
+    default_sampler,
     make_sampler,
     sampler_options,
 )
@@ -26,6 +29,7 @@ from tuner.samplers.warping import HalfRank, Warping
 
 __all__ = [
     "COST_AWARE_SAMPLERS",
+    "DEFAULT_MULTI_OBJECTIVE_SAMPLER",
     "DEFAULT_SAMPLER",
     "RETIRED_SAMPLERS",
     "SAMPLERS",
@@ -38,6 +42,7 @@ __all__ = [
     "Observations",
     "Subset",
     "Warping",
+    "default_sampler",
     "make_sampler",
     "sampler_options",
 ]

@@ -23,6 +23,7 @@ from optuna.trial import FrozenTrial, TrialState
 
 from tuner.samplers import activity, inactive
 from tuner.samplers import prior_trials as priors
+from tuner.samplers.constraints import constraint_matrix
 from tuner.samplers.observations import Observations
 from tuner.samplers.union_space import active_params
 from tuner.samplers.warping import Warping
@@ -34,8 +35,9 @@ FIDELITY = "rnntune:step"  # the step input's name; no search space has a parame
 class FitInputs:
     """Normalised inputs `x` and standardized targets (larger is better, as Optuna's GP fits them)
     of the fitted trials, the normalised `pending` (RUNNING) points or None, the GP's `gp_space`,
-    the study's `search_space`, the activity `rules`, and whether the last input is the step
-    (`pinned` to the `full` length when candidates are scored)."""
+    the study's `search_space`, the activity `rules`, whether the last input is the step
+    (`pinned` to the `full` length when candidates are scored), and the fitted trials'
+    `constraints` (`tuner.samplers.constraints.constraint_matrix`; None: unconstrained)."""
 
     search_space: dict[str, BaseDistribution]
     gp_space: Any  # optuna._gp.search_space.SearchSpace
@@ -45,6 +47,7 @@ class FitInputs:
     rules: list[activity.Rule]
     pinned: bool
     full: int | None = None
+    constraints: np.ndarray | None = None
 
     def normalised(self, trials: list[FrozenTrial]) -> np.ndarray:
         """Other `trials` on the same inputs as the fitted ones, at the full length when the step
@@ -101,6 +104,7 @@ def fit_inputs(
         rules=rules,
         pinned=pinned,
         full=own.full if pinned else None,
+        constraints=constraint_matrix(trials),
     )
 
 

@@ -13,13 +13,14 @@ RUNNING trials and its acquisition optimiser (`optuna._gp`, pinned by `check_opt
 Around it, rnntune models the union search space of the study's trials (`union_space`: conditional
 parameters and widened ranges stay in the GP) with inactive parameters imputed outside the range
 (`inactive`), scores candidates as their trials will be stored (`activity`) and warm-starts the fit
-with another study's trials (`prior_trials`). Multi-objective studies (never an rnntune sweep) are
-handed to Optuna's own GPSampler, under a lock since it caches its fit on itself.
+with another study's trials (`prior_trials`). A study with several objectives is made one per
+suggestion by ParEGO's random Chebyshev scalarisation (`parego`), so early-stopped trials inform it
+through the same fidelity model; constraints set by `Trial.set_constraint` make the acquisition
+constrained (q-)logEI (`constraints`), as in Optuna's GPSampler.
 """
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -31,7 +32,9 @@ from optuna.samplers._lazy_random_state import LazyRandomState
 from optuna.study import Study, StudyDirection
 from optuna.trial import FrozenTrial, TrialState
 
+from tuner.samplers import parego
 from tuner.samplers import prior_trials as priors
+from tuner.samplers.constraints import constraint_models, feasible
 from tuner.samplers.cost import CostAware, LogCost, costed_trials, fit_log_cost
 from tuner.samplers.fit_inputs import FitInputs, fit_inputs
 from tuner.samplers.observations import FidelityModel, Observations, complete_only
@@ -87,21 +90,13 @@ class GPSampler(BaseSampler):
         self._prior_trials = list(prior_trials or [])
         self._prior_horizon = prior_horizon
         self._kernel: tuple[int, Any] | None = None  # (input dimension, last fitted GP)
-        self._multi = optuna.samplers.GPSampler(
-            seed=seed,
-            independent_sampler=self._independent,
-            n_startup_trials=n_startup_trials,
-            deterministic_objective=deterministic_objective,
-            warn_independent_sampling=False,
-        )
-        self._multi_lock = threading.Lock()
 
-    # Picklable like Optuna's samplers: a lock is not, and the kernel cache is only a warm start.
+    # Picklable like Optuna's samplers; the kernel cache is only a warm start, left behind.
     def __getstate__(self) -> dict[str, Any]:
-        return {k: v for k, v in self.__dict__.items() if k not in ("_multi_lock", "_kernel")}
+        return {k: v for k, v in self.__dict__.items() if k != "_kernel"}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__dict__.update(state, _multi_lock=threading.Lock(), _kernel=None)
+        self.__dict__.update(state, _kernel=None)
 
     def reseed_rng(self) -> None:
         self._rng.rng.seed()
@@ -109,9 +104,6 @@ class GPSampler(BaseSampler):
 
     def infer_relative_search_space(self, study: Study, trial: FrozenTrial) -> dict[str, BaseDistribution]:
         """The union of this study's trials (the prior trials' while the study has none)."""
-        if len(study.directions) != 1:
-            with self._multi_lock:
-                return self._multi.infer_relative_search_space(study, trial)
         space = study_search_space(study.get_trials(deepcopy=False))
         if not space and self._prior_trials:
             space = union_search_space(self._prior_trials)
@@ -122,11 +114,15 @@ class GPSampler(BaseSampler):
     ) -> dict[str, Any]:
         if not search_space:
             return {}
-        if len(study.directions) != 1:
-            with self._multi_lock:
-                return self._multi.sample_relative(study, trial, search_space)
-        sign = 1.0 if study.direction == StudyDirection.MINIMIZE else -1.0
         trials = study.get_trials(deepcopy=False, states=STATES)
+        if len(study.directions) == 1:
+            sign = 1.0 if study.direction == StudyDirection.MINIMIZE else -1.0
+        else:
+            # Several objectives: one random Chebyshev scalarisation per suggestion (ParEGO), so the
+            # fidelity model, the warping and q-logEI work on one value to be minimised. Hand-written
+            # because it ranks best in bench/multi_objective.py and lets pruned trials inform it.
+            lam = parego.weights(len(study.directions), self._rng.rng)
+            trials, sign = parego.scalarised(study, trials, lam), 1.0
         # Conditional parameters a trial lacks are imputed (tuner.samplers.inactive), so every trial
         # with a parameter of the space is fitted; RUNNING ones only once they have suggested params.
         candidates = [t for t in trials if t.params.keys() & search_space.keys()]
@@ -194,12 +190,8 @@ class GPSampler(BaseSampler):
         return int(np.random.SeedSequence([self._subset_seed, len(own.trials)]).generate_state(1)[0])
 
     def _suggest(self, inputs: FitInputs, cost: LogCost | None = None) -> dict[str, Any]:
-        import optuna._gp.acqf as acqf_module  # Optuna 5.0's GP internals (check_optuna_internals)
-        import optuna._gp.gp as gp
-        import optuna._gp.optim_mixed as optim_mixed
+        import optuna._gp.gp as gp  # Optuna 5.0's GP internals (check_optuna_internals)
         import optuna._gp.prior as prior
-
-        from tuner.samplers import activity, inactive
 
         space = inputs.gp_space
         y = inputs.standardized
@@ -214,19 +206,18 @@ class GPSampler(BaseSampler):
             deterministic_objective=self._deterministic,
         )
         self._kernel = (space.dim, gpr)  # one assignment: a thread reads the old or the new pair
-        acqf: Any
-        if inputs.pending is None:
-            acqf = acqf_module.LogEI(gpr=gpr, search_space=space, threshold=y.max())
-        else:
-            acqf = acqf_module.qLogEI(
-                gpr=gpr,
-                search_space=space,
-                threshold=y.max(),
-                n_qmc_samples=N_QMC_SAMPLES,
-                qmc_seed=self._rng.rng.randint(MAX_QMC_SEED),
-                normalized_params_of_running_trials=inputs.pending,
-            )
-        best = inputs.x[np.argmax(y), np.newaxis]
+        acqf, best = self._acquisition(inputs, gpr)
+        return self._optimise(acqf, best, inputs, cost)
+
+    def _optimise(
+        self, acqf: Any, best: np.ndarray, inputs: FitInputs, cost: LogCost | None
+    ) -> dict[str, Any]:
+        """The acquisition's maximiser (Optuna's optimiser, started from `best`), as params."""
+        import optuna._gp.optim_mixed as optim_mixed
+
+        from tuner.samplers import activity, inactive
+
+        space = inputs.gp_space
         evaluate = acqf.eval_acqf
         if cost is not None and self._cost is not None:
             evaluate = self._cost.per_unit_cost(evaluate, cost)
@@ -247,6 +238,38 @@ class GPSampler(BaseSampler):
         )
         params = space.get_unnormalized_param(normalized)
         return {name: value for name, value in params.items() if name in inputs.search_space}
+
+    def _acquisition(self, inputs: FitInputs, gpr: Any) -> tuple[Any, np.ndarray]:
+        """Optuna's (q-)logEI over the fitted GP, constrained (q-)logCEI when the fitted trials
+        carry constraints; and the point the acquisition optimiser starts from (the best feasible
+        observation, else the least infeasible)."""
+        import optuna._gp.acqf as acqf_module  # Optuna 5.0's GP internals (check_optuna_internals)
+
+        space, y = inputs.gp_space, inputs.standardized
+        common: dict[str, Any] = {"gpr": gpr, "search_space": space}
+        if inputs.pending is not None:
+            common.update(
+                n_qmc_samples=N_QMC_SAMPLES,
+                qmc_seed=self._rng.rng.randint(MAX_QMC_SEED),
+                normalized_params_of_running_trials=inputs.pending,
+            )
+        acqf_class: Any
+        if inputs.constraints is None:
+            acqf_class = acqf_module.LogEI if inputs.pending is None else acqf_module.qLogEI
+            return acqf_class(threshold=y.max(), **common), inputs.x[np.argmax(y), np.newaxis]
+        ok = feasible(inputs.constraints)
+        models, thresholds = constraint_models(
+            inputs.constraints, inputs.x, space.is_categorical, self._deterministic
+        )
+        threshold = float(y[ok].max()) if ok.any() else -np.inf  # -inf: feasibility alone counts
+        acqf_class = acqf_module.LogCEI if inputs.pending is None else acqf_module.qLogCEI
+        acqf = acqf_class(
+            threshold=threshold, constraints_gpr_list=models, constraints_threshold_list=thresholds, **common
+        )
+        violation = np.nansum(np.maximum(inputs.constraints, 0.0), axis=1)
+        violation[np.isnan(inputs.constraints).any(axis=1)] = np.inf
+        best = int(np.argmax(np.where(ok, y, -np.inf))) if ok.any() else int(np.argmin(violation))
+        return acqf, inputs.x[best, np.newaxis]
 
     def sample_independent(
         self,
@@ -293,6 +316,21 @@ def check_optuna_internals() -> None:
             "rng",
         },
         acqf_module.qLogEI: {"normalized_params_of_running_trials", "n_qmc_samples", "qmc_seed"},
+        # Constrained logEI (tuner.samplers.constraints): no public API gives it for our GP.
+        acqf_module.LogCEI: {
+            "gpr",
+            "search_space",
+            "threshold",
+            "constraints_gpr_list",
+            "constraints_threshold_list",
+        },
+        acqf_module.qLogCEI: {
+            "constraints_gpr_list",
+            "constraints_threshold_list",
+            "normalized_params_of_running_trials",
+            "n_qmc_samples",
+            "qmc_seed",
+        },
         gp_search_space.SearchSpace.get_normalized_params: {"trials"},
     }
     for function, names in wanted.items():

@@ -8,12 +8,18 @@ asked at once do not collapse onto one point:
   COMPLETE, then every trial at the last step it reported, candidates scored at the full length;
   MOBSTER-like) and a subset of at most 200 observations in a large study; q-logEI over the
   RUNNING trials.
+  With several objectives it scalarises them per suggestion (ParEGO, `tuner.samplers.parego`), so
+  early-stopped trials still inform it; with constraints (`Trial.set_constraint`) its acquisition
+  is constrained (q-)logEI (`tuner.samplers.constraints`).
 * ``gp``: Optuna's GPSampler. With RUNNING trials Optuna 5 switches from logEI to q-logEI over the
   pending points (a Monte Carlo expectation over their joint posterior, chosen greedily), so the new
   point is worth something only where the pending ones are not.
 * ``tpe``: multivariate TPE with ``group=True`` (joint model per group of parameters that occur
   together, so conditional parameters such as ``mogrifier_rounds`` are modelled) and the constant
   liar (RUNNING trials count as the worst value seen, which pushes new points away from them).
+* ``nsga2``: Optuna's NSGA-II (`NSGAIISampler`, Deb et al. 2002), a genetic algorithm for several
+  objectives with constrained domination; its first generation (``population_size``, 50) is
+  random.
 * ``random``: independent uniform draws (pending trials are irrelevant).
 * ``qmc``: a scrambled Sobol sequence; each trial takes the next index, so pending trials never
   repeat.
@@ -56,6 +62,9 @@ from tuner.samplers.subset import Subset
 from tuner.samplers.warping import HalfRank
 
 DEFAULT_SAMPLER = "gp_fidelity"  # best under ASHA on real learning curves (docs/samplers.md)
+# What a study with several objectives gets when it names no sampler: rnntune's GP with ParEGO's
+# scalarisation, best mean rank of bench/multi_objective.py (docs/samplers.md, "Several objectives").
+DEFAULT_MULTI_OBJECTIVE_SAMPLER = "gp_fidelity"
 # Cap of the points the default GP fits: measured with bench/orchestration_overhead.py
 # (docs/samplers.md), under 1 s per suggestion at 5,000 trials with 64 in flight.
 SUBSET = Subset()
@@ -75,6 +84,10 @@ def _tpe(**kw: Any) -> BaseSampler:
         return optuna.samplers.TPESampler(
             **{"multivariate": True, "group": True, "constant_liar": True, **kw}
         )
+
+
+def _nsga2(**kw: Any) -> BaseSampler:
+    return optuna.samplers.NSGAIISampler(**kw)
 
 
 def _random(**kw: Any) -> BaseSampler:
@@ -100,6 +113,7 @@ _FACTORIES: dict[str, tuple[Callable[..., BaseSampler], type[BaseSampler]]] = {
     "gp": (_gp, optuna.samplers.GPSampler),
     "gp_fidelity": (_gp_fidelity, GPSampler),
     "tpe": (_tpe, optuna.samplers.TPESampler),
+    "nsga2": (_nsga2, optuna.samplers.NSGAIISampler),
     "random": (_random, optuna.samplers.RandomSampler),
     "qmc": (_qmc, optuna.samplers.QMCSampler),
 }
@@ -111,8 +125,14 @@ RETIRED_SAMPLERS: dict[str, str] = {name: DEFAULT_SAMPLER for name in ("gp_warpe
 WARM_START_SAMPLERS: tuple[str, ...] = ("gp_fidelity",)
 # The samplers that take `cost_aware=True` (improvement per unit of expected cost).
 COST_AWARE_SAMPLERS: tuple[str, ...] = ("gp_fidelity",)
-# Parts a name fixes: not options of `make_sampler`.
-_PARTS = ("seed", "prior_trials", "warping", "fidelity", "cost")
+# Parts a name fixes, and Optuna's `constraints_func` (deprecated in Optuna 5.0 for
+# `Trial.set_constraint`, which every sampler reads): not options of `make_sampler`.
+_PARTS = ("seed", "prior_trials", "warping", "fidelity", "cost", "constraints_func")
+
+
+def default_sampler(n_objectives: int = 1) -> str:
+    """The sampler a study with `n_objectives` objectives uses when it names none."""
+    return DEFAULT_SAMPLER if n_objectives <= 1 else DEFAULT_MULTI_OBJECTIVE_SAMPLER
 
 
 def sampler_options(name: str) -> tuple[str, ...]:

@@ -287,6 +287,8 @@ class SweepSpec(BaseModel):
         sampler = info.data.get("sampler")
         if value and sampler is not None and sampler not in COST_AWARE_SAMPLERS:
             raise ValueError(f"only with sampler {' or '.join(COST_AWARE_SAMPLERS)}, not {sampler!r}")
+        if value and len(info.data.get("objectives") or ()) > 1:
+            raise ValueError("only with one objective (make the cost one: add wall_time to objectives)")
         return value
 
     def early_stopping(self) -> EarlyStopping:

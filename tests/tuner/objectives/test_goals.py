@@ -93,3 +93,8 @@ def test_the_spec_takes_comma_separated_strings_or_lists_and_stores_lists():
         validate({"space": "tiny", "objectives": "val_loss,speed"})
     with pytest.raises(InvalidInput, match=r"^constraints: "):
         validate({"space": "tiny", "constraints": "num_params=3"})
+
+
+def test_cost_aware_search_is_refused_with_several_objectives():
+    with pytest.raises(InvalidInput, match=r"^cost_aware: .*only with one objective"):
+        validate({"space": "tiny", "objectives": "val_loss,num_params", "cost_aware": True})

@@ -31,6 +31,10 @@ NOT_APPLICABLE = {
         "TPE with group=True samples only over the parameter groups its infer_relative_search_space "
         "found; the suite calls sample_relative with a space it never inferred (returns {})"
     ),
+    ("nsga2", "RelativeSamplerTestCase"): (
+        "NSGA-II breeds children only from a finished generation (population_size trials); the suite's "
+        "studies never have one, so sample_relative returns {} and its independent sampler draws"
+    ),
 }
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import re
+import warnings
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -77,6 +78,10 @@ def create_study(
     storage = open_storage(storage_url)
     try:
         study = optuna.create_study(study_name=name, storage=storage, directions=spec.goals().directions)
+        if spec.goals().several:  # the sampler reads a pruned trial's other objectives by these names
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+                study.set_metric_names(spec.goals().names)
     except optuna.exceptions.DuplicatedStudyError:
         raise StudyExistsError(
             f"study {name!r} already exists in {redact_url(storage_url)}; "

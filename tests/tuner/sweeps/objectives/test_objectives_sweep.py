@@ -47,6 +47,7 @@ def test_two_objectives_and_a_size_bound(tmp_path, ray_cluster):
     assert outcome.status == "finished"
     study = load_study("mo", db)
     assert study.directions == [StudyDirection.MINIMIZE, StudyDirection.MINIMIZE]
+    assert study.metric_names == ["val_loss", "num_params"]  # how the sampler reads pruned trials
     infeasible = [t for t in study.trials if t.user_attrs["num_params"] > BOUND]
     feasible = [t for t in study.trials if t.user_attrs["num_params"] <= BOUND]
     assert infeasible and feasible, "the seed must draw both sides of the bound"
