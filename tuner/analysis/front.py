@@ -9,6 +9,7 @@ front too: their best trial.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -124,3 +125,14 @@ def best_record(
         return fallback
     chosen = choose(front(trials, goals), f"lowest:{goals.names[0]}", goals)
     return None if chosen is None else next(t for t in trials if t.number == chosen.number)
+
+
+def on_measure(completed: Sequence[TrialRecord], name: str, direction: str) -> list[TrialRecord]:
+    """The COMPLETE trials with `name` as their value (those that measured it), best first in
+    `direction`: what the sensitivity view and importances read for another objective than the
+    validation loss (PRUNED trials have no value of it at a step, so they are left out)."""
+    scored = [
+        dataclasses.replace(t, value=v) for t in completed if (v := measures_of(t).get(name)) is not None
+    ]
+    sign = 1.0 if direction == "minimize" else -1.0
+    return sorted(scored, key=lambda t: (sign * float(t.value or 0.0), t.number))

@@ -81,3 +81,23 @@ def test_the_python_api_picks_the_same_trials(tmp_path):
 def test_the_study_page_names_its_best_feasible_trial(url):
     study = httpx.get(f"{url}/studies/mo", timeout=30).json()
     assert study["best_trial"]["number"] == 0 and study["best_value"] == MO_TRIALS[0][0]
+
+
+@pytest.mark.parametrize("path", ["sensitivity", "importances", "plots/parallel-coordinates"])
+def test_the_sensitivity_view_is_per_objective(url, path):
+    """`objective=num_params`: the analysis of the study's second objective: its best trial is the
+    smallest model (#4), PRUNED trials are left out; an unknown measure is a 422."""
+    base = httpx.get(f"{url}/studies/mo/{path}", timeout=60).json()
+    sized = httpx.get(f"{url}/studies/mo/{path}", params={"objective": "num_params"}, timeout=60)
+    assert sized.status_code == 200, sized.text
+    body = sized.json()
+    if path == "sensitivity":
+        assert (base["best"]["number"], body["best"]["number"]) == (3, 4)
+        assert body["best"]["value"] == 2000 and body["n_pruned"] == 0
+    elif path == "importances":
+        assert body["n_trials"] == 5
+    else:
+        labels = [d["label"] for d in body["figure"]["data"][0]["dimensions"]]
+        assert labels[-1] == "num_params" and 5 not in body["trial_numbers"]
+    bad = httpx.get(f"{url}/studies/mo/{path}", params={"objective": "speed"}, timeout=60)
+    assert bad.status_code == 422 and "objective" in bad.text

@@ -10,11 +10,14 @@ from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import HTMLResponse, Response
 
 from tuner.analysis import importances, plots, sensitivity
-from tuner.analysis.reads import StudySnapshot
+from tuner.analysis.front import on_measure, study_goals
+from tuner.analysis.reads import StudySnapshot, TrialRecord
 from tuner.api.auth import require_read
 from tuner.api.errors import NotFound
 from tuner.api.models import Importances, ParallelCoordinates, Sensitivity
-from tuner.api.routes.common import STUDY, StudyName, errors, memoised, snapshot_of
+from tuner.api.routes.common import STUDY, StudyName, errors, memoised, snapshot_of, state_of
+from tuner.objectives.goals import Goals
+from tuner.objectives.measures import PRIMARY, measure
 
 router = APIRouter(prefix=STUDY, tags=["analysis"], dependencies=[Depends(require_read)])
 # Fractions are rounded to this step (fine enough for the default 0.075), so the distinct analyses
@@ -38,12 +41,41 @@ IncludeParam = Annotated[
         "`complete`: COMPLETE trials only."
     ),
 ]
+ObjectiveParam = Annotated[
+    str,
+    Query(
+        pattern="^(val_loss|num_params|tokens_per_s|peak_memory|wall_time)$",
+        description="The measure the analysis is of (a study with several objectives: one of them; "
+        "default the validation loss). Another than val_loss leaves PRUNED trials out.",
+    ),
+]
 ERRORS = errors(401, 404, 422, 503)
+
+
+def _basis(
+    snapshot: StudySnapshot, include: str, objective: str, goals: Goals
+) -> tuple[list[TrialRecord], list[TrialRecord], str]:
+    """The COMPLETE (best first) and PRUNED trials an analysis reads, and its direction: the
+    study's own for the validation loss, else the measure's direction in the study (or its better one)."""
+    completed, pruned = snapshot.analysed(include)
+    if objective == PRIMARY:
+        return completed, pruned, snapshot.direction
+    direction = next(
+        (o.direction for o in goals.objectives if o.name == objective), measure(objective).better
+    )
+    found = on_measure(completed, objective, direction)
+    if not found:
+        raise NotFound(f"no completed trial of this study measured {objective}")
+    return found, [], direction
 
 
 def quantised(fraction: float) -> float:
     """`fraction` rounded to `FRACTION_STEP`."""
     return round(round(fraction / FRACTION_STEP) * FRACTION_STEP, 3)
+
+
+def _goals(request: Request, name: str) -> Goals:
+    return study_goals(state_of(request).store.row(name).user_attrs)
 
 
 async def _completed(request: Request, name: str) -> StudySnapshot:
@@ -53,38 +85,40 @@ async def _completed(request: Request, name: str) -> StudySnapshot:
     return snapshot
 
 
-async def _analysis(snapshot: StudySnapshot, fraction: float, include: str) -> str:
+async def _analysis(
+    snapshot: StudySnapshot, fraction: float, include: str, objective: str, goals: Goals
+) -> str:
     """The analysis as JSON, validated against the `Sensitivity` model once per study version."""
 
     def build() -> str:
-        completed, pruned = snapshot.analysed(include)
-        result = sensitivity.analyse(completed, pruned, snapshot.direction, fraction, include)  # type: ignore[arg-type]
+        completed, pruned, direction = _basis(snapshot, include, objective, goals)
+        result = sensitivity.analyse(completed, pruned, direction, fraction, include)  # type: ignore[arg-type]
         return Sensitivity.model_validate(result).model_dump_json()
 
-    return await memoised(snapshot, ("sensitivity", fraction, include), build)
+    return await memoised(snapshot, ("sensitivity", fraction, include, objective), build)
 
 
-async def _importances(snapshot: StudySnapshot, include: str) -> str:
+async def _importances(snapshot: StudySnapshot, include: str, objective: str, goals: Goals) -> str:
     """Importances with bootstrap intervals as JSON, once per study version (the bootstrap is the
     costly part: 100 PED-ANOVA runs on at most 100 trials each)."""
 
     def build() -> str:
-        completed, pruned = snapshot.analysed(include)
+        completed, pruned, direction = _basis(snapshot, include, objective, goals)
         fidelity = importances.choose_fidelity(completed, pruned)
-        result = importances.with_intervals(fidelity, snapshot.direction)
+        result = importances.with_intervals(fidelity, direction)
         return Importances.model_validate({**result, "include": include}).model_dump_json()
 
-    return await memoised(snapshot, ("importances", include), build)
+    return await memoised(snapshot, ("importances", include, objective), build)
 
 
-async def _plot(snapshot: StudySnapshot, fraction: float, include: str) -> dict:
+async def _plot(snapshot: StudySnapshot, fraction: float, include: str, objective: str, goals: Goals) -> dict:
     def build() -> dict:
-        completed, pruned = snapshot.analysed(include)
+        completed, pruned, _ = _basis(snapshot, include, objective, goals)
         drawn = sensitivity.points(completed, pruned, include)  # type: ignore[arg-type]
         near = {completed[0].number} | {
             p.number for p in sensitivity.neighbourhood(completed[0], drawn, fraction)
         }
-        plot = plots.parallel_coordinates(drawn, near)
+        plot = plots.parallel_coordinates(drawn, near, "objective" if objective == PRIMARY else objective)
         plot["json"] = (
             '{"figure":'
             + plot["figure"]
@@ -93,7 +127,7 @@ async def _plot(snapshot: StudySnapshot, fraction: float, include: str) -> dict:
         )
         return plot
 
-    return await memoised(snapshot, ("plot", fraction, include), build)
+    return await memoised(snapshot, ("plot", fraction, include, objective), build)
 
 
 @router.get("/sensitivity", response_model=Sensitivity, responses=ERRORS)
@@ -102,22 +136,27 @@ async def get_sensitivity(
     name: StudyName,
     fraction: Fraction = sensitivity.DEFAULT_FRACTION,
     include: IncludeParam = "all",
+    objective: ObjectiveParam = PRIMARY,
 ) -> Response:
     """The best COMPLETE trial, its neighbourhood (trials with every hyperparameter within
     `fraction` of its range from the best value; PRUNED ones at the step where they were stopped
     unless `include=complete`) with each neighbour's distance from the best at the same fidelity,
     and PED-ANOVA importances with the fidelity and trial count they rest on."""
     snapshot = await _completed(request, name)
-    return Response(await _analysis(snapshot, quantised(fraction), include), media_type="application/json")
+    body = await _analysis(snapshot, quantised(fraction), include, objective, _goals(request, name))
+    return Response(body, media_type="application/json")
 
 
 @router.get("/importances", response_model=Importances, responses=ERRORS)
-async def get_importances(request: Request, name: StudyName, include: IncludeParam = "all") -> Response:
+async def get_importances(
+    request: Request, name: StudyName, include: IncludeParam = "all", objective: ObjectiveParam = PRIMARY
+) -> Response:
     """PED-ANOVA importances with bootstrap confidence intervals (fixed resamples and seed), the
     fidelity they were computed at (the COMPLETE objective, or one eval step that every included
     trial reached) and how many trials they rest on."""
     snapshot = await _completed(request, name)
-    return Response(await _importances(snapshot, include), media_type="application/json")
+    body = await _importances(snapshot, include, objective, _goals(request, name))
+    return Response(body, media_type="application/json")
 
 
 @router.get(
@@ -131,11 +170,13 @@ async def get_parallel_coordinates(
     fraction: Fraction = sensitivity.DEFAULT_FRACTION,
     include: IncludeParam = "all",
     format: Annotated[Literal["json", "html"], Query(description="Plotly JSON or an HTML page.")] = "json",
+    objective: ObjectiveParam = PRIMARY,
 ) -> Response:
     """Parallel coordinates: log axes for log-scale hyperparameters, completed trials coloured by
     objective, pruned ones grey at the value where they were stopped (unless `include=complete`),
     the best trial's neighbourhood in red (thesis Figures 2.5–2.6)."""
-    plot = await _plot(await _completed(request, name), quantised(fraction), include)
+    snapshot = await _completed(request, name)
+    plot = await _plot(snapshot, quantised(fraction), include, objective, _goals(request, name))
     if format == "html":
         return HTMLResponse(plots.html_page(plot, name, "/static/vendor/plotly.min.js"))
     return Response(plot["json"], media_type="application/json")

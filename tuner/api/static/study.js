@@ -7,7 +7,7 @@
 const studyName = decodeURIComponent(location.pathname.split("/").pop());
 const base = `/studies/${encodeURIComponent(studyName)}`;
 const PAGE = 50;
-const view = { offset: 0, compared: "", finished: -1, plot: null, fraction: 0.075, include: "all" };
+const view = { offset: 0, compared: "", finished: -1, plot: null, fraction: 0.075, include: "all", objective: "val_loss" };
 const { el, fmt } = rnntune;
 
 function showError(message) {
@@ -40,6 +40,7 @@ function renderFacts(study) {
   const spec = attrs.spec || {};
   view.hasFront = (spec.objectives || []).length > 1 || (spec.constraints || []).length > 0;
   if (view.hasFront) facts.push(["objectives", `${spec.objectives.join(", ")}${spec.constraints.length ? ` under ${spec.constraints.join(", ")}` : ""}`]);
+  renderObjectiveChoice((spec.objectives || []).map((o) => o.split(":")[0]));
   document.getElementById("facts").replaceChildren(
     ...facts.map(([k, v]) => el("span", {}, el("b", {}, `${k}: `), String(v))));
   document.getElementById("download").disabled = !study.best_trial;
@@ -48,6 +49,17 @@ function renderFacts(study) {
   if (view.widenTrials === undefined) {  // a finished study needs more trials to sample the wider range
     view.widenTrials = study.status === "finished" ? Math.max(1, Math.ceil(study.n_trials / 2)) : 0;
     document.getElementById("widen-trials").value = String(view.widenTrials);
+  }
+}
+
+// A study with several objectives: the sensitivity view, importances and plot are of the one chosen.
+function renderObjectiveChoice(names) {
+  const choice = document.getElementById("objective-choice");
+  choice.hidden = names.length < 2;
+  const select = document.getElementById("objective");
+  if (select.options.length !== names.length) {
+    select.replaceChildren(...names.map((n) => el("option", { value: n }, n)));
+    select.value = view.objective;
   }
 }
 
@@ -83,7 +95,7 @@ function swatch(colour) {
 }
 
 async function renderPlot() {
-  const plot = await rnntune.get(`${base}/plots/parallel-coordinates?fraction=${view.fraction}&include=${view.include}`);
+  const plot = await rnntune.get(`${base}/plots/parallel-coordinates?fraction=${view.fraction}&include=${view.include}&objective=${view.objective}`);
   if (view.plot && view.plot.include !== view.include) document.getElementById("hover-info").textContent = "";
   view.plot = { ...plot, include: view.include };
   const div = document.getElementById("pc");
@@ -121,7 +133,7 @@ function percent(fraction) {
 }
 
 async function renderSensitivity() {
-  const s = await rnntune.get(`${base}/sensitivity?fraction=${view.fraction}&include=${view.include}`);
+  const s = await rnntune.get(`${base}/sensitivity?fraction=${view.fraction}&include=${view.include}&objective=${view.objective}`);
   const summary = s.summary;
   const others = s.n_completed - 1 + s.n_pruned;
   const kinds = s.include === "all" ? `${summary.count_complete} completed and ${summary.count_pruned} pruned` : `${summary.count}`;
@@ -144,7 +156,7 @@ function describeBasis(imp) {
 }
 
 async function renderImportances() {
-  const imp = await rnntune.get(`${base}/importances?include=${view.include}`);
+  const imp = await rnntune.get(`${base}/importances?include=${view.include}&objective=${view.objective}`);
   const basis = document.getElementById("imp-basis");
   const note = document.getElementById("imp-note");
   const div = document.getElementById("importances");
@@ -326,6 +338,10 @@ document.getElementById("fraction").addEventListener("change", (event) => {
   if (!(value >= 0.005 && value <= 1)) { showError("neighbourhood fraction must be in [0.005, 1]"); return; }
   view.fraction = value;
   document.getElementById("window-width").textContent = percent(2 * value);
+  renderAnalysis().catch((err) => showError(err.message));
+});
+document.getElementById("objective").addEventListener("change", (event) => {
+  view.objective = event.target.value;
   renderAnalysis().catch((err) => showError(err.message));
 });
 document.getElementById("complete-only").addEventListener("change", (event) => {

@@ -39,6 +39,12 @@ def test_the_front_is_drawn_apart_and_a_click_opens_the_trial(browser, tmp_path)
         )
         page.wait_for_function("document.getElementById('front').dataset.opened === '2'", timeout=30_000)
         assert "trial #2" in (page.text_content("#front-info") or "")
+        page.select_option("#objective", "num_params")  # the sensitivity view of the second objective
+        page.wait_for_function(
+            "document.getElementById('pc').data[0].dimensions.slice(-1)[0].label === 'num_params'",
+            timeout=30_000,
+        )
+        assert "best completed trial #4" in (page.text_content("#nbhd") or "")
         ARTIFACTS.mkdir(exist_ok=True)
         page.screenshot(path=str(ARTIFACTS / "pareto-front.png"), full_page=True)
         page.close()
