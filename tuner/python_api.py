@@ -23,28 +23,25 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, TextIO
 
-import optuna
 import pandas as pd
 import yaml
-from optuna.trial import FrozenTrial, TrialState
 
 from tuner.analysis import importances as importance_estimates
 from tuner.analysis import sensitivity as neighbourhood
 from tuner.analysis.export import study_frame
-from tuner.analysis.front import choose, front, study_goals
-from tuner.analysis.reads import StudyStore, TrialRecord
+from tuner.analysis.front import best_record, choose, front, study_goals
+from tuner.analysis.reads import StudySnapshot, StudyStore, TrialRecord
 from tuner.errors import StudyNotFoundError
+from tuner.objectives.goals import Goals
 from tuner.spec import SweepSpec
 from tuner.storage import trial_attrs
 from tuner.storage.lease import begin, lease_engine, request_stop
 from tuner.storage.study import (
-    best_trial,
     load_study,
     open_storage,
     redact_url,
     resolve_db_url,
     storage_root,
-    value_of,
 )
 from tuner.sweeps.drive.run import SweepOutcome, run_sweep
 from tuner.sweeps.launch.launcher import STOP_TIMEOUT_S, Handle, Launcher, log_path, terminate_after
@@ -158,8 +155,12 @@ def best(
     config.yaml, the trainer settings that reproduce it; None if the file is gone) and
     `checkpoint` (its best.pt's path; None when retention removed it). None when no trial
     qualifies; ValueError for a trial that is not COMPLETE or a rule it cannot read."""
-    study = load_study(name, resolve_db_url(db))
-    chosen = _chosen(study, trial, rule)
+    store = StudyStore(resolve_db_url(db))
+    try:
+        row = store.row(name)
+        chosen = _chosen(store.snapshot(row), study_goals(row.user_attrs), name, trial, rule)
+    finally:
+        store.close()
     if chosen is None:
         return None
     run_dir = trial_attrs.RUN_DIR.of(chosen.user_attrs)
@@ -167,29 +168,26 @@ def best(
     checkpoint = trial_attrs.CHECKPOINT.of(chosen.user_attrs)
     return {
         "number": chosen.number,
-        "value": value_of(chosen),
+        "value": chosen.value,
         "params": dict(chosen.params),
         "config": yaml.safe_load(config_file.read_text()) if config_file and config_file.is_file() else None,
         "checkpoint": checkpoint if checkpoint and Path(checkpoint).is_file() else None,
     }
 
 
-def _chosen(study: optuna.Study, trial: int | None, rule: str | None) -> FrozenTrial | None:
-    """The trial `best` returns (its docstring)."""
+def _chosen(
+    snapshot: StudySnapshot, goals: Goals, name: str, trial: int | None, rule: str | None
+) -> TrialRecord | None:
+    """The trial `best` returns (its docstring), from the study's read model as the API picks it."""
     if trial is not None:
-        found = next((t for t in study.get_trials(deepcopy=False) if t.number == trial), None)
-        if found is None or found.state != TrialState.COMPLETE:
-            raise ValueError(f"trial {trial} of study {study.study_name!r} is not a COMPLETE trial")
+        found = snapshot.by_number.get(trial)
+        if found is None or not found.completed:
+            raise ValueError(f"trial {trial} of study {name!r} is not a COMPLETE trial")
         return found
-    goals = study_goals(study.user_attrs)
-    if rule is None and not goals.constraints:
-        return best_trial(study)
-    records = [
-        TrialRecord(t.number, t.number, t.state.name, value_of(t), {}, {}, (), t.user_attrs, None, None)
-        for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
-    ]
-    picked = choose(front(records, goals), rule or f"lowest:{goals.names[0]}", goals)
-    return None if picked is None else study.get_trials(deepcopy=False)[picked.number]
+    if rule is None:
+        return best_record(snapshot.trials, goals, snapshot.best)
+    picked = choose(front(snapshot.trials, goals), rule, goals)
+    return None if picked is None else snapshot.by_number[picked.number]
 
 
 def _analysed(name: str, db: str | None, include: neighbourhood.Include) -> tuple[Any, list, list]:

@@ -10,14 +10,13 @@ front too: their best trial.
 from __future__ import annotations
 
 import dataclasses
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from tuner.analysis.records import TrialRecord
 from tuner.objectives.goals import Goals
-from tuner.objectives.measures import PRIMARY
+from tuner.objectives.measures import MEASURES, PRIMARY, finite
 from tuner.objectives.pareto import non_dominated
 from tuner.spec import SweepSpec
 from tuner.storage import trial_attrs
@@ -36,12 +35,8 @@ def has_front(goals: Goals) -> bool:
 
 def measures_of(trial: TrialRecord) -> dict[str, float]:
     """The trial's measures: its value as `val_loss`, the others from its attributes (finite only)."""
-    out = {PRIMARY: trial.value} if trial.value is not None else {}
-    for name in ("num_params", "tokens_per_s", "peak_memory", "wall_time"):
-        value = trial.user_attrs.get(name)
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
-            out[name] = float(value)
-    return {k: v for k, v in out.items() if v is not None and math.isfinite(v)}
+    found = {name: trial.value if name == PRIMARY else trial.user_attrs.get(name) for name in MEASURES}
+    return {name: v for name, raw in found.items() if (v := finite(raw)) is not None}
 
 
 @dataclass(frozen=True)
@@ -91,6 +86,11 @@ def front(trials: Sequence[TrialRecord], goals: Goals) -> list[FrontPoint]:
         FrontPoint(t.number, values, ok, t.number in best, trial_attrs.CHECKPOINT.of(t.user_attrs), measures)
         for t, values, ok, _, measures in rows
     ]
+
+
+def members(points: Sequence[FrontPoint], goals: Goals) -> list[FrontPoint]:
+    """The points on the front, by the first objective (then trial number)."""
+    return sorted((p for p in points if p.on_front), key=lambda p: (p.values[goals.names[0]], p.number))
 
 
 def choose(points: Sequence[FrontPoint], rule: str, goals: Goals) -> FrontPoint | None:

@@ -15,7 +15,7 @@ import sys
 from typing import Any
 
 from tuner.analysis import importances
-from tuner.analysis.front import front, has_front, study_goals
+from tuner.analysis.front import front, has_front, members, study_goals
 from tuner.analysis.reads import StudyNotFound, StudyStore
 from tuner.objectives.goals import Goals
 from tuner.space import SearchSpace, SpaceError
@@ -84,11 +84,10 @@ def _front(trials: list, goals: Goals) -> dict[str, Any] | None:
     if not has_front(goals):
         return None
     points = front(trials, goals)
-    members = sorted((p for p in points if p.on_front), key=lambda p: (p.values[goals.names[0]], p.number))
     return {
         "objectives": [{"name": o.name, "direction": o.direction} for o in goals.objectives],
         "constraints": [str(c) for c in goals.constraints],
-        "front": [p.as_dict() for p in members],
+        "front": [p.as_dict() for p in members(points, goals)],
         "dominated": sum(p.feasible and not p.on_front for p in points),
         "infeasible": sum(not p.feasible for p in points),
     }

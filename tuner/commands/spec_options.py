@@ -19,6 +19,7 @@ from pydantic.fields import FieldInfo
 from trainer.config import ConfigError, parse_set
 from tuner.errors import InvalidInput
 from tuner.spec import SweepSpec, env_name, flag_name
+from tuner.spec.sweep_spec import comma_list
 
 # Fields set by other flags: `overrides` by --range and --set.
 _COMPOSITE = ("overrides",)
@@ -40,11 +41,6 @@ def _scalar(annotation: Any) -> tuple[Any, tuple[str, ...] | None]:
         if kind in args:
             return kind, None
     return str, None
-
-
-def comma_list(text: str) -> list[str]:
-    """A list field (`objectives`, `constraints`) on the command line and in Compose: comma-separated."""
-    return [part.strip() for part in text.split(",") if part.strip()]
 
 
 def _help(name: str, field: FieldInfo) -> str:

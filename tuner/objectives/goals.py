@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from tuner.objectives.measures import MEASURES, PRIMARY, Direction, measure
+from tuner.objectives.measures import MEASURES, PRIMARY, Direction, finite, measure
 
 _UNITS = {
     "": 1.0,
@@ -143,6 +143,4 @@ class Goals:
 
 
 def _known(measures: Mapping[str, float | None], name: str) -> float | None:
-    """The measure as a finite float, else None (missing, or NaN/inf)."""
-    value = measures.get(name)
-    return float(value) if value is not None and math.isfinite(float(value)) else None
+    return finite(measures.get(name))

@@ -8,8 +8,9 @@ the process's resident peak on CPU) and `wall_time` the seconds from start to en
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 Direction = Literal["minimize", "maximize"]
 
@@ -49,3 +50,11 @@ def measure(name: str) -> Measure:
         return MEASURES[name]
     except KeyError:
         raise ValueError(f"unknown measure {name!r}: one of {', '.join(MEASURES)}") from None
+
+
+def finite(value: Any) -> float | None:
+    """`value` as a float when it is a finite number (not a bool), else None: how a measure is read
+    from a result or an attribute, where a missing or diverged one may stand."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        return None
+    return float(value)

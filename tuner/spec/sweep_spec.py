@@ -68,6 +68,11 @@ _FLAGS = {"n_trials": "--trials", "overrides": "--range/--set"}
 _ENVS = {"n_trials": "RNNTUNE_TRIALS"}
 
 
+def comma_list(text: str) -> list[str]:
+    """A list field (`objectives`, `constraints`) written as one string: comma-separated."""
+    return [part.strip() for part in text.split(",") if part.strip()]
+
+
 def flag_name(field: str) -> str:
     """The command-line flag of a spec field (`gpus_per_trial` -> `--gpus-per-trial`)."""
     return _FLAGS.get(field, "--" + field.replace("_", "-"))
@@ -205,9 +210,7 @@ class SweepSpec(BaseModel):
     @classmethod
     def _comma_separated(cls, value: Any) -> Any:
         """The command line and Compose give one string: `val_loss,num_params`."""
-        return (
-            [part.strip() for part in value.split(",") if part.strip()] if isinstance(value, str) else value
-        )
+        return comma_list(value) if isinstance(value, str) else value
 
     @field_validator("constraints")
     @classmethod

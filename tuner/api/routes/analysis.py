@@ -74,8 +74,9 @@ def quantised(fraction: float) -> float:
     return round(round(fraction / FRACTION_STEP) * FRACTION_STEP, 3)
 
 
-def _goals(request: Request, name: str) -> Goals:
-    return study_goals(state_of(request).store.row(name).user_attrs)
+def _goals(request: Request, name: str, objective: str) -> Goals:
+    """The study's goals, read only when the analysis is of another measure than the loss."""
+    return Goals() if objective == PRIMARY else study_goals(state_of(request).store.row(name).user_attrs)
 
 
 async def _completed(request: Request, name: str) -> StudySnapshot:
@@ -143,7 +144,9 @@ async def get_sensitivity(
     unless `include=complete`) with each neighbour's distance from the best at the same fidelity,
     and PED-ANOVA importances with the fidelity and trial count they rest on."""
     snapshot = await _completed(request, name)
-    body = await _analysis(snapshot, quantised(fraction), include, objective, _goals(request, name))
+    body = await _analysis(
+        snapshot, quantised(fraction), include, objective, _goals(request, name, objective)
+    )
     return Response(body, media_type="application/json")
 
 
@@ -155,7 +158,7 @@ async def get_importances(
     fidelity they were computed at (the COMPLETE objective, or one eval step that every included
     trial reached) and how many trials they rest on."""
     snapshot = await _completed(request, name)
-    body = await _importances(snapshot, include, objective, _goals(request, name))
+    body = await _importances(snapshot, include, objective, _goals(request, name, objective))
     return Response(body, media_type="application/json")
 
 
@@ -176,7 +179,7 @@ async def get_parallel_coordinates(
     objective, pruned ones grey at the value where they were stopped (unless `include=complete`),
     the best trial's neighbourhood in red (thesis Figures 2.5–2.6)."""
     snapshot = await _completed(request, name)
-    plot = await _plot(snapshot, quantised(fraction), include, objective, _goals(request, name))
+    plot = await _plot(snapshot, quantised(fraction), include, objective, _goals(request, name, objective))
     if format == "html":
         return HTMLResponse(plots.html_page(plot, name, "/static/vendor/plotly.min.js"))
     return Response(plot["json"], media_type="application/json")

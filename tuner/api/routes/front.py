@@ -7,7 +7,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Depends, HTTPException, Query, Request, status
 
-from tuner.analysis.front import choose, front, study_goals
+from tuner.analysis.front import choose, front, members, study_goals
 from tuner.api.auth import require_read
 from tuner.api.models import ParetoFront
 from tuner.api.routes.common import STUDY, StudyName, errors, snapshot_of, state_of
@@ -34,11 +34,10 @@ async def get_pareto(request: Request, name: StudyName, rule: Rule = None) -> di
         chosen = choose(points, rule, goals) if rule else None
     except ValueError as err:
         raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, f"rule: {err}") from None
-    members = sorted((p for p in points if p.on_front), key=lambda p: (p.values[goals.names[0]], p.number))
     return {
         "objectives": [{"name": o.name, "direction": o.direction} for o in goals.objectives],
         "constraints": [str(c) for c in goals.constraints],
-        "front": [p.number for p in members],
+        "front": [p.number for p in members(points, goals)],
         "trials": [p.as_dict() for p in points],
         "chosen": chosen.number if chosen is not None else None,
     }

@@ -24,7 +24,7 @@ from optuna.trial import FrozenTrial, TrialState
 
 from tuner.errors import LeaseLost
 from tuner.objectives.goals import Goals
-from tuner.objectives.measures import PRIMARY
+from tuner.objectives.measures import PRIMARY, finite
 from tuner.samplers.cost import COST_ATTR, step_cost
 from tuner.storage import trial_attrs
 from tuner.sweeps.trial.lifecycle import FINAL, Evaluation, Outcome, Verdict
@@ -57,7 +57,7 @@ class Measured:
     peak_memory: float | None = None
 
     def add(self, result: Mapping[str, Any]) -> None:
-        size, speed, peak = (_finite(result.get(k)) for k in ("num_params", "tokens_per_s", "peak_memory"))
+        size, speed, peak = (finite(result.get(k)) for k in ("num_params", "tokens_per_s", "peak_memory"))
         self.num_params = size if size is not None else self.num_params
         if speed is not None and not result.get(FINAL):
             self.throughputs.append(speed)
@@ -70,12 +70,6 @@ class Measured:
         if self.throughputs:
             out["tokens_per_s"] = float(statistics.median(self.throughputs))
         return {k: v for k, v in out.items() if v is not None}
-
-
-def _finite(value: Any) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        return None
-    return float(value)
 
 
 @dataclass
