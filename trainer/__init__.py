@@ -11,16 +11,18 @@ The trainer never imports the tuner, Ray or Optuna: `train(config, report)` is a
   model's size (before training) and the run's peak memory.
 """
 
-from .checkpoint import load_checkpoint
-from .config import ConfigError, TrainConfig, load_config, make_config
+from .checkpoint import load_checkpoint, saved_config, saved_header
+from .config import MUTABLE_SETTINGS, ConfigError, ScheduleChange, TrainConfig, load_config, make_config
 from .data import DataError
 from .loop import Trainer, train
 from .measures import model_size
 from .result import TrainingDiverged, TrainResult
 
 __all__ = [
+    "MUTABLE_SETTINGS",
     "ConfigError",
     "DataError",
+    "ScheduleChange",
     "TrainConfig",
     "TrainResult",
     "Trainer",
@@ -29,5 +31,7 @@ __all__ = [
     "load_config",
     "make_config",
     "model_size",
+    "saved_config",
+    "saved_header",
     "train",
 ]

@@ -10,10 +10,18 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Literal, cast
+from typing import Annotated, Any, Literal, cast
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    TypeAdapter,
+    ValidationError,
+    WithJsonSchema,
+    model_validator,
+)
 
 Cell = Literal["lstm", "mogrifier_lstm", "rlstm", "mlstm", "tmlstm", "mgru", "tmgru"]
 Architecture = Literal["residual", "skip"]
@@ -63,6 +71,32 @@ DROPOUTS = (
     "state_dropout",
     "output_dropout",
 )
+# Settings that may change in the middle of a run (a `schedule`, or a population-based-training restart
+# from another member's checkpoint): each steers training without changing the model's shape or what a
+# checkpoint holds, and takes effect when a Trainer built from the new config resumes the checkpoint.
+MUTABLE_SETTINGS = frozenset(
+    {
+        # re-applied to the optimizer's param groups after its saved state is loaded (Trainer._set_lr)
+        "learning_rate",
+        # read by objective.training_loss at every step; no optimizer weight decay holds it
+        "l2_penalty",
+        # read from the model's config at every forward pass; no rate or mask is saved
+        *DROPOUTS,
+        # as the dropouts (LanguageModel.features and the mixture's contexts read downprojected_rate)
+        "downprojected_output_dropout",
+    }
+)
+
+
+class ScheduleChange(BaseModel):
+    """One change of a schedule: from `step` on, train with `settings` (names of MUTABLE_SETTINGS)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    step: int = Field(gt=0, le=MAX_STEPS, description="the first step trained with these settings")
+    settings: dict[str, float] = Field(description="setting name: its value from `step` on")
+
+
 # Older configs and checkpoints name the mixture's latent dropout this (one mask per sequence then);
 # read as downprojected_output_dropout where a mixture used it, dropped where it was ignored.
 LEGACY_MOS_LATENT_DROPOUT = "mos_latent_dropout"
@@ -258,6 +292,17 @@ class TrainConfig(BaseModel):
         "CUDA only) or bf16 (autocast: matmuls in bfloat16, the carried state and the loss in float32)",
     )
     run_dir: Path = Field(Path("runs/train"), description="where config, metrics and checkpoints go")
+    # Inlined schema: a `$ref` into `$defs` would dangle where only `properties` are copied (tuner spaces).
+    schedule: Annotated[
+        list[ScheduleChange],
+        WithJsonSchema({"type": "array", "items": ScheduleChange.model_json_schema()}),
+    ] = Field(
+        default_factory=list,
+        description="changes of learning_rate, l2_penalty or dropouts at evaluation steps, in increasing "
+        "step order: from each change's step on the run trains with its settings, resumed from the "
+        "checkpoint of that step's evaluation; what `rnntune train --config` replays for a "
+        "population-based-training member's schedule (docs/trainer.md)",
+    )
 
     @model_validator(mode="before")
     @classmethod
@@ -313,6 +358,54 @@ class TrainConfig(BaseModel):
                 raise ValueError("dyneval does not apply to dataset reverse_copy")
         return self
 
+    @model_validator(mode="after")
+    def _check_schedule(self) -> TrainConfig:
+        """Changes at increasing evaluation steps before max_steps, of mutable settings only, each
+        leaving a valid config (the fields' own limits and combinations)."""
+        base = self.model_dump(exclude={"schedule"})
+        applied: dict[str, float] = {}
+        previous = 0
+        for i, change in enumerate(self.schedule):
+            where = f"schedule[{i}]"
+            if change.step <= previous:
+                raise ValueError(
+                    f"{where}.step: {change.step} must be above the previous change's {previous}"
+                )
+            if change.step % self.eval_every or change.step >= self.max_steps:
+                raise ValueError(
+                    f"{where}.step: {change.step} must be a multiple of eval_every ({self.eval_every}) "
+                    f"below max_steps ({self.max_steps}): a change starts from an evaluation's checkpoint"
+                )
+            for name in change.settings:
+                if name not in MUTABLE_SETTINGS:
+                    allowed = ", ".join(sorted(MUTABLE_SETTINGS))
+                    raise ValueError(
+                        f"{where}.settings.{name}: not a setting that may change mid-run; allowed: {allowed}"
+                    )
+            applied.update(change.settings)
+            try:
+                TrainConfig(**{**base, **applied})
+            except ValidationError as err:
+                problems = []
+                for e in err.errors():
+                    field = ".".join(str(p) for p in e["loc"])
+                    at = f"{where}.settings.{field}" if field in change.settings else where
+                    got = f" (got {e['input']!r})" if field in change.settings else ""
+                    msg = str(e["ctx"]["error"]) if e["type"] == "value_error" else e["msg"]
+                    problems.append(f"{at}: {msg}{got}")
+                raise ValueError("; ".join(problems)) from None
+            previous = change.step
+        return self
+
+    def settings_at(self, step: int) -> TrainConfig:
+        """The config training runs under at `step`: every schedule change at or before it applied
+        (the schedule itself kept, so the result still describes the whole run)."""
+        values: dict[str, float] = {}
+        for change in self.schedule:
+            if change.step <= step:
+                values.update(change.settings)
+        return self.model_copy(update=values)
+
     @property
     def downprojected_rate(self) -> float:
         """The dropout rate after the down-projection and on a mixture's contexts (lamb's -1: output_dropout)."""
@@ -344,7 +437,7 @@ def _describe(err: ValidationError) -> str:
             msg = f"unknown setting; known settings: {known}"
         elif e["type"] == "literal_error":
             msg = f"{msg} (got {e.get('input')!r})"
-        elif "input" in e and e["type"] not in ("missing",):
+        elif "input" in e and e["type"] not in ("missing",) and e["loc"]:  # not the whole config
             msg = f"{msg} (got {e['input']!r})"
         lines.append(f"  {name}: {msg}")
     return "invalid trainer config:\n" + "\n".join(lines)

@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any
+from typing import Any, overload
 
 import torch
 from torch import Tensor
@@ -22,7 +22,7 @@ from . import reverse_copy
 from .averaging import Decision, chosen_weights, make_averaging, swap_in
 from .cells import fallback, paths
 from .checkpoint import checkpoint_config, header, last_evaluation, read_checkpoint, save_atomic
-from .config import ConfigError, TrainConfig
+from .config import MUTABLE_SETTINGS, ConfigError, TrainConfig
 from .data import batchify, load_corpus
 from .device import autocast, resolve_device, set_matmul_precision
 from .divergence import Watch
@@ -41,16 +41,26 @@ LR_DECAY_ON_RESTORE = 0.9
 RESUMABLE_CHANGES = frozenset(
     {"max_steps", "max_time_s", "device", "cuda_path", "mogrifier_kernel", "run_dir"}
 )
+# What a retuned resume (a schedule's change, a PBT restart) may change besides: MUTABLE_SETTINGS, and
+# the schedule that records them.
+RETUNABLE_CHANGES = RESUMABLE_CHANGES | MUTABLE_SETTINGS | {"schedule"}
 
 Report = Callable[[dict[str, Any]], Any]
 
 
 class Trainer:
-    """One run of `cfg`: builds data, model and optimizer, or resumes them from `run_dir/last.pt`."""
+    """One run of `cfg`: builds data, model and optimizer, or resumes them from `run_dir/last.pt`.
 
-    def __init__(self, cfg: TrainConfig, progress: bool = False) -> None:
+    `retune=True` resumes a checkpoint written under other MUTABLE_SETTINGS (a schedule's change, a
+    population-based-training restart); the run goes on under `cfg`'s.
+    """
+
+    def __init__(self, cfg: TrainConfig, progress: bool = False, retune: bool = False) -> None:
         self.cfg = cfg
+        # What config.yaml records: the config that reproduces the run (train() sets the scheduled one).
+        self.recorded_config = cfg
         self.progress = progress
+        self.retune = retune
         self.device = resolve_device(cfg.device)
         set_matmul_precision(cfg, self.device)
         torch.manual_seed(cfg.seed)
@@ -126,7 +136,8 @@ class Trainer:
         ckpt = read_checkpoint(path, map_location=self.device)
         saved = checkpoint_config(ckpt).to_dict()
         now = self.cfg.to_dict()
-        changed = [k for k in now if k not in RESUMABLE_CHANGES and saved.get(k) != now[k]]
+        may_change = RETUNABLE_CHANGES if self.retune else RESUMABLE_CHANGES
+        changed = [k for k in now if k not in may_change and saved.get(k) != now[k]]
         if changed:
             diffs = ", ".join(f"{k}: {saved.get(k)!r} -> {now[k]!r}" for k in changed)
             raise ConfigError(
@@ -270,10 +281,21 @@ class Trainer:
         self.accuracies.clear()
         return self.averaging.evaluate_and_adapt(self._loss_of, self.step)
 
-    def run(self, report: Report | None = None) -> TrainResult:
+    @overload
+    def run(self, report: Report | None = None, until: None = None) -> TrainResult: ...
+
+    @overload
+    def run(self, report: Report | None, until: int) -> TrainResult | None: ...
+
+    def run(self, report: Report | None = None, until: int | None = None) -> TrainResult | None:
+        """Train to the end and return the result; `report(metrics)` after every evaluation may
+        return True to stop. With `until`, return None right after reporting the first evaluation at
+        or past step `until` (its last.pt already written), ready for a Trainer with new settings."""
         cfg = self.cfg
+        if until is not None and self.step >= until:
+            return None
         self.run_dir.mkdir(parents=True, exist_ok=True)
-        (self.run_dir / "config.yaml").write_text(cfg.to_yaml())
+        (self.run_dir / "config.yaml").write_text(self.recorded_config.to_yaml())
         bar = _progress_bar(cfg, self.step) if self.progress else None
         paths.begin_run()
         stopped = "max_steps"
@@ -297,17 +319,7 @@ class Trainer:
                 window_tokens += self.tokens - before
                 if math.isfinite(loss):
                     train_losses.append(loss)
-                if bar is not None:
-                    name, value = (
-                        headline(loss, self.corpus.word_level) if math.isfinite(loss) else ("loss", loss)
-                    )
-                    bar.set_postfix(
-                        loss=f"{loss:.3f}",
-                        **{name: f"{value:.3f}"},
-                        tok_s=f"{window_tokens / max(window_time, 1e-9):.0f}",
-                        refresh=False,
-                    )
-                    bar.update(self.step - bar.n)
+                self._show_step(bar, loss, window_tokens / max(window_time, 1e-9))
                 if self.step % cfg.eval_every == 0 and self.tokens > before:
                     restores, settled = self.restores, self.settle()  # no evaluation of a diverged step
                     if math.isfinite(settled):
@@ -316,21 +328,38 @@ class Trainer:
                         continue
                     metrics = self._evaluation(train_losses, window_tokens / max(window_time, 1e-9))
                     window_tokens, window_time, train_losses = 0, 0.0, []
-                    if bar is not None:
-                        name, value = headline(metrics["val_loss"], self.corpus.word_level)
-                        bar.write(
-                            f"step {self.step}: val {metrics['val_loss']:.4f} nats ({name} {value:.3f}), "
-                            f"raw {metrics['raw_val_loss']:.4f}, avg length {metrics['avg_length']}"
-                        )
+                    self._show_evaluation(bar, metrics)
                     if report is not None and report(metrics):
                         stopped = "callback"
                         break
+                    if until is not None and self.step >= until:
+                        return None
         finally:
             if bar is not None:
                 bar.close()
         self.settle()
         save_atomic(self._snapshot(), self.run_dir / "last.pt")
         return self._finish(stopped)
+
+    def _show_step(self, bar: Any, loss: float, tokens_per_s: float) -> None:
+        """The progress bar (if shown) after a training step: its loss, headline figure and throughput."""
+        if bar is None:
+            return
+        name, value = headline(loss, self.corpus.word_level) if math.isfinite(loss) else ("loss", loss)
+        bar.set_postfix(
+            loss=f"{loss:.3f}", **{name: f"{value:.3f}"}, tok_s=f"{tokens_per_s:.0f}", refresh=False
+        )
+        bar.update(self.step - bar.n)
+
+    def _show_evaluation(self, bar: Any, metrics: dict[str, Any]) -> None:
+        """One line under the progress bar (if shown) per evaluation."""
+        if bar is None:
+            return
+        name, value = headline(metrics["val_loss"], self.corpus.word_level)
+        bar.write(
+            f"step {self.step}: val {metrics['val_loss']:.4f} nats ({name} {value:.3f}), "
+            f"raw {metrics['raw_val_loss']:.4f}, avg length {metrics['avg_length']}"
+        )
 
     def _evaluation(self, train_losses: list[float], tokens_per_s: float) -> dict[str, Any]:
         decision = self.evaluate_2ta()
@@ -399,5 +428,35 @@ def _progress_bar(cfg: TrainConfig, start: int):
 
 
 def train(cfg: TrainConfig, report: Report | None = None, progress: bool = False) -> TrainResult:
-    """Train (or resume) the run `cfg` describes; `report(metrics)` returning True stops it early."""
-    return Trainer(cfg, progress=progress).run(report)
+    """Train (or resume) the run `cfg` describes; `report(metrics)` returning True stops it early.
+
+    A schedule is replayed as population-based training runs it: each segment between changes is a
+    fresh Trainer under `cfg.settings_at(start)`, resumed from the checkpoint of the evaluation at
+    `start`, so a replay reproduces the member. A resumed run starts in the segment of its last.pt.
+    """
+    changes = [change.step for change in cfg.schedule]
+    done = _checkpoint_step(Path(cfg.run_dir)) if changes else 0
+    first = True  # later segments resume an evaluation this call has reported already
+    for start, until in zip([0, *changes], changes):
+        if done < until:
+            result = _segment(cfg, start, progress, first).run(report, until=until)
+            if result is not None:
+                return result
+            first = False
+    return _segment(cfg, cfg.max_steps, progress, first).run(report)
+
+
+def _segment(cfg: TrainConfig, start: int, progress: bool, report_resumed: bool) -> Trainer:
+    """The Trainer of the schedule's segment from `start` on: its settings, resumed from the
+    checkpoint at `start`; it reports that checkpoint's evaluation again only if `report_resumed`."""
+    trainer = Trainer(cfg.settings_at(start), progress=progress, retune=bool(cfg.schedule))
+    trainer.recorded_config = cfg
+    if not report_resumed:
+        trainer.resumed_metrics = None
+    return trainer
+
+
+def _checkpoint_step(run_dir: Path) -> int:
+    """The step run_dir/last.pt was written at (0 without one): where a resumed schedule goes on."""
+    last = run_dir / "last.pt"
+    return int(read_checkpoint(last)["position"]["step"]) if last.is_file() else 0

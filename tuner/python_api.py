@@ -27,6 +27,7 @@ import pandas as pd
 import yaml
 
 from tuner.analysis import importances as importance_estimates
+from tuner.analysis import population
 from tuner.analysis import sensitivity as neighbourhood
 from tuner.analysis.export import study_frame
 from tuner.analysis.front import best_record, choose, front, study_goals
@@ -153,12 +154,16 @@ def best(
     `trial`, or the Pareto front's member `rule` picks (`lowest:val_loss@num_params<=24e6`, as
     `GET /studies/{name}/best?rule=`): `number`, `value`, `params`, `config` (its run's
     config.yaml, the trainer settings that reproduce it; None if the file is gone) and
-    `checkpoint` (its best.pt's path; None when retention removed it). None when no trial
-    qualifies; ValueError for a trial that is not COMPLETE or a rule it cannot read."""
+    `checkpoint` (its best.pt's path; None when retention removed it); in a population study
+    (scheduler pbt/pb2) also `schedule` (the settings its weights were trained with, by step) and
+    `replay_config` (`config` replaying that schedule; None without `config`). None when no trial
+    qualifies; ValueError for a trial that is not COMPLETE, a rule it cannot read or a population
+    history it cannot follow."""
     store = StudyStore(resolve_db_url(db))
     try:
         row = store.row(name)
-        chosen = _chosen(store.snapshot(row), study_goals(row.user_attrs), name, trial, rule)
+        snapshot = store.snapshot(row)
+        chosen = _chosen(snapshot, study_goals(row.user_attrs), name, trial, rule)
     finally:
         store.close()
     if chosen is None:
@@ -166,13 +171,19 @@ def best(
     run_dir = trial_attrs.RUN_DIR.of(chosen.user_attrs)
     config_file = Path(run_dir) / "config.yaml" if run_dir else None
     checkpoint = trial_attrs.CHECKPOINT.of(chosen.user_attrs)
-    return {
+    config = yaml.safe_load(config_file.read_text()) if config_file and config_file.is_file() else None
+    found = {
         "number": chosen.number,
         "value": chosen.value,
         "params": dict(chosen.params),
-        "config": yaml.safe_load(config_file.read_text()) if config_file and config_file.is_file() else None,
+        "config": config,
         "checkpoint": checkpoint if checkpoint and Path(checkpoint).is_file() else None,
     }
+    if population.population_spec(row.user_attrs) is None:
+        return found
+    schedule = population.lineage(population.histories(snapshot.trials), chosen.number)
+    replay = population.replay_config(config, schedule) if config else None
+    return {**found, "schedule": schedule, "replay_config": replay}
 
 
 def _chosen(

@@ -17,8 +17,11 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-import plotly.graph_objects as go
 import plotly.io
+
+# Imported here, once, not on first use through plotly.graph_objects' lazy attributes: two API
+# threads loading them (and narwhals, which they import) at once deadlock in Python's import locks.
+from plotly.graph_objs import Figure, Parcoords
 
 from tuner.analysis.reads import ParamSpec
 from tuner.analysis.sensitivity import Point
@@ -127,7 +130,7 @@ def parallel_coordinates(
     dims = [_dimension(spec, [t.params.get(spec.name) for t in lines]) for spec in shared_specs(drawn)]
     dims.append({"label": objective_label, "values": [t.value for t in lines]})
     colours, colorbar = _colours(lines, near)
-    trace = go.Parcoords(
+    trace = Parcoords(
         dimensions=dims,
         line={
             "color": colours,
@@ -141,7 +144,7 @@ def parallel_coordinates(
     )
     n_pruned = sum(p.pruned for p in lines)
     pruned_text = f" and {n_pruned} pruned (grey, at the step they were stopped)" if n_pruned else ""
-    figure = go.Figure(trace)
+    figure = Figure(trace)
     figure.update_layout(
         title=f"{len(lines) - n_pruned} completed trials{pruned_text}; "
         f"neighbourhood of the best ({len(near)}) in red",

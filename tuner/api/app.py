@@ -17,7 +17,18 @@ from tuner.api import errors
 from tuner.api.auth import enforced_security
 from tuner.api.guards import RequestGuard, document_guard_responses
 from tuner.api.links import add_links
-from tuner.api.routes import analysis, boundaries, compare, export, finalize, front, studies, trials, web
+from tuner.api.routes import (
+    analysis,
+    boundaries,
+    compare,
+    export,
+    finalize,
+    front,
+    population,
+    studies,
+    trials,
+    web,
+)
 from tuner.api.settings import ApiSettings
 from tuner.api.state import ApiState
 
@@ -59,7 +70,7 @@ def create_app(settings: ApiSettings | None = None) -> FastAPI:
     )
     app.state.rnntune = state
     errors.install(app)
-    for module in (studies, export, trials, analysis, front, boundaries, finalize, compare, web):
+    for module in (studies, export, trials, analysis, front, population, boundaries, finalize, compare, web):
         app.include_router(module.router)
     app.mount("/static", StaticFiles(directory=web.STATIC), name="static")
     app.add_middleware(RequestGuard, settings=state.settings, schema=lambda: app.openapi())

@@ -64,5 +64,6 @@ def derive_tunables(config: type[BaseModel] = TrainConfig) -> dict[str, Tunable]
 
 
 TUNABLES: dict[str, Tunable] = derive_tunables()
-# Trainer settings a space may not fix: the sweep sets them for each trial.
-RESERVED_SETTINGS = frozenset({"run_dir"})
+# Trainer settings a space may not fix: the sweep sets them for each trial (a schedule is what a
+# population member's history replays, not a setting of the space).
+RESERVED_SETTINGS = frozenset({"run_dir", "schedule"})

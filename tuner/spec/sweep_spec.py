@@ -30,6 +30,7 @@ from tuner.objectives.goals import Constraint, Goals
 from tuner.objectives.measures import MEASURES, PRIMARY
 from tuner.policies import procedure
 from tuner.policies.early_stopping import DEFAULT_SCHEDULER, SCHEDULERS, EarlyStopping
+from tuner.policies.population import POPULATION_SCHEDULERS
 from tuner.policies.study_stop import StudyStop
 from tuner.samplers import COST_AWARE_SAMPLERS, DEFAULT_SAMPLER, RETIRED_SAMPLERS, SAMPLERS
 from tuner.space import NAME_PATTERN
@@ -40,7 +41,8 @@ from tuner.storage import study_attrs
 SPEC_VERSION = 1
 # NAME_PATTERN (tuner.space): the one pattern of study and space names on every path.
 SamplerName = Literal[SAMPLERS]  # type: ignore[valid-type]
-SchedulerName = Literal[SCHEDULERS]  # type: ignore[valid-type]
+_ALL_SCHEDULERS = SCHEDULERS + POPULATION_SCHEDULERS
+SchedulerName = Literal[_ALL_SCHEDULERS]  # type: ignore[valid-type]
 ProcedureName = Literal[procedure.PROCEDURES]  # type: ignore[valid-type]
 
 # Fields `rnntune sweep --resume` (and REST /start's stored spec) may change: how many trials run,
@@ -152,7 +154,17 @@ class SweepSpec(BaseModel):
     scheduler: SchedulerName = Field(
         default=DEFAULT_SCHEDULER,
         description="Early stopping of poor trials on the 2TA validation loss: `adaptive` is ASHA "
-        "whose rungs prune once the study's trials show their values rank like the next rung's.",
+        "whose rungs prune once the study's trials show their values rank like the next rung's; "
+        "or population-based training: `pbt` (n_trials members train at once, the worst quarter "
+        "copying the best's checkpoints and perturbing the learning rate, l2 and dropouts) or `pb2` "
+        "(the same with a GP-bandit choosing the settings); docs/population.md.",
+    )
+    perturbation_interval: int | None = Field(
+        default=None,
+        ge=1,
+        le=10_000_000,
+        description="pbt/pb2: training steps between perturbations, a multiple of eval_every "
+        "(default: about max_steps/8 on the evaluation grid).",
     )
     # ASHA's policy, declared once in tuner.policies.early_stopping (ranges and descriptions).
     grace_steps: int | None = _reuse(EarlyStopping, "grace_steps")
@@ -283,6 +295,27 @@ class SweepSpec(BaseModel):
         if problem:
             raise ValueError(problem)
         return value
+
+    @field_validator("perturbation_interval")
+    @classmethod
+    def _interval_of_a_population(cls, value: int | None, info: ValidationInfo) -> int | None:
+        if value is not None and info.data.get("scheduler") not in POPULATION_SCHEDULERS:
+            raise ValueError(f"only with scheduler {' or '.join(POPULATION_SCHEDULERS)}")
+        return value
+
+    @model_validator(mode="after")
+    def _population_trains_one_objective(self) -> SweepSpec:
+        """Population-based training ranks members by the validation loss alone and trains them."""
+        if self.scheduler in POPULATION_SCHEDULERS:
+            if len(self.objectives) > 1:
+                raise ValueError(f"scheduler {self.scheduler}: only with one objective (val_loss)")
+            if self.checkpoint is not None:
+                raise ValueError(
+                    f"scheduler {self.scheduler}: not for a study of a trained model (checkpoint)"
+                )
+            if self.cost_aware:
+                raise ValueError(f"scheduler {self.scheduler}: not with cost_aware")
+        return self
 
     @field_validator("cost_aware")
     @classmethod

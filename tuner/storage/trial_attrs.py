@@ -93,6 +93,14 @@ DIVERGED_AT: Key[int] = _attr(
     "the step training diverged at after its `divergence_restores`: FAIL under `procedure: rnntune`, "
     "COMPLETE at its best validation loss before it under `procedure: paper` (docs/sweeps.md)",
 )
+PBT_HISTORY: Key[list[dict]] = _attr(
+    "pbt_history",
+    list[dict],
+    "the driver, when a population member starts, copies another member or changes settings",
+    "a population member's segments (scheduler pbt/pb2): `step` it took effect, `from_trial` the "
+    "member whose checkpoint it copied there (null: its own), `from_value` that checkpoint's "
+    "validation loss, `settings` in force from that step on (docs/population.md)",
+)
 TEST_LOSS: Key[float] = _attr(
     "test_loss", float, "the trial's summary", "the test loss of its best checkpoint"
 )

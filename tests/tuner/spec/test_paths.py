@@ -46,6 +46,7 @@ VALUES: dict[str, tuple[list[str], object]] = {
     "max_retries": (["5"], 5),
     "scheduler": (["median"], "median"),
     "grace_steps": (["75"], 75),
+    "perturbation_interval": (["50"], 50),
     "reduction_factor": (["4"], 4),
     "brackets": (["2"], 2),
     "patience": (["5"], 5),
@@ -68,6 +69,7 @@ OVERRIDES = {"ranges": {"learning_rate": "0.001:0.003"}, "set": {"max_steps": 15
 NEEDS: dict[str, dict[str, str]] = {
     "checkpoint": {"space": "dyneval"},
     "mlflow_checkpoints": {"mlflow_uri": "http://127.0.0.1:5000"},
+    "perturbation_interval": {"scheduler": "pbt"},
 }
 
 

@@ -75,7 +75,9 @@ def test_names_are_unique_and_never_optunas_default(db):
 def test_bad_settings_are_refused(db):
     with pytest.raises(StudyError, match=r"sampler: Input should be 'gp'.*got 'bayes'"):
         make(db, sampler="bayes")
-    with pytest.raises(StudyError, match="scheduler: Input should be 'adaptive', 'asha', 'median' or 'none'"):
+    with pytest.raises(
+        StudyError, match="scheduler: Input should be 'adaptive', 'asha', 'median', 'none', 'pbt' or 'pb2'"
+    ):
         make(db, scheduler="hyperband")
     with pytest.raises(StudyError, match="n_trials: Input should be greater than or equal to 1"):
         make(db, n_trials=0)

@@ -9,14 +9,18 @@ from urllib.parse import quote
 
 from fastapi import APIRouter, Depends, HTTPException, Path, Query, Request, status
 from fastapi.responses import Response, StreamingResponse
+from pydantic import Field
+from starlette.concurrency import run_in_threadpool
 
 from tuner.analysis.front import best_record, choose, front, study_goals
+from tuner.analysis.population import population_spec
 from tuner.analysis.reads import SORT_KEYS, StudySnapshot, TrialRecord
 from tuner.api import checkpoint, serializers
 from tuner.api.auth import require_read
 from tuner.api.errors import NotFound
 from tuner.api.models import TrialDetail, TrialPage, TrialState
 from tuner.api.routes.common import STUDY, StudyName, attachment, errors, snapshot_of, state_of
+from tuner.api.routes.population import LineageStep, replay_fields
 from tuner.objectives.goals import Goals
 from tuner.storage import trial_attrs
 
@@ -124,11 +128,30 @@ def _best(
     return best
 
 
-@router.get("/best", response_model=TrialDetail, responses=CHOSEN_ERRORS)
+class BestTrial(TrialDetail):
+    """The chosen trial; in a population study (scheduler pbt/pb2) also its lineage and replay."""
+
+    schedule: list[LineageStep] | None = Field(
+        None, description="Population study only: the settings its weights were trained with, by step."
+    )
+    replay_config: dict[str, Any] | None = Field(
+        None,
+        description="Population study only: the trainer config replaying `schedule` (`rnntune train "
+        "--config`); null when its run config is gone.",
+    )
+
+
+@router.get("/best", response_model=BestTrial, response_model_exclude_unset=True, responses=CHOSEN_ERRORS)
 async def get_best(request: Request, name: StudyName, trial: ChosenTrial = None, rule: Rule = None) -> dict:
-    """The completed trial with the best objective (or the one `trial` or `rule` picks)."""
-    goals = study_goals(state_of(request).store.row(name).user_attrs)
-    return serializers.trial_detail(_best(await snapshot_of(request, name), name, trial, rule, goals))
+    """The completed trial with the best objective (or the one `trial` or `rule` picks); in a
+    population study with its `schedule` and `replay_config` (docs/api.md)."""
+    attrs = state_of(request).store.row(name).user_attrs
+    snapshot = await snapshot_of(request, name)
+    best = _best(snapshot, name, trial, rule, study_goals(attrs))
+    detail = serializers.trial_detail(best)
+    if population_spec(attrs) is None:
+        return detail
+    return {**detail, **await run_in_threadpool(replay_fields, request, name, snapshot, best)}
 
 
 @router.get(

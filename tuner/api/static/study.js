@@ -1,6 +1,7 @@
 // The study page: facts, the Appendix 2.B parallel-coordinates plot (brushing and hover; pruned trials
 // grey at the step where they were stopped, or COMPLETE only), importances with bootstrap whiskers,
-// learning curves of the best trials, the trial table and the best-checkpoint download. While the
+// learning curves of the best trials, a population study's members (population.js), the trial table
+// and the best-checkpoint download. While the
 // sweep runs it polls the study every 5 s and redraws what changed.
 "use strict";
 
@@ -39,6 +40,8 @@ function renderFacts(study) {
   if (attrs.ended_early) facts.push(["ended early", attrs.ended_early]);
   const spec = attrs.spec || {};
   view.hasFront = (spec.objectives || []).length > 1 || (spec.constraints || []).length > 0;
+  view.isPopulation = ["pbt", "pb2"].includes(spec.scheduler);
+  document.getElementById("population-section").hidden = !view.isPopulation;
   if (view.hasFront) facts.push(["objectives", `${spec.objectives.join(", ")}${spec.constraints.length ? ` under ${spec.constraints.join(", ")}` : ""}`]);
   renderObjectiveChoice((spec.objectives || []).map((o) => o.split(":")[0]));
   document.getElementById("facts").replaceChildren(
@@ -299,10 +302,14 @@ async function refresh() {
     const c = study.counts;
     const finished = c.COMPLETE + c.PRUNED + c.FAIL;
     const compared = `${c.COMPLETE}/${c.PRUNED}`;
-    if (compared !== view.compared) {
-      view.compared = compared;
-      await renderAnalysis();
-    }
+    const redraw = compared !== view.compared;
+    view.compared = compared;
+    // A population's members train at once: their curves change while the sweep runs. Drawn
+    // beside the analysis, so that one failing leaves the other drawn.
+    await Promise.all([
+      ...(redraw ? [renderAnalysis()] : []),
+      ...(view.isPopulation && (redraw || live) ? [population.render(base)] : []),
+    ]);
     if (finished !== view.finished || live) {
       view.finished = finished;
       await renderTrials();

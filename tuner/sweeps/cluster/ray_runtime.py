@@ -14,6 +14,7 @@ from a short-lived child process so that the API process itself never becomes a 
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import math
@@ -80,6 +81,14 @@ def scrub_secrets() -> None:
         os.environ.pop(key, None)
 
 
+@functools.cache
+def _embedded_token() -> str:
+    """The token of every embedded cluster this process starts: one per process, because Ray's
+    client keeps the first token it read, and a second sweep in the same process (a notebook's
+    second `python_api.run`) would otherwise start a cluster its client cannot join."""
+    return secrets.token_hex(32)
+
+
 def start_ray(address: str | None, num_cpus: int | None, verbose: bool) -> bool:
     """Start (or connect to) Ray unless this process already did; True if this call started it."""
     import ray
@@ -95,7 +104,7 @@ def start_ray(address: str | None, num_cpus: int | None, verbose: bool) -> bool:
     }
     if address is None:
         if not any(os.environ.get(k) for k in ("RAY_AUTH_MODE", "RAY_AUTH_TOKEN", "RAY_AUTH_TOKEN_PATH")):
-            os.environ["RAY_AUTH_TOKEN"] = secrets.token_hex(32)
+            os.environ["RAY_AUTH_TOKEN"] = _embedded_token()
         try:
             ray.init(num_cpus=num_cpus, include_dashboard=False, **common)
         except Exception as err:

@@ -1,10 +1,10 @@
 """A sweep plan's execution: Ray started, the searcher, scheduler and trackers built, Tune run.
 
 `execute` runs a `SweepPlan` (plan.py) while this process holds the study's lease. The process
-settings the driver needs (Tune's environment switches, one torch thread, numpy's seed for Ray's
-Hyperband brackets) hold only while it runs: `driver_process` restores the caller's environment,
-torch thread count and numpy random state afterwards, so `python_api.run` in a notebook leaves the
-notebook as it was.
+settings the driver needs (Tune's environment switches, one torch thread, numpy's and Python's seeds
+for Ray's Hyperband brackets and PBT's perturbations) hold only while it runs: `driver_process`
+restores the caller's environment, torch thread count and random states afterwards, so
+`python_api.run` in a notebook leaves the notebook as it was.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import os
+import random
 import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -22,6 +23,7 @@ import optuna
 from optuna.trial import FrozenTrial, TrialState
 from ray.tune.stopper import Stopper
 
+from tuner.policies.population import CHECKPOINTS_KEPT, MEMBER
 from tuner.storage import study_attrs, trial_attrs
 from tuner.storage.study import best_trial, finished_count, finished_curves, open_storage, set_status
 from tuner.sweeps.cluster import mps
@@ -81,7 +83,12 @@ class SweepStopper(Stopper):
 
 
 def _trial_dirname(trial: Any) -> str:
-    return f"trial-{trial.config['trial_number']}-{trial.trial_id}"
+    """Ray's folder of a trial: its study trial's number (a population member's is drawn by Tune
+    after the folder is named, so it is named by its place in the population)."""
+    number = trial.config.get("trial_number")
+    if not isinstance(number, int):
+        return f"member-{trial.config.get(MEMBER)}-{trial.trial_id}"
+    return f"trial-{number}-{trial.trial_id}"
 
 
 def trial_kind(checkpoint: str | None) -> Callable[[dict[str, Any]], dict[str, Any]]:
@@ -114,10 +121,12 @@ def driver_process(plan: SweepPlan) -> Iterator[None]:
     import torch
 
     env, threads, rng = dict(os.environ), torch.get_num_threads(), np.random.get_state()
+    py_rng = random.getstate()
     os.environ.update(plan.driver_env)
     torch.set_num_threads(plan.torch_threads)
     if plan.numpy_seed is not None:
         np.random.seed(plan.numpy_seed)
+        random.seed(plan.numpy_seed)
     try:
         yield
     finally:
@@ -125,6 +134,7 @@ def driver_process(plan: SweepPlan) -> Iterator[None]:
         os.environ.update(env)
         torch.set_num_threads(threads)
         np.random.set_state(rng)
+        random.setstate(py_rng)
 
 
 def execute(
@@ -186,6 +196,7 @@ def _run(
     from ray import tune
 
     from tuner.policies.schedulers import make_scheduler
+    from tuner.sweeps.drive.population import PopulationEvents, population_search
     from tuner.sweeps.drive.progress import ProgressTable
     from tuner.sweeps.drive.searcher import METRIC, StudySearcher
     from tuner.sweeps.drive.tracking import TrackerCallback, open_trackers
@@ -222,33 +233,45 @@ def _run(
         lambda line: print(line, file=out or sys.stderr, flush=True),
     )
     stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%d-%H%M%S")
-    tuner = tune.Tuner(
-        tune.with_resources(options.trainable or trial_kind(spec.checkpoint), plan.resources),
-        tune_config=tune.TuneConfig(
-            metric=METRIC,
-            mode="min",
+    callbacks: list[Any] = [TrialEvents(searcher), progress, trackers]
+    members = None  # a population's members asked (None: a searcher asks trials as Tune runs them)
+    if plan.population is not None:  # PBT/PB2 take no search algorithm: the members are asked now
+        search: dict[str, Any] = population_search(plan, searcher)
+        members = search.pop("members")
+        callbacks.insert(0, PopulationEvents(searcher))
+    else:
+        search = dict(
             search_alg=searcher,
             scheduler=make_scheduler(
                 plan.scheduler, plan.space.fixed, spec.early_stopping(), history, spec.goals()
             ),
             num_samples=plan.budget,
+        )
+    tuner = tune.Tuner(
+        tune.with_resources(options.trainable or trial_kind(spec.checkpoint), plan.resources),
+        param_space=search.pop("param_space", None),
+        tune_config=tune.TuneConfig(
+            metric=METRIC,
+            mode="min",
             max_concurrent_trials=parallel,
             reuse_actors=True,
             trial_dirname_creator=_trial_dirname,
+            **search,
         ),
         run_config=tune.RunConfig(
             name=f"run-{stamp}",
             storage_path=str(plan.root / "ray"),
             stop=SweepStopper(study, request, searcher),
-            callbacks=[TrialEvents(searcher), progress, trackers],
+            callbacks=callbacks,
             failure_config=tune.FailureConfig(max_failures=spec.max_retries),
+            checkpoint_config=tune.CheckpointConfig(num_to_keep=CHECKPOINTS_KEPT),
             verbose=1 if options.verbose else 0,
         ),
     )
     status: study_attrs.Status = "failed"
     error = None
     try:
-        if request.reason is None:  # a stop that came while Ray started needs no trial
+        if request.reason is None and members != 0:  # a stop while Ray started needs no trial
             with stop_on_signals(request):  # again: ray.init() replaced our SIGTERM handler with its own
                 tuner.fit()
         status = "finished" if finished_count(study) >= plan.target or searcher.ended_early else "stopped"

@@ -19,6 +19,7 @@ from typing import Any, TextIO
 
 from tuner.policies import procedure
 from tuner.policies.early_stopping import ASHA_SCHEDULERS
+from tuner.policies.population import PopulationPlan, plan_population
 from tuner.policies.rank_agreement import describe_adaptive
 from tuner.space import SearchSpace
 from tuner.spec import SweepSpec
@@ -63,8 +64,11 @@ class SweepPlan:
     budget: int  # trials this run asks for
     scheduler: str  # "none" for a study of a trained model: each trial is one evaluation
     resources: dict[str, float]  # per trial, as Ray Tune takes them
-    numpy_seed: int | None  # Ray's async Hyperband draws each trial's bracket from numpy's global RNG
+    # Ray's async Hyperband draws each trial's bracket from numpy's global RNG, PBT its perturbations
+    # from Python's and PB2 its fits from numpy's (seeded in execute.driver_process)
+    numpy_seed: int | None
     keep_diverged: bool = False  # a diverged trial is COMPLETE at its best value (`procedure: paper`)
+    population: PopulationPlan | None = None  # what scheduler pbt or pb2 explores (population.py)
     lines: list[str] = field(default_factory=list)  # the header after the study line
     driver_env: dict[str, str] = field(default_factory=lambda: dict(DRIVER_ENV))
     torch_threads: int = DRIVER_TORCH_THREADS
@@ -114,14 +118,19 @@ def plan_sweep(
 ) -> SweepPlan:
     """The plan of one run (module docstring). `done`: finished trials; `zombies`: trials a dead
     sweep left RUNNING, now failed and retried; `warm_start`: (prior trials, their studies)."""
+    from trainer import MUTABLE_SETTINGS
+
     scheduler = "none" if spec.checkpoint else spec.scheduler
+    population = plan_population(
+        scheduler, space.params, MUTABLE_SETTINGS, spec.perturbation_interval, *grid(space)
+    )
     policy = spec.early_stopping()
     stops = spec.study_stop().describe(grid(space)[0])
     budget = spec.n_trials - done
     retried = f"; {len(zombies)} left RUNNING by a dead sweep marked FAIL and retried: {list(zombies)}"
     lines = [
         *([line] if (line := procedure.describe(spec.procedure)) else []),
-        early_stopping_line(spec, space, scheduler),
+        population.describe(spec.n_trials) if population else early_stopping_line(spec, space, scheduler),
         *([f"ends early on: {stops}"] if stops else []),
         f"db {redact_url(storage_url)}  storage {root}",
         *tracker_lines,
@@ -141,7 +150,8 @@ def plan_sweep(
         budget=budget,
         scheduler=scheduler,
         resources={"cpu": spec.cpus_per_trial, "gpu": spec.gpus_per_trial},
-        numpy_seed=spec.seed if policy.brackets and policy.brackets > 1 else None,
+        numpy_seed=spec.seed if population or (policy.brackets and policy.brackets > 1) else None,
+        population=population,
         keep_diverged=procedure.keeps_diverged(spec.procedure),
         lines=lines,
     )

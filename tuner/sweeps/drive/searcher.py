@@ -18,6 +18,7 @@ retry: from its attempt's run folder and `last.pt`, with the attempt's curve.
 
 from __future__ import annotations
 
+import json
 import threading
 from collections import deque
 from collections.abc import Callable
@@ -31,6 +32,7 @@ from ray.tune.search import Searcher
 from tuner.errors import LeaseLost
 from tuner.objectives.goals import Goals
 from tuner.objectives.measures import MEASURES
+from tuner.policies.population import copy_took_place, settings_in_force
 from tuner.space import SearchSpace
 from tuner.storage import trial_attrs
 from tuner.storage.confine import resolve_within
@@ -38,12 +40,13 @@ from tuner.storage.study import pending_retries
 from tuner.sweeps.drive.ask_ahead import MIN_DEPTH, AskAhead
 from tuner.sweeps.drive.policies import SweepPolicies
 from tuner.sweeps.drive.writer import DB_ERRORS, Fence, LiveTrial, StudyWriter, Tally
-from tuner.sweeps.trial.lifecycle import METRIC, Evaluation, TrialEnd, decide
+from tuner.sweeps.trial.lifecycle import METRIC, SEGMENT, Evaluation, TrialEnd, decide
 
 __all__ = ["METRIC", "Fence", "LiveTrial", "StudySearcher", "Tally"]
 # Trials kept asked ahead of Ray Tune's requests by default (ask_ahead.py): a free slot starts one
 # at once. The sweep driver sizes it to the trials in flight (`ask_ahead.depth_for`).
 ASK_AHEAD = MIN_DEPTH
+PENDING = "member-"  # the key of a population member asked but not yet started by Tune
 
 
 class StudySearcher(Searcher):
@@ -82,6 +85,7 @@ class StudySearcher(Searcher):
         self._budget = budget
         self._asked = 0
         self._live: dict[str, LiveTrial] = {}
+        self._members: dict[str, int] = {}  # a population's members: Ray's id -> study trial number
         self._retries: deque[FrozenTrial] = deque(pending_retries(study))
         self._max_steps = int(space.fixed.get("max_steps", _default("max_steps")))
         self.stop_reason: str | None = None
@@ -155,7 +159,8 @@ class StudySearcher(Searcher):
         self._ahead.refill()  # the next trial is sampled while this one trains
         return {
             "trial_number": live.trial.number,
-            "trainer": self._space.trial_config(live.params, live.run_dir),
+            # a population member's retry goes on with the settings in force, not those first sampled
+            "trainer": {**self._space.trial_config(live.params, live.run_dir), **live.settings},
             **({"checkpoint": self._checkpoint} if self._checkpoint else {}),
             **({"bounds": self._bounds} if self._bounds else {}),
         }
@@ -213,10 +218,76 @@ class StudySearcher(Searcher):
         for step, value in sorted(old.intermediate_values.items()):
             live.trial.report(value, step)
             live.curve[step] = value
+        history = trial_attrs.PBT_HISTORY.of(old.user_attrs)
+        if history:  # a population member: its history goes on in the retry, less a copy never made
+            own = Path(live.run_dir).resolve()
+            if not copy_took_place(history[-1], str(own), *_folder_state(own)):
+                history = history[:-1]
+            trial_attrs.PBT_HISTORY.write(live.trial, history)
+            live.attrs[trial_attrs.PBT_HISTORY] = history
+            live.settings = settings_in_force(history)
+
+    # --- a population (scheduler pbt/pb2): its members asked at once, then bound to Ray's trials
+    def population(self, size: int) -> list[dict[str, Any]]:
+        """The configs of up to `size` members (retries of members first), asked now: population-
+        based schedulers take no search algorithm, so Tune gets them as its parameter space."""
+        configs = []
+        for index in range(size):
+            config = self.suggest(f"{PENDING}{index}")
+            if not isinstance(config, dict):
+                break
+            configs.append(config)
+        return configs
+
+    def bind(self, ray_trial_id: str, trial_number: int) -> None:
+        """The member asked as study trial `trial_number` is Ray's `ray_trial_id` (when Tune starts it)."""
+        pending = next(
+            (
+                key
+                for key, live in self._live.items()
+                if key.startswith(PENDING) and live.trial.number == trial_number
+            ),
+            None,
+        )
+        if pending is not None:
+            live = self._live.pop(pending)
+            self._writer.started(live, ray_trial_id)
+            self._live[ray_trial_id] = live
+            self._members[ray_trial_id] = trial_number
+
+    def _segment(self, live: LiveTrial, raw: str) -> None:
+        """A member's start as its trainable reported it: the step and the settings in force."""
+        self._writer.segment(live, {**json.loads(raw), "from_trial": None, "from_value": None})
+
+    def copied(
+        self, ray_trial_id: str, source_id: str, step: int, value: float | None, config: dict[str, Any]
+    ) -> None:
+        """The population scheduler made member `ray_trial_id` copy `source_id`'s checkpoint at
+        `step` (whose loss there was `value`) and go on with `config`: its history says so before
+        the member restarts."""
+        live = self._live.get(ray_trial_id)
+        if live is None:
+            return
+        settings = {name: float(config["trainer"][name]) for name in settings_in_force(self._history(live))}
+        self._writer.segment(
+            live,
+            {
+                "step": step,
+                "from_trial": self._members.get(source_id),
+                "from_value": value,
+                "settings": settings,
+            },
+        )
+
+    @staticmethod
+    def _history(live: LiveTrial) -> list[dict[str, Any]] | None:
+        return trial_attrs.PBT_HISTORY.of(live.attrs)
 
     def on_trial_result(self, trial_id: str, result: dict[str, Any]) -> None:
         live = self._live.get(trial_id)
         if live is not None:
+            if result.get(SEGMENT):
+                self._segment(live, result[SEGMENT])
             self._writer.record(live, Evaluation.from_result(result), result)
 
     def on_trial_complete(
@@ -229,6 +300,8 @@ class StudySearcher(Searcher):
         if live is None or not self.writable:
             return
         if result:
+            if result.get(SEGMENT):
+                self._segment(live, result[SEGMENT])
             self._writer.record(live, Evaluation.from_result(result), result)
         outcome = decide(
             TrialEnd.from_result(result),
@@ -262,6 +335,8 @@ class StudySearcher(Searcher):
             return
         self._writer.started(retry, trial_id)
         self._live[trial_id] = retry
+        if trial_id in self._members:  # a member's copies name its latest attempt
+            self._members[trial_id] = retry.trial.number
 
     def interrupt_all(self, reason: str) -> list[int]:
         """Mark every trial still in flight FAIL (to be retried on resume) when the sweep stops.
@@ -284,6 +359,16 @@ class StudySearcher(Searcher):
             except DB_ERRORS:
                 continue
         return numbers
+
+
+def _folder_state(run_dir: Path) -> tuple[str | None, int | None]:
+    """The run folder and step a member's last.pt was written with ((None, None) without one)."""
+    from trainer import saved_header
+
+    if not (run_dir / "last.pt").is_file():
+        return None, None
+    config, step = saved_header(run_dir / "last.pt")
+    return str(Path(config["run_dir"]).resolve()), step
 
 
 def _default(name: str) -> Any:

@@ -25,6 +25,7 @@ from optuna.trial import FrozenTrial, TrialState
 from tuner.errors import LeaseLost
 from tuner.objectives.goals import Goals
 from tuner.objectives.measures import PRIMARY, finite
+from tuner.policies.population import add_segment
 from tuner.samplers.cost import COST_ATTR, step_cost
 from tuner.storage import trial_attrs
 from tuner.sweeps.trial.lifecycle import FINAL, Evaluation, Outcome, Verdict
@@ -82,6 +83,7 @@ class LiveTrial:
     started: float = field(default_factory=time.monotonic)
     curve: dict[int, float] = field(default_factory=dict)
     attrs: dict[str, Any] = field(default_factory=dict)
+    settings: dict[str, float] = field(default_factory=dict)  # a population member's, in force now
     last_step: int = 0
     measures: Measured = field(default_factory=lambda: Measured())
 
@@ -164,6 +166,19 @@ class StudyWriter:
                 except DB_ERRORS:
                     return
                 live.attrs[attr] = new
+
+    def segment(self, live: LiveTrial, segment: Mapping[str, Any]) -> None:
+        """A population member (re)started: its history gets the segment when it copied another
+        member or changed settings (tuner.policies.population.add_segment)."""
+        history = add_segment(trial_attrs.PBT_HISTORY.of(live.attrs), segment)
+        if history is None or not self.writable:
+            return
+        try:
+            trial_attrs.PBT_HISTORY.write(live.trial, history)
+        except DB_ERRORS:
+            return
+        live.attrs[trial_attrs.PBT_HISTORY] = history
+        live.settings = dict(history[-1]["settings"])
 
     def finish(self, live: LiveTrial, outcome: Outcome) -> None:
         """A finished trial: its wall time, the outcome's attributes, then COMPLETE, PRUNED or FAIL."""

@@ -17,10 +17,12 @@ from __future__ import annotations
 import math
 import numbers
 import time
+from pathlib import Path
 from typing import Any
 
 from tuner.objectives.goals import Constraint, Goals
-from tuner.sweeps.trial.lifecycle import FINAL
+from tuner.sweeps.trial import member
+from tuner.sweeps.trial.lifecycle import FINAL, SEGMENT
 from tuner.sweeps.trial.placement import GPUUnusable, failed_placement, placement
 
 
@@ -51,13 +53,30 @@ def _infeasible(settings: dict[str, Any], bounds: list[str]) -> dict[str, Any] |
     return {"num_params": size, "error": f"Infeasible: {'; '.join(broken)}; not trained"}
 
 
+def _member_settings(settings: dict[str, Any], own_id: str, population: dict[str, Any]) -> dict[str, Any]:
+    """A population member's trainer config: the checkpoint the scheduler gave it restored into its
+    folder (member.restore), then the settings that checkpoint's model was written with."""
+    from ray import tune
+
+    from trainer import MUTABLE_SETTINGS, make_config, saved_config
+    from trainer.loop import RESUMABLE_CHANGES
+
+    run_dir = Path(settings["run_dir"])
+    if (checkpoint := tune.get_checkpoint()) is not None:
+        member.restore(checkpoint, run_dir, own_id, make_config(settings).max_steps)
+    saved = saved_config(run_dir / "last.pt") if (run_dir / "last.pt").is_file() else None
+    return member.continued_settings(settings, saved, MUTABLE_SETTINGS | RESUMABLE_CHANGES)
+
+
 def run_trial(config: dict[str, Any]) -> dict[str, Any]:
     """Train the trial described by `config["trainer"]`; return the final summary result. (A study
     of a trained model runs `tuner.sweeps.dyneval.trial.run_dyneval_trial` instead: the driver
-    picks the trial kind once, `drive.execute.trial_kind`.)"""
+    picks the trial kind once, `drive.execute.trial_kind`.) With `config["population"]` (scheduler
+    pbt/pb2) the trial is a population member: it starts from the Ray checkpoint the scheduler
+    gives it and reports checkpoints at each perturbation step (member.py)."""
     from ray import tune
 
-    from trainer import TrainingDiverged, make_config, train
+    from trainer import Trainer, TrainingDiverged, make_config, train
 
     settings = dict(config["trainer"])
     try:
@@ -70,19 +89,46 @@ def run_trial(config: dict[str, Any]) -> dict[str, Any]:
         return {**last, **infeasible, FINAL: True}
 
     started = time.monotonic()
+    population = config.get("population")
+    own_id = tune.get_context().get_trial_id() if population else ""
+    if population:
+        settings = _member_settings(settings, own_id, population)
+    start_step, pending_segment = 0, ""  # a member's: where it (re)started, the segment not yet sent
 
     def report(metrics: dict[str, Any]) -> None:
+        nonlocal pending_segment
         timed = {**_numeric(metrics), "wall_time": round(time.monotonic() - started, 3)}
+        if population is None:
+            last.update(timed)
+            tune.report({**timed, **where})
+            return
         last.update(timed)
-        tune.report({**timed, **where})
+        extra = {SEGMENT: pending_segment} if pending_segment else {}
+        pending_segment = ""
+        # The evaluation a member resumed at is reported again (the driver keeps the first value of
+        # a step), without a checkpoint: the scheduler already has the one of that step.
+        if int(metrics["step"]) <= start_step or int(metrics["step"]) % int(population["interval"]):
+            tune.report({**timed, **where, **extra})
+            return
+        with member.saved(Path(settings["run_dir"]), own_id, metrics) as checkpoint:
+            tune.report({**timed, **where, **extra}, checkpoint=checkpoint)
 
     try:
-        result = train(make_config(settings), report=report)
+        if population is None:
+            result = train(make_config(settings), report=report)
+        else:
+            trainer = Trainer(make_config(settings), retune=True)
+            start_step = trainer.step
+            mutable = {k: float(settings[k]) for k in population["mutable"] if k in settings}
+            if trainer.step < trainer.cfg.max_steps:  # a start at the end trains nothing: no segment
+                pending_segment = member.segment(trainer.step, mutable)
+            result = trainer.run(report)
     except Exception as err:  # every trainer failure is the trial's FAIL reason, not a worker crash
         diverged = {"diverged_at": err.step} if isinstance(err, TrainingDiverged) else {}
         return {**last, FINAL: True, "error": f"{type(err).__name__}: {err}", **diverged}
     return {
         **last,
+        **({SEGMENT: pending_segment} if pending_segment else {}),
         FINAL: True,
         "best_val_loss": result.best_val_loss,
         "best_step": result.best_step,

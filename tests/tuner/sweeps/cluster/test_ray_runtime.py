@@ -1,4 +1,4 @@
-"""The SQLite-on-a-cluster warning, on a real two-node Ray cluster.
+"""The SQLite-on-a-cluster warning on a real two-node Ray cluster, and embedded clusters started twice.
 
 The cluster runs in a child process: this test process may hold the session's embedded Ray
 (conftest `ray_cluster`), and Ray cannot be restarted reliably within one process.
@@ -36,3 +36,28 @@ def test_sqlite_study_on_two_nodes_is_warned_about_postgres_is_not():
     assert out["one"] is None  # one node
     assert out["two"] is not None and "2 nodes" in out["two"] and "PostgreSQL" in out["two"]
     assert out["postgres"] is None
+
+
+TWO_SWEEPS = """
+import io, json, sys, tempfile
+from tests.conftest import TINY_SETTINGS
+from tuner.sweeps.drive.run import run_sweep
+from tuner.sweeps.study.create import create_study
+
+statuses = []
+for _ in range(2):
+    tmp = tempfile.mkdtemp()
+    db = f"sqlite:///{tmp}/db.sqlite"
+    create_study("t", storage_url=db, space="tiny", n_trials=1, scheduler="none", sampler="random",
+                 storage_path=f"{tmp}/s", overrides={"set": {**TINY_SETTINGS, "max_steps": 10}})
+    statuses.append(run_sweep("t", db, num_cpus=2, out=io.StringIO()).status)
+print("RESULT " + json.dumps(statuses))
+"""
+
+
+@pytest.mark.slow
+def test_two_sweeps_in_one_process_each_start_an_embedded_cluster_with_token_auth():
+    """A notebook's second `python_api.run`: Ray's client keeps the first cluster's token, so the
+    second embedded cluster must be started with the same one (it failed with InvalidAuthToken)."""
+    env = {k: v for k, v in fresh_env().items() if k != "RAY_AUTH_MODE"}  # the default: token auth
+    assert run_child(TWO_SWEEPS, env=env, timeout=300) == ["finished", "finished"]

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 import torch
 
+from tuner.errors import InvalidInput
 from tuner.space import load_space
 from tuner.spec import SweepSpec
 from tuner.storage.study import StudyError
@@ -98,3 +99,25 @@ def test_the_driver_process_settings_hold_only_while_it_runs():
     assert dict(os.environ) == env
     assert torch.get_num_threads() == threads
     assert np.random.random() == expected_draw  # the caller's random state, untouched
+
+
+def test_a_population_plan_names_what_it_explores_and_refuses_an_interval_off_the_grid():
+    p = plan(SweepSpec(space="tiny", scheduler="pbt", n_trials=8, parallel=8, seed=3))
+    assert p.population is not None and p.population.interval == 25  # 200 steps / 8 on the grid of 25
+    assert set(p.population.ranges) == {
+        "learning_rate", "l2_penalty", "input_dropout", "inter_layer_dropout", "state_dropout", "output_dropout",
+    }  # fmt: skip
+    assert p.lines[0].startswith("population-based training (pbt): 8 members, every 25 steps")
+    assert p.numpy_seed == 3  # PBT's perturbations are drawn from the seeded random states
+    with pytest.raises(InvalidInput, match=r"perturbation_interval must be a multiple of eval_every \(25\)"):
+        plan(SweepSpec(space="tiny", scheduler="pb2", perturbation_interval=30))
+    assert plan(SweepSpec(space="tiny")).population is None
+
+
+def test_population_fields_are_refused_where_they_do_not_apply():
+    with pytest.raises(
+        ValueError, match=r"perturbation_interval\n  Value error, only with scheduler pbt or pb2"
+    ):
+        SweepSpec(space="tiny", perturbation_interval=50)
+    with pytest.raises(ValueError, match="scheduler pbt: only with one objective"):
+        SweepSpec(space="tiny", scheduler="pbt", objectives=["val_loss", "num_params"])

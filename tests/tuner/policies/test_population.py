@@ -1,0 +1,100 @@
+"""Population-based training's rules with plain values: ranges, interval, explore, identity, history."""
+
+from __future__ import annotations
+
+import pytest
+
+from tuner.policies.population import (
+    PopulationError,
+    add_segment,
+    copy_took_place,
+    explore_into,
+    interval,
+    keep_identity,
+    mutable_ranges,
+    plan_population,
+    settings_in_force,
+)
+from tuner.space.params import CategoricalParam, IntParam, LinearParam, LogParam
+
+MUTABLE = {"learning_rate", "l2_penalty", "input_dropout", "output_dropout"}
+PARAMS = {
+    "learning_rate": LogParam(low=1e-3, high=4e-3, scale="log"),
+    "input_dropout": LinearParam(low=0.0, high=0.9),
+    "output_dropout": LinearParam(low=0.0, high=0.9, when={"cell": ("lstm",)}),
+    "hidden_size": IntParam(low=8, high=64, scale="int"),
+    "cell": CategoricalParam(choices=("lstm", "mogrifier_lstm")),
+}
+
+
+def test_only_unconditional_real_ranges_of_mutable_settings_are_explored() -> None:
+    ranges = mutable_ranges(PARAMS, MUTABLE)
+    assert set(ranges) == {"learning_rate", "input_dropout"}
+    assert ranges["learning_rate"].log and not ranges["input_dropout"].log
+    assert (ranges["input_dropout"].low, ranges["input_dropout"].high) == (0.0, 0.9)
+
+
+def test_a_space_without_mutable_settings_is_refused_naming_them() -> None:
+    with pytest.raises(PopulationError, match="learning_rate"):
+        plan_population("pbt", {"hidden_size": PARAMS["hidden_size"]}, MUTABLE, None, 200, 25)
+    assert plan_population("asha", PARAMS, MUTABLE, None, 200, 25) is None
+
+
+@pytest.mark.parametrize(
+    ("given", "max_steps", "every", "expected"),
+    [(None, 200, 25, 25), (None, 4000, 100, 500), (None, 50, 25, 25), (50, 200, 25, 50)],
+)
+def test_interval_defaults_to_an_eighth_on_the_grid(given, max_steps, every, expected) -> None:
+    assert interval(given, max_steps, every) == expected
+
+
+@pytest.mark.parametrize("given", [30, 200, 0])
+def test_interval_off_the_grid_or_too_long_is_refused(given) -> None:
+    with pytest.raises(
+        PopulationError, match=r"perturbation_interval must be a multiple of eval_every \(25\)"
+    ):
+        interval(given, 200, 25)
+
+
+def test_explore_puts_a_perturbed_value_back_in_its_range() -> None:
+    ranges = mutable_ranges(PARAMS, MUTABLE)
+    config = {"trial_number": 3, "trainer": {"learning_rate": 4e-3 * 1.2, "input_dropout": -0.1, "bptt": 32}}
+    out = explore_into(config, ranges)
+    assert out["trainer"] == {"learning_rate": 4e-3, "input_dropout": 0.0, "bptt": 32}
+    assert config["trainer"]["learning_rate"] == 4e-3 * 1.2  # the input is not changed
+
+
+def test_a_member_keeps_its_identity_when_it_copies_another() -> None:
+    own = {"trial_number": 1, "member": 1, "trainer": {"run_dir": "/s/trial-1", "learning_rate": 1e-3}}
+    donor = {"trial_number": 4, "member": 4, "trainer": {"run_dir": "/s/trial-4", "learning_rate": 3e-3}}
+    out = keep_identity(donor, own)
+    assert out["trial_number"] == 1 and out["trainer"]["run_dir"] == "/s/trial-1"
+    assert out["trainer"]["learning_rate"] == 3e-3
+
+
+def test_history_records_starts_copies_and_changes_only() -> None:
+    first = add_segment(None, {"step": 0, "settings": {"learning_rate": 1e-3}})
+    assert first == [{"step": 0, "from_trial": None, "from_value": None, "settings": {"learning_rate": 1e-3}}]
+    # A restart from its own checkpoint with the same settings (synchronous PBT pauses everyone).
+    assert add_segment(first, {"step": 50, "settings": {"learning_rate": 1e-3}}) is None
+    copied = add_segment(
+        first, {"step": 50, "from_trial": 4, "from_value": 5.25, "settings": {"learning_rate": 2e-3}}
+    )
+    assert copied is not None and copied[-1]["from_trial"] == 4 and copied[-1]["from_value"] == 5.25
+    assert settings_in_force(copied) == {"learning_rate": 2e-3}
+    # The same start reported twice (a result and the final summary) replaces, never repeats.
+    again = add_segment(
+        copied, {"step": 50, "from_trial": 4, "from_value": 5.25, "settings": {"learning_rate": 2e-3}}
+    )
+    assert again == copied
+    assert settings_in_force(None) == {}
+
+
+def test_a_recorded_copy_took_place_only_if_the_folder_holds_it() -> None:
+    copy = {"step": 40, "from_trial": 2, "from_value": 3.7, "settings": {}}
+    own = "/s/trial-1"
+    assert copy_took_place(copy, own, "/s/trial-2", 40)  # the other's last.pt, not trained on yet
+    assert copy_took_place(copy, own, own, 50)  # trained past the copy (only after restoring it)
+    assert not copy_took_place(copy, own, own, 40)  # stopped before the restart: its own last.pt
+    assert not copy_took_place(copy, own, None, None)
+    assert copy_took_place({"step": 40, "from_trial": None, "settings": {}}, own, own, 20)

@@ -1,0 +1,116 @@
+"""Issue 47 end to end: a tiny PBT sweep on CPU through the CLI, stopped by SIGTERM after a member
+copied another, then resumed. Checked: a copy happened and carried the source's checkpoint (the
+loss it held is the source's at that step, and the member's next loss is close to the source's),
+every member trained in its own folder and kept its history and curve across the stop, Ray kept
+no more checkpoints per member than the retention allows, and the best member's schedule replayed
+by the trainer reaches the member's loss."""
+
+from __future__ import annotations
+
+import signal
+from pathlib import Path
+
+import pytest
+from optuna.trial import TrialState
+
+from tests.tuner.sweep_process import finish, launch, tiny_set_args, trials, wait_until
+from trainer import make_config, train
+from tuner import python_api
+from tuner.policies.population import CHECKPOINTS_KEPT
+from tuner.storage import trial_attrs
+from tuner.storage.study import load_study
+
+pytestmark = pytest.mark.slow
+MAX_STEPS, EVERY, INTERVAL = 80, 10, 20
+
+
+def _copied(ts) -> bool:
+    return any(
+        s["from_trial"] is not None for t in ts for s in trial_attrs.PBT_HISTORY.of(t.user_attrs) or []
+    )
+
+
+def test_a_pbt_sweep_copies_checkpoints_keeps_histories_and_resumes(tmp_path):
+    db = f"sqlite:///{tmp_path / 'studies.db'}"
+    args = ["--name", "pop", "--db", db, "--scheduler", "pbt", "--trials", "4", "--parallel", "4"]
+    args += ["--cpus-per-trial", "0.5", "--perturbation-interval", str(INTERVAL), "--sampler", "random"]
+    args += ["--seed", "5", *tiny_set_args(max_steps=MAX_STEPS, eval_every=EVERY)]
+    proc, log = launch(tmp_path, args)
+    wait_until(lambda: _copied(trials(db, "pop")), proc, log, 300)
+    proc.send_signal(signal.SIGTERM)
+    assert finish(proc, log, 120) == 130, log.read_text()
+    assert "population-based training (pbt): 4 members, every 20 steps" in log.read_text()
+    stopped = load_study("pop", db)
+    assert stopped.user_attrs["status"] == "stopped"
+    before = {t.number: t for t in stopped.trials}
+    assert len(before) == 4 and all(t.state == TrialState.FAIL for t in before.values())
+    assert all(t.user_attrs["needs_retry"] for t in before.values())
+
+    proc, log = launch(tmp_path, ["--resume", "pop", "--db", db])
+    assert finish(proc, log, 600) == 0, log.read_text()
+    study = load_study("pop", db)
+    assert study.user_attrs["status"] == "finished"
+    done = [t for t in study.trials if t.state == TrialState.COMPLETE]
+    assert len(done) == 4 and {t.user_attrs["retry_of"] for t in done} == set(before)
+    everyone = {t.number: t for t in study.trials}
+    grid = list(range(EVERY, MAX_STEPS + 1, EVERY))
+
+    for member in done:
+        attempt = before[member.user_attrs["retry_of"]]
+        history = trial_attrs.PBT_HISTORY.of(member.user_attrs)
+        # Nothing the stopped attempt recorded is lost: its history and curve go on in the retry.
+        old_history = trial_attrs.PBT_HISTORY.of(attempt.user_attrs)
+        if history[: len(old_history)] != old_history:  # less a copy decided as the sweep stopped,
+            # which the member never made (it had not restarted): its folder held its own last.pt
+            assert old_history[-1]["from_trial"] is not None
+            assert history[: len(old_history) - 1] == old_history[:-1]
+        assert all(member.intermediate_values[s] == v for s, v in attempt.intermediate_values.items())
+        assert sorted(member.intermediate_values) == grid  # one curve, no gap across copies or the stop
+        assert member.user_attrs["run_dir"] == attempt.user_attrs["run_dir"]
+        assert Path(member.user_attrs["checkpoint"]).parent == Path(member.user_attrs["run_dir"])
+        # Its value is the best of its lineage: its own curve, or a loss of a member it copied
+        # before the copy (the best.pt a copy takes along).
+        assert member.value <= min(member.intermediate_values.values())
+        assert any(member.value in t.intermediate_values.values() for t in study.trials)
+        assert history[0]["step"] == 0 and history[0]["from_trial"] is None
+    assert len({t.user_attrs["run_dir"] for t in done}) == 4  # each member in its own folder
+
+    copies = [
+        (t, s)
+        for t in everyone.values()
+        for s in trial_attrs.PBT_HISTORY.of(t.user_attrs) or []
+        if s["from_trial"] is not None
+    ]
+    assert copies
+    for member, segment in copies:
+        source, step = everyone[segment["from_trial"]], segment["step"]
+        assert step % INTERVAL == 0 and 0 < step < MAX_STEPS
+        # The checkpoint copied is the source's at that step: the loss it held is the source's there.
+        assert segment["from_value"] == pytest.approx(source.intermediate_values[step], rel=1e-9)
+        after = step + EVERY
+        if after in member.intermediate_values and after in source.intermediate_values:
+            # Right after the copy the member trains the source's weights: its loss is the source's
+            # within the noise of one evaluation under other settings.
+            assert member.intermediate_values[after] == pytest.approx(
+                source.intermediate_values[after], rel=0.05
+            )
+        assert set(segment["settings"]) <= {
+            "learning_rate",
+            "l2_penalty",
+            "input_dropout",
+            "inter_layer_dropout",
+            "state_dropout",
+            "output_dropout",
+        }
+
+    for folder in (tmp_path / "studies" / "pop" / "ray").glob("run-*/member-*"):
+        assert len(list(folder.glob("checkpoint_*"))) <= CHECKPOINTS_KEPT
+
+    # The best member's schedule, replayed from scratch by the trainer, reaches the member's loss.
+    best = python_api.best("pop", db=db)
+    assert best is not None and best["number"] == min(done, key=lambda t: t.value).number
+    assert best["schedule"][0]["step"] == 0 and best["replay_config"]["schedule"] == [
+        {"step": s["step"], "settings": s["settings"]} for s in best["schedule"][1:]
+    ]
+    result = train(make_config({**best["replay_config"], "run_dir": str(tmp_path / "replay")}))
+    assert result.best_val_loss == pytest.approx(best["value"], rel=1e-4)

@@ -1,0 +1,80 @@
+"""A population sweep (scheduler pbt/pb2) on Ray Tune: its members, Tune's parameter space and the
+events that reach the study.
+
+Ray's population-based schedulers refuse a search algorithm, so the StudySearcher cannot suggest
+members as Tune asks: `population_search` asks every member of the population from the study at
+once (retried members first, with the settings they had reached) and gives Tune their configs as a
+grid over the members; `PopulationEvents` binds each Ray trial to its study trial when Tune starts
+it and forwards its results and end to the searcher, which writes them as for any sweep.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ray import tune
+from ray.tune import Callback
+
+from tuner.policies.population import MEMBER
+from tuner.policies.population_schedulers import make_population_scheduler
+from tuner.sweeps.drive.plan import SweepPlan
+from tuner.sweeps.drive.searcher import StudySearcher
+from tuner.sweeps.study.create import grid
+
+
+def member_configs(plan: SweepPlan, searcher: StudySearcher) -> list[dict[str, Any]]:
+    """Each member's trial config: the searcher's, with what the trainable needs to be a member."""
+    assert plan.population is not None
+    population = {"interval": plan.population.interval, "mutable": sorted(plan.population.ranges)}
+    return [{**config, "population": population} for config in searcher.population(plan.budget)]
+
+
+def population_search(plan: SweepPlan, searcher: StudySearcher) -> dict[str, Any]:
+    """Tune's settings for a population sweep: the members as its parameter space, the scheduler."""
+    assert plan.population is not None
+    configs = member_configs(plan, searcher)
+    keys = sorted({key for config in configs for key in config})
+    space: dict[str, Any] = {MEMBER: tune.grid_search(list(range(len(configs))))}
+    for key in keys:
+        space[key] = tune.sample_from(_member_value(configs, key))
+    return dict(
+        param_space=space,
+        num_samples=1,
+        scheduler=make_population_scheduler(
+            plan.population.scheduler,
+            plan.population.ranges,
+            plan.population.interval,
+            grid(plan.space)[0],
+            on_copy=searcher.copied,
+        ),
+        members=len(configs),
+    )
+
+
+def _member_value(configs: list[dict[str, Any]], key: str) -> Any:
+    """What Tune samples for `key`: the value of the member its grid drew."""
+
+    def value(spec: Any) -> Any:
+        return configs[spec.config[MEMBER]].get(key)
+
+    return value
+
+
+class PopulationEvents(Callback):
+    """Binds Ray's trials to the study's members and forwards their results and ends (the hooks a
+    searcher would get from Tune)."""
+
+    def __init__(self, searcher: StudySearcher) -> None:
+        self._searcher = searcher
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {}
+
+    def on_trial_start(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
+        self._searcher.bind(trial.trial_id, int(trial.config["trial_number"]))
+
+    def on_trial_result(self, iteration: int, trials: list, trial: Any, result: dict, **info: Any) -> None:
+        self._searcher.on_trial_result(trial.trial_id, result)
+
+    def on_trial_complete(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
+        self._searcher.on_trial_complete(trial.trial_id, trial.last_result)

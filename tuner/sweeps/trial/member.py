@@ -1,0 +1,80 @@
+"""A population member's side of population-based training, through Ray Tune's checkpoint API.
+
+At every perturbation step a member reports a checkpoint with its result: its run folder's
+resumable `last.pt` and `best.pt` (the trainer's own: model, optimiser, 2TA averages, data position,
+RNG) and `member.json` saying whose it is. When the scheduler makes a member copy another, Ray
+restarts it with `tune.get_checkpoint()` naming the other's; `restore` puts those files in the
+member's own run folder and the trainer resumes from them with the member's new settings
+(`Trainer(..., retune=True)`, which accepts only `trainer.MUTABLE_SETTINGS` changing). The folder
+is the truth of what a member trains: its model's settings are those its checkpoint was written
+with (`continued_settings`), so a member resumed after a stop goes on with the model it had copied.
+The driver records a copy as the scheduler decides it; the first result after each start carries
+the settings in force (the member's first segment, and a check after a resume).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+CHECKPOINT_FILES = ("last.pt", "best.pt")
+MEMBER_FILE = "member.json"
+
+
+def restore(checkpoint: Any, run_dir: Path, own_id: str, max_steps: int) -> bool:
+    """Put another member's Ray checkpoint's files in this member's run folder (each replaced whole,
+    atomically); False (nothing changed) for its own checkpoint, whose files the folder already
+    holds, and for one at the last step: a copy there would only end as a duplicate of the other."""
+    run_dir.mkdir(parents=True, exist_ok=True)
+    with checkpoint.as_directory() as where:
+        where = Path(where)
+        info = json.loads((where / MEMBER_FILE).read_text())
+        if info.get("ray_trial_id") == own_id or int(info.get("step") or 0) >= max_steps:
+            return False
+        for name in CHECKPOINT_FILES:
+            if (where / name).is_file():
+                tmp = run_dir / f".{name}.restoring"
+                shutil.copyfile(where / name, tmp)
+                os.replace(tmp, run_dir / name)
+    return True
+
+
+def continued_settings(
+    settings: dict[str, Any], saved: dict[str, Any] | None, steer: frozenset[str]
+) -> dict[str, Any]:
+    """The trainer config a member goes on with: the settings its folder's checkpoint was written
+    with (`saved`: after a copy, the other member's model), except those that `steer` the run
+    (the mutable settings, run folder, device, length), which come from the member's config."""
+    if saved is None:
+        return settings
+    return {**saved, **{k: v for k, v in settings.items() if k in steer}}
+
+
+@contextmanager
+def saved(run_dir: Path, own_id: str, metrics: dict[str, Any]) -> Iterator[Any]:
+    """A Ray checkpoint of the member's run folder as it is now (just after an evaluation), for
+    `tune.report(..., checkpoint=...)`, which copies it; the files are linked, not copied, here."""
+    from ray.tune import Checkpoint
+
+    with tempfile.TemporaryDirectory(prefix="member-") as tmp:
+        where = Path(tmp)
+        for name in CHECKPOINT_FILES:
+            if (run_dir / name).is_file():
+                try:
+                    os.link(run_dir / name, where / name)  # the trainer replaces, never rewrites, its files
+                except OSError:
+                    shutil.copyfile(run_dir / name, where / name)
+        info = {"ray_trial_id": own_id, "step": metrics.get("step"), "val_loss": metrics.get("val_loss")}
+        (where / MEMBER_FILE).write_text(json.dumps(info))
+        yield Checkpoint.from_directory(tmp)
+
+
+def segment(step: int, settings: dict[str, float]) -> str:
+    """The segment a member reports after a start (JSON: Ray flattens nested results)."""
+    return json.dumps({"step": step, "settings": settings})
