@@ -109,11 +109,6 @@ def keep_identity(new: Mapping[str, Any], own: Mapping[str, Any]) -> dict[str, A
     return out
 
 
-def settings_of(trainer: Mapping[str, Any], mutable: Iterable[str]) -> dict[str, float]:
-    """The mutable settings a trainer config sets."""
-    return {name: float(trainer[name]) for name in sorted(mutable) if name in trainer}
-
-
 def add_segment(
     history: list[dict[str, Any]] | None, segment: Mapping[str, Any]
 ) -> list[dict[str, Any]] | None:
