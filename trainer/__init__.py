@@ -11,7 +11,7 @@ The trainer never imports the tuner, Ray or Optuna: `train(config, report)` is a
   model's size (before training) and the run's peak memory.
 """
 
-from .checkpoint import load_checkpoint, saved_config, saved_header
+from .checkpoint import load_checkpoint, saved_header
 from .config import MUTABLE_SETTINGS, ConfigError, ScheduleChange, TrainConfig, load_config, make_config
 from .data import DataError
 from .loop import Trainer, train
@@ -31,7 +31,6 @@ __all__ = [
     "load_config",
     "make_config",
     "model_size",
-    "saved_config",
     "saved_header",
     "train",
 ]

@@ -104,15 +104,9 @@ def last_evaluation(run_dir: Path, step: int) -> dict[str, Any] | None:
     return last if isinstance(last, dict) and last.get("step") == step else None
 
 
-def saved_config(path: str | Path) -> dict[str, Any]:
-    """The config a checkpoint was written with, as a dict, read without loading its tensors
-    (memory-mapped): what a population member's folder holds after it copied another member."""
-    return saved_header(path)[0]
-
-
 def saved_header(path: str | Path) -> tuple[dict[str, Any], int]:
     """A checkpoint's config (as a dict) and the step it was written at, read without loading its
-    tensors (memory-mapped)."""
+    tensors (memory-mapped): what a population member's folder holds, where a schedule resumes."""
     ckpt = torch.load(Path(path), map_location="cpu", mmap=True, weights_only=True)
     if not isinstance(ckpt, dict) or ckpt.get("format_version") != FORMAT_VERSION:
         raise ValueError(f"{path} is not an rnntune checkpoint (format {FORMAT_VERSION})")

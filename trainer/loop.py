@@ -21,7 +21,7 @@ from torch import Tensor
 from . import reverse_copy
 from .averaging import Decision, chosen_weights, make_averaging, swap_in
 from .cells import fallback, paths
-from .checkpoint import checkpoint_config, header, last_evaluation, read_checkpoint, save_atomic
+from .checkpoint import checkpoint_config, header, last_evaluation, read_checkpoint, save_atomic, saved_header
 from .config import MUTABLE_SETTINGS, ConfigError, TrainConfig
 from .data import batchify, load_corpus
 from .device import autocast, resolve_device, set_matmul_precision
@@ -459,4 +459,4 @@ def _segment(cfg: TrainConfig, start: int, progress: bool, report_resumed: bool)
 def _checkpoint_step(run_dir: Path) -> int:
     """The step run_dir/last.pt was written at (0 without one): where a resumed schedule goes on."""
     last = run_dir / "last.pt"
-    return int(read_checkpoint(last)["position"]["step"]) if last.is_file() else 0
+    return saved_header(last)[1] if last.is_file() else 0

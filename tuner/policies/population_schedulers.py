@@ -39,11 +39,13 @@ class _Members:
     are released when the members they waited for end instead (Ray's synchronous mode would wait
     for them forever after a resume left members at different steps)."""
 
-    max_steps: int
-    on_copy: OnCopy | None
     _trial_state: dict[Any, Any]
     _next_perturbation_sync: float
     _perturbation_interval: float
+
+    def __init__(self, max_steps: int, on_copy: OnCopy | None = None, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.max_steps, self.on_copy = max_steps, on_copy
 
     def _get_new_config(self, trial: Any, trial_to_clone: Any) -> tuple[dict, dict]:
         new, operations = super()._get_new_config(trial, trial_to_clone)  # type: ignore[misc]
@@ -76,17 +78,9 @@ class _Members:
 class MemberPBT(_Members, PopulationBasedTraining):
     """Ray's synchronous PBT with the members' rules (`_Members`)."""
 
-    def __init__(self, max_steps: int, on_copy: OnCopy | None = None, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
-        self.max_steps, self.on_copy = max_steps, on_copy
-
 
 class MemberPB2(_Members, PB2):
     """Ray's synchronous PB2 (GP-bandit explore) with the members' rules (`_Members`)."""
-
-    def __init__(self, max_steps: int, on_copy: OnCopy | None = None, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
-        self.max_steps, self.on_copy = max_steps, on_copy
 
 
 def ends_training(result: Mapping[str, Any], max_steps: int) -> bool:

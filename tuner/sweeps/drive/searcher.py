@@ -268,7 +268,10 @@ class StudySearcher(Searcher):
         live = self._live.get(ray_trial_id)
         if live is None:
             return
-        settings = {name: float(config["trainer"][name]) for name in settings_in_force(self._history(live))}
+        settings = {
+            name: float(config["trainer"][name])
+            for name in settings_in_force(trial_attrs.PBT_HISTORY.of(live.attrs))
+        }
         self._writer.segment(
             live,
             {
@@ -278,10 +281,6 @@ class StudySearcher(Searcher):
                 "settings": settings,
             },
         )
-
-    @staticmethod
-    def _history(live: LiveTrial) -> list[dict[str, Any]] | None:
-        return trial_attrs.PBT_HISTORY.of(live.attrs)
 
     def on_trial_result(self, trial_id: str, result: dict[str, Any]) -> None:
         live = self._live.get(trial_id)

@@ -25,7 +25,7 @@ from optuna.trial import FrozenTrial, TrialState
 from tuner.errors import LeaseLost
 from tuner.objectives.goals import Goals
 from tuner.objectives.measures import PRIMARY, finite
-from tuner.policies.population import add_segment
+from tuner.policies.population import add_segment, settings_in_force
 from tuner.samplers.cost import COST_ATTR, step_cost
 from tuner.storage import trial_attrs
 from tuner.sweeps.trial.lifecycle import FINAL, Evaluation, Outcome, Verdict
@@ -178,7 +178,7 @@ class StudyWriter:
         except DB_ERRORS:
             return
         live.attrs[trial_attrs.PBT_HISTORY] = history
-        live.settings = dict(history[-1]["settings"])
+        live.settings = settings_in_force(history)
 
     def finish(self, live: LiveTrial, outcome: Outcome) -> None:
         """A finished trial: its wall time, the outcome's attributes, then COMPLETE, PRUNED or FAIL."""

@@ -58,13 +58,13 @@ def _member_settings(settings: dict[str, Any], own_id: str, population: dict[str
     folder (member.restore), then the settings that checkpoint's model was written with."""
     from ray import tune
 
-    from trainer import MUTABLE_SETTINGS, make_config, saved_config
+    from trainer import MUTABLE_SETTINGS, make_config, saved_header
     from trainer.loop import RESUMABLE_CHANGES
 
     run_dir = Path(settings["run_dir"])
     if (checkpoint := tune.get_checkpoint()) is not None:
         member.restore(checkpoint, run_dir, own_id, make_config(settings).max_steps)
-    saved = saved_config(run_dir / "last.pt") if (run_dir / "last.pt").is_file() else None
+    saved = saved_header(run_dir / "last.pt")[0] if (run_dir / "last.pt").is_file() else None
     return member.continued_settings(settings, saved, MUTABLE_SETTINGS | RESUMABLE_CHANGES)
 
 
