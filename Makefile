@@ -31,13 +31,12 @@ lint: setup
 	$(VENV)/bin/mypy
 	$(VENV)/bin/lint-imports
 
-# Everything, end-to-end tests included (what CI runs): lint, then every test but the GPU ones.
-# The fast tests, and the slow ones marked `parallel` (no Ray, sweep or Docker engine), run on two
-# pytest workers (pytest-xdist); the other end-to-end tests one at a time, as each sweep, cluster or
-# Compose run uses every core of the CI machine.
+# Everything, end-to-end tests included (what CI runs): lint, then every test but the GPU ones, on
+# two pytest workers (pytest-xdist): the end-to-end tests start first on both (tests/conftest.py
+# orders them), the fast ones fill their waits for Ray, servers and polls; a test marked
+# `exclusive` (the Compose run's image builds) runs with no other at once.
 test: setup system-deps lint
-	RNNTUNE_REQUIRE_E2E=1 $(PY) -m pytest -m "(not slow or parallel) and not gpu" -q -n 2 --dist worksteal
-	RNNTUNE_REQUIRE_E2E=1 $(PY) -m pytest -m "slow and not parallel and not gpu" -q
+	RNNTUNE_REQUIRE_E2E=1 $(PY) -m pytest -m "not gpu" -q -n 2 --dist worksteal
 
 # The fast suite only (no Ray sweeps, PostgreSQL, Chromium or Docker engine).
 test-fast: setup

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import os
+from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from hypothesis import settings
@@ -29,16 +33,60 @@ def pytest_runtest_makereport(item, call):
         report.longrepr = f"skipped under RNNTUNE_REQUIRE_E2E=1: {report.longrepr}"
 
 
-# Fixtures that start Ray: a test using one runs alone (`make test`'s second phase), never on the
-# two workers of the first, where two Ray clusters would share two cores.
+# Fixtures that start Ray: a test using one is slow (`make test-fast` starts no Ray).
 RAY_FIXTURES = ("ray_cluster", "shared_ray_head")
 
 
 def pytest_collection_modifyitems(config, items):
     for item in items:
-        alone = item.get_closest_marker("slow") is not None and item.get_closest_marker("parallel") is None
-        if not alone and any(f in getattr(item, "fixturenames", ()) for f in RAY_FIXTURES):
-            raise pytest.UsageError(f"{item.nodeid} starts Ray: mark it slow, and not parallel")
+        if item.get_closest_marker("slow") is None and any(
+            f in getattr(item, "fixturenames", ()) for f in RAY_FIXTURES
+        ):
+            raise pytest.UsageError(f"{item.nodeid} starts Ray: mark it slow")
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        items[:] = two_worker_order(items)
+
+
+def two_worker_order(items: list) -> list:
+    """`make test`'s order on two pytest workers (pytest-xdist's worksteal gives the first worker the
+    first half, the second the rest, and lets an idle one take the other's last tests): the
+    `exclusive` tests first, then each half starts with half of the other end-to-end tests, so both
+    workers begin with the long ones (whose waits for Ray, servers and polls the fast tests fill)
+    and end with fast ones a worker can take over."""
+    exclusive = [i for i in items if i.get_closest_marker("exclusive") is not None]
+    slow = [i for i in items if i.get_closest_marker("slow") is not None and i not in exclusive]
+    fast = [i for i in items if i.get_closest_marker("slow") is None and i not in exclusive]
+    first = exclusive + slow[0::2]
+    split = max(0, len(items) // 2 - len(first))
+    return first + fast[:split] + slow[1::2] + fast[split:]
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    """On several workers an `exclusive` test runs with no other test at once (setup and teardown
+    included): a reader-writer lock on files shared by the run's workers, writer first."""
+    worker_temp = item.config.option.basetemp  # pytest-xdist gives each worker <run's temp>/popen-gwN
+    if not os.environ.get("PYTEST_XDIST_WORKER") or not worker_temp:
+        yield
+        return
+    with one_at_a_time(Path(worker_temp).parent / "one-at-a-time", item.get_closest_marker("exclusive")):
+        yield
+
+
+@contextlib.contextmanager
+def one_at_a_time(stem: Path, exclusive: object) -> Iterator[None]:
+    """Every test holds `stem.room` shared, an exclusive one holds it alone; `stem.turn` lets an
+    exclusive test waiting for the room in before any other test (flock alone favours none)."""
+    with open(f"{stem}.turn", "a") as turn, open(f"{stem}.room", "a") as room:
+        fcntl.flock(turn, fcntl.LOCK_EX)
+        try:
+            fcntl.flock(room, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
+            if not exclusive:
+                fcntl.flock(turn, fcntl.LOCK_UN)
+            yield
+        finally:
+            fcntl.flock(room, fcntl.LOCK_UN)
+            fcntl.flock(turn, fcntl.LOCK_UN)
 
 
 def pytest_runtest_call(item):

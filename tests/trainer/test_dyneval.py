@@ -178,7 +178,6 @@ def trained(tmp_path_factory):
 
 
 @pytest.mark.slow
-@pytest.mark.parallel
 def test_dynamic_evaluation_lowers_held_out_loss(trained):
     """Held-out text from the training text's source: adapting to it lowers the loss (§4.5)."""
     cfg, result = trained
@@ -190,7 +189,6 @@ def test_dynamic_evaluation_lowers_held_out_loss(trained):
 
 
 @pytest.mark.slow
-@pytest.mark.parallel
 def test_evaluate_command_matches_the_trainers_number(trained, capsys):
     """`rnntune evaluate --dyneval` runs the trainer's implementation: the same number."""
     import json

@@ -93,7 +93,6 @@ def test_mc_dropout_scale_multiplies_every_rate():
 
 
 @pytest.mark.slow
-@pytest.mark.parallel
 def test_trainer_reports_mc_and_evaluate_command_takes_mc_samples(tmp_path, capsys):
     import json
 

@@ -65,7 +65,6 @@ def test_reverse_copy_trains_without_dropout():
 
 
 @pytest.mark.slow
-@pytest.mark.parallel
 def test_tiny_model_learns_short_sequences_and_reports_accuracy(tmp_path):
     c = cfg(tmp_path)
     seen = []

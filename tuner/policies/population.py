@@ -83,6 +83,21 @@ def interval(given: int | None, max_steps: int, eval_every: int) -> int:
     return given
 
 
+def first_sync(starts: Iterable[int], interval: int) -> int:
+    """The population's first sync point: the first perturbation step past every member's start
+    (a resumed population's members start from their folders, at different steps: they meet at
+    the first step all of them reach, so every copy is between members at the same step)."""
+    return (max(starts, default=0) // interval + 1) * interval
+
+
+def at_sync(step: int, sync: float, interval: int) -> bool:
+    """Whether a member's result at `step` is one the scheduler acts on: a perturbation step no
+    earlier than the population's next sync point. Others (between perturbation steps, an
+    evaluation a restarted member reports again, a member retried in place catching up) only
+    train on, so a restart can never set off a round at a step the others are not at."""
+    return step % interval == 0 and step >= sync
+
+
 def explore_into(config: dict[str, Any], ranges: Mapping[str, Mutable]) -> dict[str, Any]:
     """`config` with every perturbed setting put back within its range (PBT's `custom_explore_fn`)."""
     trainer = dict(config["trainer"])

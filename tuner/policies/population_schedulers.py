@@ -15,16 +15,24 @@ bounds the checkpoints a member may still copy (`population.CHECKPOINTS_KEPT`).
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from ray import tune
-from ray.tune.schedulers import PopulationBasedTraining
+from ray.tune.schedulers import PopulationBasedTraining, TrialScheduler
 from ray.tune.schedulers.pb2 import PB2
 
 from tuner.objectives.measures import PRIMARY
 from tuner.policies.early_stopping import TIME_RESULT_KEY
-from tuner.policies.population import QUANTILE, Mutable, PopulationError, explore_into, keep_identity
+from tuner.policies.population import (
+    QUANTILE,
+    Mutable,
+    PopulationError,
+    at_sync,
+    explore_into,
+    first_sync,
+    keep_identity,
+)
 
 # Called when a member copies another: (its Ray id, the other's, the step, the other's loss there,
 # the member's new trainer settings). The driver writes the copy to the member's history.
@@ -37,15 +45,27 @@ class _Members:
     (`on_copy`), except at the last step, where a copy would make a duplicate of a finished member
     and the member's trainable keeps its own run (member.py); and members paused at a sync point
     are released when the members they waited for end instead (Ray's synchronous mode would wait
-    for them forever after a resume left members at different steps)."""
+    for them forever after a resume left members at different steps). The scheduler sees a result
+    only at the population's sync point (`population.at_sync`), which starts past every member's
+    start step (`population.first_sync`): a member that restarts (a resume, a retry in place after
+    its worker died, which Ray's `on_trial_add` gives a fresh state) reports steps off the sync
+    grid that would otherwise set off a round among members at different steps, or pause it in a
+    loop at the step it restarted from."""
 
     _trial_state: dict[Any, Any]
     _next_perturbation_sync: float
     _perturbation_interval: float
 
-    def __init__(self, max_steps: int, on_copy: OnCopy | None = None, **kwargs: Any) -> None:
+    def __init__(self, max_steps: int, first_sync: int, on_copy: OnCopy | None = None, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.max_steps, self.on_copy = max_steps, on_copy
+        self._next_perturbation_sync = first_sync
+
+    def on_trial_result(self, tune_controller: Any, trial: Any, result: dict) -> str:
+        step = int(result.get(TIME_RESULT_KEY) or 0)
+        if not at_sync(step, self._next_perturbation_sync, int(self._perturbation_interval)):
+            return TrialScheduler.CONTINUE
+        return super().on_trial_result(tune_controller, trial, result)  # type: ignore[misc]
 
     def _get_new_config(self, trial: Any, trial_to_clone: Any) -> tuple[dict, dict]:
         new, operations = super()._get_new_config(trial, trial_to_clone)  # type: ignore[misc]
@@ -116,10 +136,16 @@ PRIVATE_STATE = ("_trial_state", "_next_perturbation_sync", "_perturbation_inter
 
 
 def make_population_scheduler(
-    name: str, ranges: Mapping[str, Mutable], interval: int, max_steps: int, on_copy: OnCopy | None = None
+    name: str,
+    ranges: Mapping[str, Mutable],
+    interval: int,
+    max_steps: int,
+    on_copy: OnCopy | None = None,
+    starts: Iterable[int] = (),
 ) -> PopulationBasedTraining:
     """`pbt` or `pb2` over the settings in `ranges`, perturbing every `interval` steps before
-    `max_steps`; `on_copy` hears of each copy (the metric and mode come from Tune's config)."""
+    `max_steps`, first past every member's start step (`starts`: a resumed population's, from its
+    folders); `on_copy` hears of each copy (the metric and mode come from Tune's config)."""
 
     def explore(config: dict[str, Any]) -> dict[str, Any]:
         return explore_into(config, ranges)
@@ -131,6 +157,7 @@ def make_population_scheduler(
         custom_explore_fn=explore,
         synch=True,
         max_steps=max_steps,
+        first_sync=first_sync(starts, interval),
         on_copy=on_copy,
     )
     scheduler: PopulationBasedTraining

@@ -72,7 +72,6 @@ def test_window_math_matches_reference_cell(name, rounds, rank, masked):
 
 
 @pytest.mark.slow  # Inductor's first CPU compilation takes about a minute on 2 cores
-@pytest.mark.parallel
 @pytest.mark.filterwarnings("ignore::DeprecationWarning:torch.jit")  # raised inside torch.compile on CPU
 def test_window_math_with_the_compiled_steps():
     """The torch.compile'd pointwise steps (what CUDA runs) give the plain steps' results."""

@@ -228,7 +228,6 @@ def test_serving_beyond_loopback_without_a_read_token_refuses_to_start(env):
 
 
 @pytest.mark.slow
-@pytest.mark.parallel
 @pytest.mark.parametrize("flags, token", [(("--public-reads",), None), ((), "a-read-token")])
 def test_serving_beyond_loopback_with_a_read_token_or_public_reads(env, flags, token):
     process = _serve(env, *flags, read_token=token)

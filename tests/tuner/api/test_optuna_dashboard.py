@@ -21,7 +21,6 @@ from tuner.analysis.reads import SCHEMA_VERSION, StudyStore
 DASHBOARD = shutil.which("optuna-dashboard", path=str(Path(sys.executable).parent))
 pytestmark = [
     pytest.mark.slow,
-    pytest.mark.parallel,
     pytest.mark.skipif(DASHBOARD is None, reason="optuna-dashboard is not installed (the `test` extra)"),
 ]
 

@@ -205,7 +205,6 @@ def test_a_listing_page_reads_only_its_studies_and_agrees_with_optuna(tmp_path):
 
 
 @pytest.mark.slow
-@pytest.mark.parallel
 def test_another_optuna_schema_stops_serve_with_a_clear_error(tmp_path):
     db_url = f"sqlite:///{tmp_path / 's.db'}"
     make_study(db_url, "s", tmp_path / "storage")

@@ -264,7 +264,6 @@ def _strategies(operations, mode):
 
 
 @pytest.mark.slow
-@pytest.mark.parallel
 @pytest.mark.parametrize("server", ["open", "guarded"])
 @pytest.mark.parametrize("mode", [GenerationMode.POSITIVE, GenerationMode.NEGATIVE])
 def test_every_check_passes_on_generated_requests(servers, server, mode):
@@ -300,7 +299,6 @@ def test_every_check_passes_on_generated_requests(servers, server, mode):
 
 
 @pytest.mark.slow
-@pytest.mark.parallel
 @pytest.mark.parametrize("server", ["open", "guarded"])
 def test_state_machine_follows_links_to_every_study_operation(servers, server):
     url, schema = servers[server], _schema(servers, server)
@@ -356,7 +354,6 @@ def test_generated_requests_stay_within_http():
 
 
 @pytest.mark.slow
-@pytest.mark.parallel
 @pytest.mark.parametrize("server", ["open", "guarded"])
 @pytest.mark.parametrize("found", FOUND, ids=[f"{m} {p} {q}" for m, p, q, _ in FOUND])
 def test_cases_the_fuzz_found_pass_every_check(crowded, server, found):

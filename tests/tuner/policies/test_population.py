@@ -7,8 +7,10 @@ import pytest
 from tuner.policies.population import (
     PopulationError,
     add_segment,
+    at_sync,
     copy_took_place,
     explore_into,
+    first_sync,
     interval,
     keep_identity,
     mutable_ranges,
@@ -54,6 +56,22 @@ def test_interval_off_the_grid_or_too_long_is_refused(given) -> None:
         PopulationError, match=r"perturbation_interval must be a multiple of eval_every \(25\)"
     ):
         interval(given, 200, 25)
+
+
+@pytest.mark.parametrize(
+    ("starts", "expected"),
+    [([], 20), ([0, 0, 0], 20), ([40, 50, 10], 60), ([40, 40], 60), ([0, 19], 20), ([79], 80)],
+)
+def test_a_population_first_meets_past_every_members_start(starts, expected) -> None:
+    assert first_sync(starts, 20) == expected
+
+
+@pytest.mark.parametrize(
+    ("step", "sync", "expected"),
+    [(40, 40, True), (60, 40, True), (30, 40, False), (20, 40, False), (50, 40, False), (40, 60, False)],
+)
+def test_the_scheduler_acts_only_at_sync_points(step, sync, expected) -> None:
+    assert at_sync(step, sync, 20) is expected
 
 
 def test_explore_puts_a_perturbed_value_back_in_its_range() -> None:

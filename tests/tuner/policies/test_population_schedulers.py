@@ -5,7 +5,7 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 import pytest
-from ray.tune.schedulers import PopulationBasedTraining
+from ray.tune.schedulers import PopulationBasedTraining, TrialScheduler
 from ray.tune.schedulers.pb2 import PB2
 
 from tuner.policies.population import Mutable, PopulationError
@@ -89,3 +89,21 @@ def test_members_waiting_at_a_sync_point_are_released_only_when_none_will_reach_
 def test_the_last_evaluation_ends_training() -> None:
     assert ends_training({"step": 80}, 80) and ends_training({"step": 90}, 80)
     assert not ends_training({"step": 60}, 80) and not ends_training({}, 80)
+
+
+def test_a_resumed_population_first_meets_past_every_members_start() -> None:
+    assert make_population_scheduler("pbt", RANGES, 20, 80)._next_perturbation_sync == 20
+    resumed = make_population_scheduler("pb2", RANGES, 20, 80, starts=[40, 50, 30])
+    assert resumed._next_perturbation_sync == 60
+
+
+@pytest.mark.parametrize("step", [30, 40, 50])
+def test_results_off_the_sync_point_never_reach_rays_rules(step) -> None:
+    """A restarted member's first results (its start step again, steps before the others' sync
+    point) only train on: Ray's state is untouched, so no round starts among unaligned members."""
+    scheduler = make_population_scheduler("pbt", RANGES, 20, 80, starts=[40, 50])
+    member = _trial({"trial_number": 1, "trainer": {"run_dir": "/s/1"}}, "a")
+    scheduler._trial_state = {member: SimpleNamespace(last_train_time=0, last_perturbation_time=0)}
+    result = {"step": step, "val_loss": 3.0}
+    assert scheduler.on_trial_result(None, member, result) == TrialScheduler.CONTINUE
+    assert scheduler._trial_state[member].last_train_time == 0

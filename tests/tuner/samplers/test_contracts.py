@@ -46,11 +46,6 @@ def shaped(name: str) -> Callable[[], BaseSampler]:
 
 class TestSamplerContracts(BasicSamplerTestCase, RelativeSamplerTestCase, MultiObjectiveSamplerTestCase):
     # Optuna's own GPSampler: its CI runs these cases; slow here (a GP fit per suggestion).
-    @pytest.fixture(
-        params=[
-            pytest.param(n, marks=[pytest.mark.slow, pytest.mark.parallel]) if n == "gp" else n
-            for n in SAMPLERS
-        ]
-    )
+    @pytest.fixture(params=[pytest.param(n, marks=pytest.mark.slow) if n == "gp" else n for n in SAMPLERS])
     def sampler(self, request: pytest.FixtureRequest) -> Callable[[], BaseSampler]:
         return shaped(request.param)

@@ -34,9 +34,7 @@ SLOW = {"gp"}
 
 
 def _params(names: list[str] | tuple[str, ...]) -> list:
-    return [
-        pytest.param(n, marks=[pytest.mark.slow, pytest.mark.parallel]) if n in SLOW else n for n in names
-    ]
+    return [pytest.param(n, marks=pytest.mark.slow) if n in SLOW else n for n in names]
 
 
 def build(name: str, seed: int, startup: int) -> optuna.samplers.BaseSampler:

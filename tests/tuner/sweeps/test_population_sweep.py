@@ -1,5 +1,5 @@
 """Issue 47 end to end: a tiny PBT sweep on CPU through the CLI, stopped by SIGTERM after a member
-copied another, then resumed. Checked: a copy happened and carried the source's checkpoint (the
+copied another, then resumed; and one whose member's worker is killed mid-run. Checked: a copy happened and carried the source's checkpoint (the
 loss it held is the source's at that step, and the member's next loss is close to the source's),
 every member trained in its own folder and kept its history and curve across the stop, Ray kept
 no more checkpoints per member than the retention allows, and the best member's schedule replayed
@@ -7,7 +7,9 @@ by the trainer reaches the member's loss."""
 
 from __future__ import annotations
 
+import os
 import signal
+import time
 from pathlib import Path
 
 import pytest
@@ -75,6 +77,24 @@ def test_a_pbt_sweep_copies_checkpoints_keeps_histories_and_resumes(tmp_path):
         assert history[0]["step"] == 0 and history[0]["from_trial"] is None
     assert len({t.user_attrs["run_dir"] for t in done}) == 4  # each member in its own folder
 
+    _check_copies(everyone)
+
+    for folder in (tmp_path / "studies" / "pop" / "ray").glob("run-*/member-*"):
+        assert len(list(folder.glob("checkpoint_*"))) <= CHECKPOINTS_KEPT
+
+    # The best member's schedule, replayed from scratch by the trainer, reaches the member's loss.
+    best = python_api.best("pop", db=db)
+    assert best is not None and best["number"] == min(done, key=lambda t: t.value).number
+    assert best["schedule"][0]["step"] == 0 and best["replay_config"]["schedule"] == [
+        {"step": s["step"], "settings": s["settings"]} for s in best["schedule"][1:]
+    ]
+    result = train(make_config({**best["replay_config"], "run_dir": str(tmp_path / "replay")}))
+    assert result.best_val_loss == pytest.approx(best["value"], rel=1e-4)
+
+
+def _check_copies(everyone: dict) -> None:
+    """At least one copy, each at a perturbation step and of the source's checkpoint there: the loss
+    it held is the source's at that step and the member's next loss is close to the source's."""
     copies = [
         (t, s)
         for t in everyone.values()
@@ -103,14 +123,57 @@ def test_a_pbt_sweep_copies_checkpoints_keeps_histories_and_resumes(tmp_path):
             "output_dropout",
         }
 
-    for folder in (tmp_path / "studies" / "pop" / "ray").glob("run-*/member-*"):
-        assert len(list(folder.glob("checkpoint_*"))) <= CHECKPOINTS_KEPT
 
-    # The best member's schedule, replayed from scratch by the trainer, reaches the member's loss.
-    best = python_api.best("pop", db=db)
-    assert best is not None and best["number"] == min(done, key=lambda t: t.value).number
-    assert best["schedule"][0]["step"] == 0 and best["replay_config"]["schedule"] == [
-        {"step": s["step"], "settings": s["settings"]} for s in best["schedule"][1:]
-    ]
-    result = train(make_config({**best["replay_config"], "run_dir": str(tmp_path / "replay")}))
-    assert result.best_val_loss == pytest.approx(best["value"], rel=1e-4)
+def test_a_member_whose_worker_is_killed_is_retried_and_the_population_finishes(tmp_path):
+    """A member's trial process killed between two perturbation steps: Ray retries it in place from
+    its folder, it catches up with the others at their sync point, and the population finishes
+    (it used to wait there forever); nothing the killed attempt trained is lost."""
+    db = f"sqlite:///{tmp_path / 'studies.db'}"
+    args = ["--name", "pop", "--db", db, "--scheduler", "pbt", "--trials", "4", "--parallel", "4"]
+    args += ["--cpus-per-trial", "0.5", "--perturbation-interval", str(INTERVAL), "--sampler", "random"]
+    args += ["--seed", "7", "--max-retries", "2", *tiny_set_args(max_steps=MAX_STEPS, eval_every=EVERY)]
+    proc, log = launch(tmp_path, args)
+
+    seen: list = []  # the members found training past a sync point, the last one first to kill
+
+    def training_past_a_sync_point() -> bool:
+        # A member whose last evaluation is off the perturbation grid is training (members pause
+        # only at perturbation steps), so its recorded pid is its own live process.
+        seen[:] = [
+            t
+            for t in trials(db, "pop")
+            if t.state == TrialState.RUNNING
+            and t.user_attrs.get("pid")
+            and max(t.intermediate_values, default=0) > INTERVAL
+            and max(t.intermediate_values) % INTERVAL
+        ]
+        return bool(seen)
+
+    def killed() -> bool:
+        return any(t.state == TrialState.FAIL for t in trials(db, "pop"))
+
+    for _attempt in range(5):  # the member may reach its next sync point as it is killed: try another
+        wait_until(training_past_a_sync_point, proc, log, 300)
+        os.kill(int(seen[0].user_attrs["pid"]), signal.SIGKILL)
+        deadline = time.monotonic() + 20
+        while not killed() and time.monotonic() < deadline:
+            time.sleep(0.5)
+        if killed():
+            break
+    assert finish(proc, log, 600) == 0, log.read_text()
+
+    study = load_study("pop", db)
+    assert study.user_attrs["status"] == "finished"
+    everyone = {t.number: t for t in study.trials}
+    done = [t for t in everyone.values() if t.state == TrialState.COMPLETE]
+    failed = [t for t in everyone.values() if t.state == TrialState.FAIL]
+    assert len(done) == 4 and failed and all(t.user_attrs["needs_retry"] for t in failed)
+    grid = list(range(EVERY, MAX_STEPS + 1, EVERY))
+    for attempt in failed:
+        retry = next(t for t in everyone.values() if t.user_attrs.get("retry_of") == attempt.number)
+        assert retry.user_attrs["run_dir"] == attempt.user_attrs["run_dir"]
+        assert all(retry.intermediate_values[s] == v for s, v in attempt.intermediate_values.items())
+        assert trial_attrs.PBT_HISTORY.of(retry.user_attrs)[0]["step"] == 0
+    for member in done:
+        assert sorted(member.intermediate_values) == grid  # one curve: no gap across the kill
+    _check_copies(everyone)

@@ -238,6 +238,8 @@ def _run(
     if plan.population is not None:  # PBT/PB2 take no search algorithm: the members are asked now
         search: dict[str, Any] = population_search(plan, searcher)
         members = search.pop("members")
+        if (note := search.pop("note")) is not None:
+            print(note, file=out or sys.stderr, flush=True)
         callbacks.insert(0, PopulationEvents(searcher))
     else:
         search = dict(

@@ -10,15 +10,16 @@ it and forwards its results and end to the searcher, which writes them as for an
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from ray import tune
 from ray.tune import Callback
 
-from tuner.policies.population import MEMBER
+from tuner.policies.population import MEMBER, first_sync
 from tuner.policies.population_schedulers import make_population_scheduler
 from tuner.sweeps.drive.plan import SweepPlan
-from tuner.sweeps.drive.searcher import StudySearcher
+from tuner.sweeps.drive.searcher import StudySearcher, folder_state
 from tuner.sweeps.study.create import grid
 
 
@@ -33,6 +34,7 @@ def population_search(plan: SweepPlan, searcher: StudySearcher) -> dict[str, Any
     """Tune's settings for a population sweep: the members as its parameter space, the scheduler."""
     assert plan.population is not None
     configs = member_configs(plan, searcher)
+    starts = [start_step(config) for config in configs]
     keys = sorted({key for config in configs for key in config})
     space: dict[str, Any] = {MEMBER: tune.grid_search(list(range(len(configs))))}
     for key in keys:
@@ -46,9 +48,26 @@ def population_search(plan: SweepPlan, searcher: StudySearcher) -> dict[str, Any
             plan.population.interval,
             grid(plan.space)[0],
             on_copy=searcher.copied,
+            starts=starts,
         ),
         members=len(configs),
+        note=resume_note(starts, plan.population.interval),
     )
+
+
+def resume_note(starts: list[int], interval: int) -> str | None:
+    """What a resumed population's log says: where its members start and first meet."""
+    if not any(starts):
+        return None
+    return (
+        f"population resumed: members start from steps {sorted(starts)} (their folders' last.pt); "
+        f"the first perturbation is at step {first_sync(starts, interval)}"
+    )
+
+
+def start_step(config: dict[str, Any]) -> int:
+    """The step a member starts from: its run folder's last.pt (a resumed member's), else 0."""
+    return folder_state(Path(config["trainer"]["run_dir"]))[1] or 0
 
 
 def _member_value(configs: list[dict[str, Any]], key: str) -> Any:

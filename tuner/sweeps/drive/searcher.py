@@ -221,7 +221,7 @@ class StudySearcher(Searcher):
         history = trial_attrs.PBT_HISTORY.of(old.user_attrs)
         if history:  # a population member: its history goes on in the retry, less a copy never made
             own = Path(live.run_dir).resolve()
-            if not copy_took_place(history[-1], str(own), *_folder_state(own)):
+            if not copy_took_place(history[-1], str(own), *folder_state(own)):
                 history = history[:-1]
             trial_attrs.PBT_HISTORY.write(live.trial, history)
             live.attrs[trial_attrs.PBT_HISTORY] = history
@@ -360,7 +360,7 @@ class StudySearcher(Searcher):
         return numbers
 
 
-def _folder_state(run_dir: Path) -> tuple[str | None, int | None]:
+def folder_state(run_dir: Path) -> tuple[str | None, int | None]:
     """The run folder and step a member's last.pt was written with ((None, None) without one)."""
     from trainer import saved_header
 

@@ -45,6 +45,26 @@ def restore(checkpoint: Any, run_dir: Path, own_id: str, max_steps: int) -> bool
     return True
 
 
+def given_step(checkpoint: Any) -> int | None:
+    """The step of the Ray checkpoint a member started from (None without one)."""
+    if checkpoint is None:
+        return None
+    with checkpoint.as_directory() as where:
+        step = json.loads((Path(where) / MEMBER_FILE).read_text()).get("step")
+    return None if step is None else int(step)
+
+
+def sends_checkpoint(step: int, interval: int, given: int | None, start: int) -> bool:
+    """Whether a member's result at `step` carries a Ray checkpoint: at every perturbation step past
+    its `start`, but the one of the checkpoint it started from (`given`), which the scheduler holds.
+    The step it starts at is sent again only by a member retried in place (it has a Ray checkpoint,
+    and its folder may be past it, even at the next sync point); a resumed population's members
+    (none) first meet past every start (`population.first_sync`), so it would only be a copy more."""
+    if step % interval or step == given:
+        return False
+    return step > start or given is not None
+
+
 def continued_settings(
     settings: dict[str, Any], saved: dict[str, Any] | None, steer: frozenset[str]
 ) -> dict[str, Any]:

@@ -53,9 +53,10 @@ def _infeasible(settings: dict[str, Any], bounds: list[str]) -> dict[str, Any] |
     return {"num_params": size, "error": f"Infeasible: {'; '.join(broken)}; not trained"}
 
 
-def _member_settings(settings: dict[str, Any], own_id: str, population: dict[str, Any]) -> dict[str, Any]:
+def _member_settings(settings: dict[str, Any], own_id: str) -> tuple[dict[str, Any], int | None]:
     """A population member's trainer config: the checkpoint the scheduler gave it restored into its
-    folder (member.restore), then the settings that checkpoint's model was written with."""
+    folder (member.restore), then the settings that checkpoint's model was written with; and the
+    step of that checkpoint (None without one)."""
     from ray import tune
 
     from trainer import MUTABLE_SETTINGS, make_config, saved_header
@@ -65,7 +66,8 @@ def _member_settings(settings: dict[str, Any], own_id: str, population: dict[str
     if (checkpoint := tune.get_checkpoint()) is not None:
         member.restore(checkpoint, run_dir, own_id, make_config(settings).max_steps)
     saved = saved_header(run_dir / "last.pt")[0] if (run_dir / "last.pt").is_file() else None
-    return member.continued_settings(settings, saved, MUTABLE_SETTINGS | RESUMABLE_CHANGES)
+    continued = member.continued_settings(settings, saved, MUTABLE_SETTINGS | RESUMABLE_CHANGES)
+    return continued, member.given_step(checkpoint)
 
 
 def run_trial(config: dict[str, Any]) -> dict[str, Any]:
@@ -91,9 +93,10 @@ def run_trial(config: dict[str, Any]) -> dict[str, Any]:
     started = time.monotonic()
     population = config.get("population")
     own_id = tune.get_context().get_trial_id() if population else ""
+    given = None  # a member's: the step of the Ray checkpoint it started from
     if population:
-        settings = _member_settings(settings, own_id, population)
-    start_step, pending_segment = 0, ""  # a member's: where it (re)started, the segment not yet sent
+        settings, given = _member_settings(settings, own_id)
+    pending_segment, start = "", 0  # a member's segment not yet sent, the step it (re)started at
 
     def report(metrics: dict[str, Any]) -> None:
         nonlocal pending_segment
@@ -106,8 +109,8 @@ def run_trial(config: dict[str, Any]) -> dict[str, Any]:
         extra = {SEGMENT: pending_segment} if pending_segment else {}
         pending_segment = ""
         # The evaluation a member resumed at is reported again (the driver keeps the first value of
-        # a step), without a checkpoint: the scheduler already has the one of that step.
-        if int(metrics["step"]) <= start_step or int(metrics["step"]) % int(population["interval"]):
+        # a step); a checkpoint goes with it only where the scheduler has none of that step.
+        if not member.sends_checkpoint(int(metrics["step"]), int(population["interval"]), given, start):
             tune.report({**timed, **where, **extra})
             return
         with member.saved(Path(settings["run_dir"]), own_id, metrics) as checkpoint:
@@ -118,7 +121,7 @@ def run_trial(config: dict[str, Any]) -> dict[str, Any]:
             result = train(make_config(settings), report=report)
         else:
             trainer = Trainer(make_config(settings), retune=True)
-            start_step = trainer.step
+            start = trainer.step
             mutable = {k: float(settings[k]) for k in population["mutable"] if k in settings}
             if trainer.step < trainer.cfg.max_steps:  # a start at the end trains nothing: no segment
                 pending_segment = member.segment(trainer.step, mutable)

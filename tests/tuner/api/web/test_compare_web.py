@@ -13,7 +13,7 @@ from tests.tuner.api.web.conftest import ARTIFACTS, WEB
 from tests.tuner.compare_studies import make_compared
 from tuner.api import ApiSettings
 
-pytestmark = [*WEB, pytest.mark.parallel]  # no sweep runs here
+pytestmark = WEB
 
 
 @pytest.fixture(scope="module")

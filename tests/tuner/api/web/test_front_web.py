@@ -3,13 +3,11 @@ Pareto front drawn with dominated and infeasible trials apart, and a click openi
 
 from __future__ import annotations
 
-import pytest
-
 from tests.tuner.api.fixtures import MO_FRONT, live_server, make_mo_study
 from tests.tuner.api.web.conftest import ARTIFACTS, WEB
 from tuner.api import ApiSettings
 
-pytestmark = [*WEB, pytest.mark.parallel]  # no sweep runs here
+pytestmark = WEB
 
 
 def test_the_front_is_drawn_apart_and_a_click_opens_the_trial(browser, tmp_path):

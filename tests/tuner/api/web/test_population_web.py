@@ -4,14 +4,12 @@ chart per setting, and no Population section on a study that is not a population
 
 from __future__ import annotations
 
-import pytest
-
 from tests.tuner.api.fixtures import live_server, make_study
 from tests.tuner.api.test_population_api import make_pbt_study
 from tests.tuner.api.web.conftest import ARTIFACTS, WEB
 from tuner.api import ApiSettings
 
-pytestmark = [*WEB, pytest.mark.parallel]  # no sweep runs here
+pytestmark = WEB
 
 
 def test_the_population_and_the_best_members_schedule_are_drawn(browser, tmp_path):

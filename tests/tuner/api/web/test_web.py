@@ -4,11 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-
 from tests.tuner.api.web.conftest import ARTIFACTS, WEB
 
-pytestmark = [*WEB, pytest.mark.parallel]  # no sweep runs here
+pytestmark = WEB
 
 
 def _page(browser, server):
