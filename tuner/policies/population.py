@@ -83,11 +83,12 @@ def interval(given: int | None, max_steps: int, eval_every: int) -> int:
     return given
 
 
-def first_sync(starts: Iterable[int], interval: int) -> int:
+def first_sync(starts: Iterable[int], interval: int, max_steps: int) -> int:
     """The population's first sync point: the first perturbation step past every member's start
     (a resumed population's members start from their folders, at different steps: they meet at
-    the first step all of them reach, so every copy is between members at the same step)."""
-    return (max(starts, default=0) // interval + 1) * interval
+    the first step all of them reach, so every copy is between members at the same step). A
+    member already at `max_steps` only reports its end: the others still meet."""
+    return (max((s for s in starts if s < max_steps), default=0) // interval + 1) * interval
 
 
 def at_sync(step: int, sync: float, interval: int) -> bool:

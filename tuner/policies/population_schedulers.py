@@ -157,7 +157,7 @@ def make_population_scheduler(
         custom_explore_fn=explore,
         synch=True,
         max_steps=max_steps,
-        first_sync=first_sync(starts, interval),
+        first_sync=first_sync(starts, interval, max_steps),
         on_copy=on_copy,
     )
     scheduler: PopulationBasedTraining

@@ -60,10 +60,19 @@ def test_interval_off_the_grid_or_too_long_is_refused(given) -> None:
 
 @pytest.mark.parametrize(
     ("starts", "expected"),
-    [([], 20), ([0, 0, 0], 20), ([40, 50, 10], 60), ([40, 40], 60), ([0, 19], 20), ([79], 80)],
+    [
+        ([], 20),
+        ([0, 0, 0], 20),
+        ([40, 50, 10], 60),
+        ([40, 40], 60),
+        ([0, 19], 20),
+        ([79], 80),
+        ([80, 30], 40),
+    ],
 )
 def test_a_population_first_meets_past_every_members_start(starts, expected) -> None:
-    assert first_sync(starts, 20) == expected
+    # A member already at max_steps (80) only reports its end: the others still meet.
+    assert first_sync(starts, 20, max_steps=80) == expected
 
 
 @pytest.mark.parametrize(

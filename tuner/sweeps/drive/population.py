@@ -34,7 +34,7 @@ def population_search(plan: SweepPlan, searcher: StudySearcher) -> dict[str, Any
     """Tune's settings for a population sweep: the members as its parameter space, the scheduler."""
     assert plan.population is not None
     configs = member_configs(plan, searcher)
-    starts = [start_step(config) for config in configs]
+    starts, max_steps = [start_step(config) for config in configs], grid(plan.space)[0]
     keys = sorted({key for config in configs for key in config})
     space: dict[str, Any] = {MEMBER: tune.grid_search(list(range(len(configs))))}
     for key in keys:
@@ -46,22 +46,22 @@ def population_search(plan: SweepPlan, searcher: StudySearcher) -> dict[str, Any
             plan.population.scheduler,
             plan.population.ranges,
             plan.population.interval,
-            grid(plan.space)[0],
+            max_steps,
             on_copy=searcher.copied,
             starts=starts,
         ),
         members=len(configs),
-        note=resume_note(starts, plan.population.interval),
+        note=resume_note(starts, plan.population.interval, max_steps),
     )
 
 
-def resume_note(starts: list[int], interval: int) -> str | None:
+def resume_note(starts: list[int], interval: int, max_steps: int) -> str | None:
     """What a resumed population's log says: where its members start and first meet."""
     if not any(starts):
         return None
     return (
         f"population resumed: members start from steps {sorted(starts)} (their folders' last.pt); "
-        f"the first perturbation is at step {first_sync(starts, interval)}"
+        f"the first perturbation is at step {first_sync(starts, interval, max_steps)}"
     )
 
 
