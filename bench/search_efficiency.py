@@ -17,6 +17,13 @@ suggestion with 100 completed trials (and K − 1 pending).
     .venv/bin/python -m bench.search_efficiency            # full run (~1.5 h on 2 shared cores)
     .venv/bin/python -m bench.search_efficiency --quick    # ~1 min smoke run
     .venv/bin/python -m bench.search_efficiency --results runs/bench/se.jsonl --jobs 2  # resumable
+    .venv/bin/python -m bench.search_efficiency --results runs/bench/se.jsonl --report-only --versus gp
+
+`--versus NAME` adds a head-to-head table: each optimizer against NAME on the same problem and seed
+(the same instance and noise draws), the number of runs with a lower and a higher regret, the
+geometric mean of the regret ratio and a Wilcoxon signed-rank p on the log ratios. A median over
+seeds per problem (the mean rank) counts a problem won by a hair like one won tenfold; the paired
+counts show how often and by how much.
 
 `--conditional` makes `mogrifier_rank` conditional, as in the shipped spaces: it is suggested only
 when `mogrifier_rounds >= 1`, and the function ignores it otherwise (its coordinate is held at the
@@ -39,9 +46,9 @@ import sys
 import time
 from collections import defaultdict
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
-import cocoex
 import numpy as np
 import optuna
 from scipy.stats import rankdata
@@ -124,6 +131,8 @@ class Problem:
     """A BBOB function of the 9-dimensional space, optionally with f_GN noise."""
 
     def __init__(self, function: int, instance: int, noisy: bool) -> None:
+        import cocoex  # the bench extra; imported here so the report runs without it
+
         self.fn = cocoex.BareProblem("bbob", function, DIM, instance)
         self.f_opt = float(self.fn.best_value())
         ref = [self.fn(x) for x in random_points(1000, np.random.default_rng(instance))]
@@ -201,6 +210,73 @@ def run(job: tuple[str, int, bool, int, int, list[int], bool]) -> dict:
         "suggest_s": statistics.fmean(times) if times else None,
         "suggest_cpu_s": statistics.fmean(cpu_times) if cpu_times else None,
     }
+
+
+@dataclass(frozen=True)
+class HeadToHead:
+    """An optimizer's regrets against another's on the same problems and seeds: `runs` pairs,
+    `lower` and `higher` regret counts, the geometric mean of the regret ratio and the two-sided
+    Wilcoxon signed-rank p of the log ratios (nan below 6 pairs or when all are equal)."""
+
+    runs: int
+    lower: int
+    higher: int
+    ratio: float
+    p: float
+
+
+def head_to_head(own: dict[tuple, float], other: dict[tuple, float]) -> HeadToHead:
+    """`own` against `other` ({(problem, seed): regret}) on their common keys; a regret of 0 (the
+    optimum found) counts as 1e-12 in the ratio."""
+    from scipy.stats import wilcoxon
+
+    keys = sorted(own.keys() & other.keys())
+    logs = np.array([math.log(max(own[k], 1e-12) / max(other[k], 1e-12)) for k in keys])
+    lower, higher = int((logs < 0).sum()), int((logs > 0).sum())
+    ratio = math.exp(float(logs.mean())) if len(logs) else math.nan
+    p = float(wilcoxon(logs).pvalue) if len(logs) >= 6 and np.any(logs) else math.nan
+    return HeadToHead(len(keys), lower, higher, ratio, p)
+
+
+def report_versus(
+    records: list[dict],
+    optimizers: list[str],
+    versus: str,
+    problems: list[tuple[int, bool]],
+    in_flight: list[int],
+    budgets: list[int],
+) -> None:
+    """Print each optimizer against `versus`, run by run (`head_to_head`), overall and per problem."""
+    regrets: dict[tuple, dict[tuple, float]] = defaultdict(dict)
+    for r in records:
+        for b, reg in r["regret"].items():
+            regrets[(r["optimizer"], r["k"], int(b))][(r["function"], r["noisy"], r["seed"])] = reg
+    width = max(len(LABELS.get(o, o)) for o in optimizers)
+    for k in in_flight:
+        for b in budgets:
+            print(
+                f"\n## against {LABELS.get(versus, versus)}, {b} trials, {k} in flight: runs with a "
+                "lower/higher regret, geometric mean regret ratio, Wilcoxon p; lower/higher per problem"
+            )
+            head = " ".join(f"{problem_name(f, nz):>6}" for f, nz in problems)
+            print(f"{'optimizer':<{width}} {'lower/higher':>12} {'ratio':>6} {'p':>6}  {head}")
+            other = regrets[(versus, k, b)]
+            for o in optimizers:
+                if o == versus:
+                    continue
+                own = regrets[(o, k, b)]
+                h = head_to_head(own, other)
+                cells = []
+                for f, nz in problems:
+                    one = head_to_head(
+                        {key: v for key, v in own.items() if key[:2] == (f, nz)},
+                        {key: v for key, v in other.items() if key[:2] == (f, nz)},
+                    )
+                    cells.append(f"{one.lower:>3}/{one.higher:<2}")
+                print(
+                    f"{LABELS.get(o, o):<{width}} {f'{h.lower}/{h.higher}':>12} {h.ratio:6.3f} "
+                    f"{h.p:6.3f}  " + " ".join(cells)
+                )
 
 
 def problem_name(function: int, noisy: bool) -> str:
@@ -294,6 +370,11 @@ def main(argv: list[str] | None = None) -> None:
         help="JSON-lines file: runs found there are reused, new runs appended (resume or extend a benchmark)",
     )
     p.add_argument(
+        "--versus",
+        metavar="OPTIMIZER",
+        help="also compare every optimizer with this one run by run (same problem and seed)",
+    )
+    p.add_argument(
         "--report-only",
         action="store_true",
         help="print the tables from the runs in --results without running the rest",
@@ -301,6 +382,8 @@ def main(argv: list[str] | None = None) -> None:
     args = p.parse_args(argv)
     if args.report_only and not args.results:
         p.error("--report-only needs --results")
+    if args.versus and args.versus not in args.optimizers:
+        p.error(f"--versus {args.versus} is not among --optimizers {args.optimizers}")
     cfg = {
         **(QUICK if args.quick else FULL),
         **{k: v for k, v in vars(args).items() if k in FULL and v is not None},
@@ -343,6 +426,8 @@ def main(argv: list[str] | None = None) -> None:
             print(f"\r{i}/{len(jobs)} runs, {time.time() - t0:.0f} s", end="", file=sys.stderr)
     print(file=sys.stderr)
     report(records, args.optimizers, problems, cfg["in_flight"], cfg["budgets"])
+    if args.versus:
+        report_versus(records, args.optimizers, args.versus, problems, cfg["in_flight"], cfg["budgets"])
 
 
 class _Serial:

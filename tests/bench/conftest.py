@@ -21,3 +21,8 @@ def multifidelity() -> ModuleType:
 @pytest.fixture(scope="module")
 def ptb_size_corpus() -> ModuleType:
     return importlib.import_module("bench.ptb_size_corpus")
+
+
+@pytest.fixture(scope="module")
+def search_efficiency() -> ModuleType:
+    return importlib.import_module("bench.search_efficiency")
