@@ -32,9 +32,10 @@ lint: setup
 	$(VENV)/bin/lint-imports
 
 # Everything, end-to-end tests included (what CI runs): lint, then every test but the GPU ones, on
-# two pytest workers (pytest-xdist): the end-to-end tests start first on both (tests/conftest.py
-# orders them), the fast ones fill their waits for Ray, servers and polls; a test marked
-# `exclusive` (the Compose run's image builds) runs with no other at once.
+# two pytest workers (pytest-xdist; tests/conftest.py orders them): the first starts with the test
+# marked `exclusive` (the Compose run, whose image builds take every core), which no other
+# end-to-end test runs beside, while the second runs fast tests; then both run end-to-end tests,
+# with fast ones filling their waits for Ray, servers and polls.
 test: setup system-deps lint
 	RNNTUNE_REQUIRE_E2E=1 $(PY) -m pytest -m "not gpu" -q -n 2 --dist worksteal
 

@@ -49,34 +49,38 @@ def pytest_collection_modifyitems(config, items):
 
 def two_worker_order(items: list) -> list:
     """`make test`'s order on two pytest workers (pytest-xdist's worksteal gives the first worker the
-    first half, the second the rest, and lets an idle one take the other's last tests): the
-    `exclusive` tests first, then each half starts with half of the other end-to-end tests, so both
-    workers begin with the long ones (whose waits for Ray, servers and polls the fast tests fill)
-    and end with fast ones a worker can take over."""
+    first half, the second the rest, and lets an idle one take the other's last tests). The first
+    worker starts with the `exclusive` tests and then half of the other end-to-end tests; the second
+    starts with its fast tests, which take no lock and so run beside an exclusive test instead of
+    waiting for it, then the other half of the end-to-end tests. The fast tests left to the first
+    worker come last, where an idle worker can take them over."""
     exclusive = [i for i in items if i.get_closest_marker("exclusive") is not None]
     slow = [i for i in items if i.get_closest_marker("slow") is not None and i not in exclusive]
     fast = [i for i in items if i.get_closest_marker("slow") is None and i not in exclusive]
-    first = exclusive + slow[0::2]
-    split = max(0, len(items) // 2 - len(first))
-    return first + fast[:split] + slow[1::2] + fast[split:]
+    # The halfway point, where the second worker's tests begin, falls among the fast tests.
+    return exclusive + slow[0::2] + fast + slow[1::2]
 
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_protocol(item, nextitem):
-    """On several workers an `exclusive` test runs with no other test at once (setup and teardown
-    included): a reader-writer lock on files shared by the run's workers, writer first."""
+    """On several workers an `exclusive` test runs with no other end-to-end test at once (setup and
+    teardown included): a reader-writer lock on files shared by the run's workers, writer first.
+    Fast tests take no lock: one core of fast tests beside it costs it little, and the other worker
+    would otherwise sit idle for its whole length."""
     worker_temp = item.config.option.basetemp  # pytest-xdist gives each worker <run's temp>/popen-gwN
-    if not os.environ.get("PYTEST_XDIST_WORKER") or not worker_temp:
+    exclusive = item.get_closest_marker("exclusive")
+    end_to_end = exclusive is not None or item.get_closest_marker("slow") is not None
+    if not os.environ.get("PYTEST_XDIST_WORKER") or not worker_temp or not end_to_end:
         yield
         return
-    with one_at_a_time(Path(worker_temp).parent / "one-at-a-time", item.get_closest_marker("exclusive")):
+    with one_at_a_time(Path(worker_temp).parent / "one-at-a-time", exclusive):
         yield
 
 
 @contextlib.contextmanager
 def one_at_a_time(stem: Path, exclusive: object) -> Iterator[None]:
-    """Every test holds `stem.room` shared, an exclusive one holds it alone; `stem.turn` lets an
-    exclusive test waiting for the room in before any other test (flock alone favours none)."""
+    """Every end-to-end test holds `stem.room` shared, an exclusive one holds it alone; `stem.turn`
+    lets an exclusive test waiting for the room in before any other (flock alone favours none)."""
     with open(f"{stem}.turn", "a") as turn, open(f"{stem}.room", "a") as room:
         fcntl.flock(turn, fcntl.LOCK_EX)
         try:

@@ -468,7 +468,7 @@ def compose_project(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[
 
 
 @pytest.mark.slow
-@pytest.mark.exclusive  # its image builds take every core (three times as long beside another test)
+@pytest.mark.exclusive  # its image builds take every core (three times as long beside an end-to-end test)
 def test_compose_up_runs_the_sweep_on_postgres_and_scales_ray_workers(compose_project) -> None:
     from trainer import load_checkpoint
 
