@@ -19,7 +19,14 @@ uniform points and those points' 90% quantile (the reference point, 1 after norm
 rank: the samplers ranked by hypervolume in each problem × seed (1 is best, ties averaged), then
 averaged.
 
+With --early-stopping, `tiny` is replayed as a sweep under the default early stopping instead
+(`run_early_stopping`): its learning curves, MO-ASHA pruning a trial only where it is dominated,
+throughput as the second objective as a sweep records it, and budgets in full trials' worth of
+training steps, so a sampler that learns from early-stopped trials can show it.
+
     nice -n 10 .venv/bin/python -m bench.multi_objective --jobs 2 --results runs/bench/mo.jsonl
+    nice -n 10 .venv/bin/python -m bench.multi_objective --early-stopping --seeds 20 --jobs 2 \
+        --results runs/bench/mo_es.jsonl
     .venv/bin/python -m bench.multi_objective --quick            # ~15 s smoke run
     .venv/bin/python -m bench.multi_objective --results runs/bench/mo.jsonl --report-only
 """
@@ -46,22 +53,32 @@ import numpy as np
 import optuna
 from scipy.stats import rankdata
 
+from tuner.objectives.goals import Goals
 from tuner.objectives.pareto import hypervolume
+from tuner.policies.early_stopping import EarlyStopping
+from tuner.policies.pareto_rungs import ParetoASHA
 from tuner.samplers import make_sampler
+from tuner.samplers.tpe import TPESampler
+from tuner.storage import study_attrs
+from tuner.sweeps.drive.writer import report as report_value
 
 DIM = 6
 N_REFERENCE = 2000
 COST_NOISE = 0.05  # sd of the log of a measured step cost around its configuration's
 REFERENCE_QUANTILE = 0.9
 
-# Optuna's multi-objective TPE as it comes (`TPESampler()`: MOTPE, independent), beside
-# rnntune's `tpe` (Optuna's TPE, multivariate, grouped, constant liar).
+# Optuna's multi-objective TPE with its default options (`TPESampler()`: MOTPE, independent),
+# beside rnntune's `tpe` (multivariate, grouped, constant liar). Both are `tuner.samplers.tpe`'s,
+# Optuna's own except that early-stopped trials with curves do not make it raise.
 STOCK: dict[str, Callable[[int], optuna.samplers.BaseSampler]] = {
-    "stock_tpe": lambda s: optuna.samplers.TPESampler(seed=s),
+    "stock_tpe": lambda s: TPESampler(seed=s),
 }
 SAMPLERS = ("gp_fidelity", "gp", "tpe", "stock_tpe", "nsga2", "random")
 FULL = dict(problems=["tiny", "zdt1", "dtlz2"], seeds=10, in_flight=4, budgets=[30, 50])
 QUICK = dict(problems=["zdt1"], seeds=2, in_flight=4, budgets=[20])
+# Under early stopping (--early-stopping): the `tiny` learning curves, the study's goals as a sweep
+# spells them (throughput is the measure a trial records; its inverse is the seconds per step).
+EARLY_STOPPING_GOALS = Goals.parse(["val_loss", "tokens_per_s"])
 
 
 class Problem:
@@ -181,6 +198,113 @@ def run(job: tuple[str, str, int, int, list[int]]) -> dict[str, Any]:
     }
 
 
+class _Trial:
+    """An Optuna trial of a study with several objectives as `bench.multifidelity.replay` drives
+    one: `report` stores the curve as a sweep does (`tuner.sweeps.drive.writer.report`), and the
+    measure set as a user attr is kept for the tell."""
+
+    def __init__(self, trial: optuna.Trial) -> None:
+        self.trial = trial
+        self.measured: float | None = None
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.trial, name)
+
+    def report(self, value: float, step: int) -> None:
+        report_value(self.trial, value, step)
+
+    def set_user_attr(self, key: str, value: Any) -> None:
+        self.measured = value
+        self.trial.set_user_attr(key, value)
+
+
+class _SeveralObjectives:
+    """A study with the objectives (loss, throughput) as `replay` drives a one-objective study: a
+    COMPLETE trial is told its best loss and its recorded throughput, and the noise-free objectives
+    of each COMPLETE trial are kept, in the order told."""
+
+    def __init__(self, study: optuna.Study, prob: Problem) -> None:
+        self.study, self.prob = study, prob
+        self.true: list[np.ndarray] = []
+
+    def ask(self) -> _Trial:
+        return _Trial(self.study.ask())
+
+    def tell(self, trial: _Trial, value: float | None = None, state: Any = None) -> None:
+        if state is not None or value is None or trial.measured is None:
+            self.study.tell(trial.trial, state=state)
+            return
+        self.study.tell(trial.trial, [value, trial.measured])
+        self.true.append(self.prob.true(trial.trial.params))
+
+
+def run_early_stopping(job: tuple[str, str, int, int, list[int]]) -> dict[str, Any]:
+    """One asynchronous sweep of the `tiny` learning curves under the default early stopping for
+    several objectives (MO-ASHA, `tuner.policies.pareto_rungs`, on the default policy resolved for
+    a budget of max(budgets) full trials), `k` workers, replayed by `bench.multifidelity.replay`
+    (one step per time unit).
+
+    Each trial's observed curve is the surrogate's plus seed noise; its throughput, recorded after
+    its first evaluation as a sweep records the trainer's, is the tokens of a step over the cost
+    model's seconds per step with the 5% measurement noise. Curves are stored and trials told
+    PRUNED or COMPLETE (best loss, throughput) as `tuner.sweeps.drive` does. The figure at budget B
+    is the hypervolume of the noise-free (final loss, seconds per step) of the trials COMPLETE
+    within B full trials' worth of steps, normalised as the `tiny` problem's."""
+    from bench.multifidelity import replay
+
+    sampler, name, seed, k, budgets = job
+    optuna.logging.set_verbosity(optuna.logging.ERROR)
+    prob = problem(name)
+    assert isinstance(prob, Tiny), "the early-stopping replay runs on the tiny learning curves"
+    sur, goals = prob.sur, EARLY_STOPPING_GOALS
+    every, max_steps = int(sur.fixed["eval_every"]), int(sur.fixed["max_steps"])
+    tokens = float(sur.fixed["batch_size"]) * float(sur.fixed["bptt"])
+    policy = EarlyStopping().resolved(max_steps, every, None, max(budgets))
+    rng = np.random.default_rng(10_000 + seed)
+    study = optuna.create_study(directions=goals.directions, sampler=make(sampler, seed + 1))
+    with warnings.catch_warnings():  # Optuna calls set_metric_names experimental; a sweep uses it
+        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+        study.set_metric_names(goals.names)
+    study.set_user_attr("task", dict(sur.fixed))  # what tuner.storage.study.create_study stores
+    study.set_user_attr(study_attrs.EARLY_STOPPING, policy.model_dump())
+    scheduler = ParetoASHA.from_policy(
+        [(o.name, o.direction) for o in goals.objectives], policy, max_steps, every, seed=seed
+    )
+
+    def throughput(params: dict[str, Any]) -> tuple[float, float]:
+        noise = np.exp(COST_NOISE * rng.standard_normal())
+        return 1.0, tokens / (prob.costs.seconds_per_step(params)[1] * noise)
+
+    driven = _SeveralObjectives(study, prob)
+    c0 = time.process_time()
+    done = replay(
+        driven,
+        sur,
+        scheduler,
+        rng,
+        k,
+        lambda used, _: used < max(budgets) * max_steps,
+        step_cost=throughput,
+        cost_attr=goals.names[1],
+    )
+    finished = [(used, true) for (used, *_), true in zip(done.finished, driven.true, strict=True)]
+    hv = {}
+    for b in budgets:
+        within = [v for u, v in finished if u <= b * max_steps]
+        hv[str(b)] = prob.hypervolume(np.array(within)) if within else 0.0
+    return {
+        "sampler": sampler,
+        "problem": name,
+        "seed": seed,
+        "k": k,
+        "early_stopping": True,
+        "hv": hv,
+        "started": len(done.started),
+        "complete": len(finished),
+        "cpu_s": time.process_time() - c0,
+    }
+
+
 def report(
     records: list[dict[str, Any]], samplers: list[str], problems: list[str], budgets: list[int]
 ) -> None:
@@ -215,6 +339,17 @@ def report(
     print("\n## CPU seconds per run (mean)")
     for o in samplers:
         print(f"{o:<{width}} {np.mean(cpu[o]) if cpu[o] else float('nan'):8.1f}")
+    replayed = [r for r in records if r.get("early_stopping")]
+    if replayed:
+        print("\n## Trials per run under early stopping (mean): started, COMPLETE")
+        for o in samplers:
+            own = [r for r in replayed if r["sampler"] == o]
+            if own:
+                started, complete = (
+                    np.mean([r["started"] for r in own]),
+                    np.mean([r["complete"] for r in own]),
+                )
+                print(f"{o:<{width}} {started:8.1f} {complete:8.1f}")
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -230,24 +365,32 @@ def main(argv: list[str] | None = None) -> None:
         "--results", type=Path, help="JSON-lines file: runs found there are reused, new ones appended"
     )
     p.add_argument("--report-only", action="store_true", help="print the tables from --results only")
+    p.add_argument(
+        "--early-stopping",
+        action="store_true",
+        help="replay the tiny learning curves under the default early stopping (MO-ASHA); "
+        "budgets in full trials' worth of steps",
+    )
     args = p.parse_args(argv)
-    cfg = {
-        **(QUICK if args.quick else FULL),
-        **{k: v for k, v in vars(args).items() if k in FULL and v is not None},
-    }
+    base = QUICK if args.quick else FULL
+    if args.early_stopping:
+        base = {**base, "problems": ["tiny"]}
+    cfg = {**base, **{k: v for k, v in vars(args).items() if k in FULL and v is not None}}
     unknown = [s for s in cfg["problems"] if s not in PROBLEMS]
     if unknown:
         p.error(f"unknown problems {unknown}; choose from {sorted(PROBLEMS)}")
-    done: dict[tuple[str, str, int, int], dict[str, Any]] = {}
+    if args.early_stopping and cfg["problems"] != ["tiny"]:
+        p.error("--early-stopping replays learning curves: only --problems tiny has them")
+    done: dict[tuple[str, str, int, int, bool], dict[str, Any]] = {}
     if args.results and args.results.exists():
         for line in args.results.read_text().splitlines():
             r = json.loads(line)
-            done[(r["sampler"], r["problem"], r["seed"], r["k"])] = r
+            done[(r["sampler"], r["problem"], r["seed"], r["k"], bool(r.get("early_stopping")))] = r
     jobs, records = [], []
     for s in range(cfg["seeds"]):
         for prob in cfg["problems"]:
             for o in args.samplers:
-                r = done.get((o, prob, s, cfg["in_flight"]))
+                r = done.get((o, prob, s, cfg["in_flight"], args.early_stopping))
                 if r is not None and all(str(b) in r["hv"] for b in cfg["budgets"]):
                     records.append(r)
                 elif not args.report_only:
@@ -259,7 +402,8 @@ def main(argv: list[str] | None = None) -> None:
         out = args.results.open("a")
     t0 = time.time()
     with multiprocessing.Pool(args.jobs) as pool:
-        for i, r in enumerate(pool.imap_unordered(run, jobs), 1):
+        work = run_early_stopping if args.early_stopping else run
+        for i, r in enumerate(pool.imap_unordered(work, jobs), 1):
             records.append(r)
             if out:
                 out.write(json.dumps(r) + "\n")

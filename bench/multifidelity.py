@@ -418,7 +418,8 @@ def replay(
     `keep_starting(worker time used, trials started)`. `step_cost(params)` gives a trial's
     (time per step, measured seconds per step): its steps take the first (default: one unit), and
     with `cost_attr` the second is set as its user attribute after its first report, as a sweep
-    records the trainer's measured cost. With `count_ask` a trial starts only after the CPU time
+    records the trainer's measured cost (and every result carries it, under that name). With
+    `count_ask` a trial starts only after the CPU time
     its suggestion took, as a sweep's freed worker waits for the next suggestion."""
     every, max_steps = int(sur.fixed["eval_every"]), int(sur.fixed["max_steps"])
     used: float = 0  # worker time spent by all trials so far
@@ -471,6 +472,8 @@ def replay(
         if cost_attr is not None and lt["step"] == every:
             lt["trial"].set_user_attr(cost_attr, lt["measured"])
         result = {"step": lt["step"], "val_loss": value}
+        if cost_attr is not None:
+            result[cost_attr] = lt["measured"]  # a scheduler over several objectives reads it
         if lt["step"] >= max_steps:
             scheduler.on_trial_complete(None, lt["ray"], result)
             study.tell(lt["trial"], min(lt["seen"]))

@@ -7,7 +7,9 @@ every objective to [0, 1] over the study's trials, and scores each trial by
 max_i λ_i·z_i + ρ·Σ_i λ_i·z_i (ρ = 0.05, Knowles's augmentation, which keeps weakly dominated
 points behind); the GP then models that one value, so successive suggestions aim at different
 parts of the front. The trials handed on are copies (`scalarised`) with the scalar as their value;
-the stored trials are never changed.
+the stored trials are never changed. The GP uses it with three or more objectives, under
+constraints, and with two objectives until enough trials are COMPLETE for a front; from then on
+two objectives get a GP each and EHVI (`tuner.samplers.ehvi`).
 
 What a trial contributes: a COMPLETE trial its values; a PRUNED or RUNNING one its intermediate
 values (a multi-objective study has no `Trial.report`, so the sweep writes one objective's curve

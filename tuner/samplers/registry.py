@@ -8,15 +8,19 @@ asked at once do not collapse onto one point:
   COMPLETE, then every trial at the last step it reported, candidates scored at the full length;
   MOBSTER-like) and a subset of at most 200 observations in a large study; q-logEI over the
   RUNNING trials.
-  With several objectives it scalarises them per suggestion (ParEGO, `tuner.samplers.parego`), so
-  early-stopped trials still inform it; with constraints (`Trial.set_constraint`) its acquisition
-  is constrained (q-)logEI (`tuner.samplers.constraints`).
+  With two objectives it fits a GP per objective and picks by q-logEHVI from their denoised front
+  (`tuner.samplers.ehvi`); with more, with constraints, or before any front, it scalarises them
+  per suggestion (ParEGO, `tuner.samplers.parego`). Early-stopped trials inform it either way;
+  with constraints (`Trial.set_constraint`) its acquisition is constrained (q-)logEI
+  (`tuner.samplers.constraints`).
 * ``gp``: Optuna's GPSampler. With RUNNING trials Optuna 5 switches from logEI to q-logEI over the
   pending points (a Monte Carlo expectation over their joint posterior, chosen greedily), so the new
   point is worth something only where the pending ones are not.
 * ``tpe``: multivariate TPE with ``group=True`` (joint model per group of parameters that occur
   together, so conditional parameters such as ``mogrifier_rounds`` are modelled) and the constant
   liar (RUNNING trials count as the worst value seen, which pushes new points away from them).
+  With several objectives it ranks early-stopped trials by their loss curve (`tuner.samplers.tpe`:
+  Optuna's own TPE raises on them there).
 * ``nsga2``: Optuna's NSGA-II (`NSGAIISampler`, Deb et al. 2002), a genetic algorithm for several
   objectives with constrained domination; its first generation (``population_size``, 50) is
   random.
@@ -59,11 +63,13 @@ from tuner.samplers.cost import CostAware
 from tuner.samplers.fidelity_gp import FidelityGP
 from tuner.samplers.gp import GPSampler
 from tuner.samplers.subset import Subset
+from tuner.samplers.tpe import TPESampler
 from tuner.samplers.warping import HalfRank
 
 DEFAULT_SAMPLER = "gp_fidelity"  # best under ASHA on real learning curves (docs/samplers.md)
-# What a study with several objectives gets when it names no sampler: rnntune's GP with ParEGO's
-# scalarisation, best mean rank of bench/multi_objective.py (docs/samplers.md, "Several objectives").
+# What a study with several objectives gets when it names no sampler: rnntune's GP (two objectives:
+# a GP each and EHVI; more: ParEGO), first of bench/multi_objective.py under early stopping and by
+# mean rank when every trial runs to the end (docs/samplers.md, "Several objectives").
 DEFAULT_MULTI_OBJECTIVE_SAMPLER = "gp_fidelity"
 # Cap of the points the default GP fits: measured with bench/orchestration_overhead.py
 # (docs/samplers.md), under 1 s per suggestion at 5,000 trials with 64 in flight.
@@ -81,9 +87,7 @@ def _gp_fidelity(**kw: Any) -> BaseSampler:
 
 def _tpe(**kw: Any) -> BaseSampler:
     with _experimental_ok():
-        return optuna.samplers.TPESampler(
-            **{"multivariate": True, "group": True, "constant_liar": True, **kw}
-        )
+        return TPESampler(**{"multivariate": True, "group": True, "constant_liar": True, **kw})
 
 
 def _nsga2(**kw: Any) -> BaseSampler:

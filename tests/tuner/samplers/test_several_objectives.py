@@ -21,6 +21,7 @@ from tuner.samplers import (
     make_sampler,
     sampler_options,
 )
+from tuner.sweeps.drive.writer import report
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)
 
@@ -76,6 +77,33 @@ def test_several_directions_with_trials_in_flight(name: str) -> None:
         distances = np.linalg.norm(points[:, None] - points[None], axis=-1) + np.eye(len(points))
         assert distances.min() > 1e-6  # no suggestion repeats a pending one
     assert len(study.best_trials) >= 1
+
+
+@pytest.mark.filterwarnings("ignore::optuna.exceptions.ExperimentalWarning")  # set_metric_names
+@pytest.mark.parametrize("name", _params(SAMPLERS))
+def test_early_stopped_trials_with_curves(name: str) -> None:
+    """As a sweep under early stopping leaves them: most trials PRUNED with a stored loss curve
+    (`tuner.sweeps.drive.writer.report`) and the other measure as a user attr. Every sampler
+    suggests through them (Optuna's TPE ranking pruned trials used to raise here)."""
+    study = optuna.create_study(directions=["minimize", "maximize"], sampler=build(name, 0, 4))
+    study.set_metric_names(["val_loss", "tokens_per_s"])
+    for i in range(16):
+        trial = study.ask()
+        x, y = trial.suggest_float("x", -2.0, 2.0), trial.suggest_float("y", -2.0, 2.0)
+        loss, speed = (x - 1) ** 2 + y**2, 10.0 - (x + 1) ** 2
+        trial.set_user_attr("tokens_per_s", speed)
+        for step in (1, 2):
+            report(trial, loss + 1.0 / step, step)
+        if i % 4 == 3:
+            study.tell(trial, [loss, speed])
+        else:
+            study.tell(trial, state=TrialState.PRUNED)
+    states = [t.state for t in study.trials]
+    assert states.count(TrialState.PRUNED) == 12 and states.count(TrialState.COMPLETE) == 4
+    assert all(
+        t.intermediate_values[1] == pytest.approx(t.intermediate_values[2] + 0.5) for t in study.trials
+    )
+    assert all(abs(t.params["x"]) <= 2.0 and abs(t.params["y"]) <= 2.0 for t in study.trials)
 
 
 def constrained(objectives: int) -> Callable[[optuna.Trial], list[float]]:

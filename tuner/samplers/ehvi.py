@@ -1,0 +1,120 @@
+"""Two objectives: a GP per objective and expected hypervolume improvement over them.
+
+Why: with two objectives a GP per objective and q-logEHVI (Daulton et al. 2020) put each
+suggestion where the front grows most; ParEGO's one GP of a scalarised value with kinks
+(`tuner.samplers.parego`) trailed it at full fidelity in bench/multi_objective.py. Around Optuna's
+acquisition, rnntune keeps what its one-objective GP does: the first objective's GP is the
+sampler's fidelity model (early-stopped trials at the step they reached, candidates scored at the
+full length), every other objective's GP fits each trial that recorded it, PRUNED ones included
+(a sweep records its measures as user attrs named by `study.metric_names`), and the front the
+improvement is measured from is the GPs' posterior means at the COMPLETE trials, not their noisy
+values (a lucky seed does not raise the bar; the plug-in form of Daulton et al. 2021's noisy EHVI).
+
+Used when `applies`: two objectives, no constraints (ParEGO's constrained q-logEI handles those),
+and enough COMPLETE trials for a front; otherwise the sampler scalarises (ParEGO), which also
+learns from early-stopped trials before any has finished. With three or more objectives ParEGO
+ranked first (DTLZ2) and the box decomposition EHVI needs grows with the front.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from optuna.samplers._gp.sampler import _standardize_values  # Optuna's own, as its GP expects
+from optuna.study import Study, StudyDirection
+from optuna.study._multi_objective import _is_pareto_front
+from optuna.trial import FrozenTrial, TrialState
+
+from tuner.samplers.constraints import constraint_matrix
+
+N_OBJECTIVES = 2  # the studies EHVI is used for (module docstring)
+N_WARM_STARTS = 5  # front points the acquisition optimiser starts from, as Optuna's GPSampler
+
+
+def applies(n_objectives: int, trials: Sequence[FrozenTrial], enough: int) -> bool:
+    """Whether a suggestion in a study with `n_objectives` uses EHVI: two objectives, no trial with
+    constraints, and at least `enough` (the sampler's `n_startup_trials`) COMPLETE trials."""
+    complete = [t for t in trials if t.state == TrialState.COMPLETE and t.values is not None]
+    return (
+        n_objectives == N_OBJECTIVES and len(complete) >= max(enough, 1) and constraint_matrix(trials) is None
+    )
+
+
+def signs(study: Study) -> np.ndarray:
+    """+1 for a minimised objective, -1 for a maximised one: sign times value is minimised."""
+    return np.array([1.0 if d == StudyDirection.MINIMIZE else -1.0 for d in study.directions])
+
+
+def first_objective(trials: Sequence[FrozenTrial]) -> list[FrozenTrial]:
+    """Copies of `trials` with the first objective as their one value (COMPLETE ones; the others
+    keep none), so the sampler's fidelity model reads them as a one-objective study's: rnntune's
+    curves are of the first objective, `val_loss`."""
+    out = []
+    for t in trials:
+        proxy = copy.copy(t)  # the stored trial keeps its values: only the copy's are replaced
+        proxy.values = [t.values[0]] if t.state == TrialState.COMPLETE and t.values is not None else None
+        out.append(proxy)
+    return out
+
+
+def measured(
+    trials: Sequence[FrozenTrial], names: Sequence[str], index: int
+) -> list[tuple[FrozenTrial, float]]:
+    """The trials that know objective `index` and its value: a COMPLETE trial's values, another
+    trial's user attr named `names[index]` when the study names its metrics."""
+    out = []
+    for t in trials:
+        if t.state == TrialState.COMPLETE and t.values is not None:
+            out.append((t, float(t.values[index])))
+            continue
+        value = t.user_attrs.get(names[index]) if len(names) > index else None
+        if isinstance(value, int | float) and not isinstance(value, bool) and np.isfinite(value):
+            out.append((t, float(value)))
+    return out
+
+
+def targets(values: Sequence[float], sign: float) -> np.ndarray:
+    """Standardized GP targets, larger is better (as Optuna's GP fits them), of one objective's
+    `values`. Not warped: the other objectives are measures of the configuration (size, speed,
+    memory), smooth and without the diverged runs the sampler's warping of the loss is for."""
+    return _standardize_values(-sign * np.asarray(values, dtype=float).reshape(-1, 1))[0][:, 0]
+
+
+def front_means(gprs: Sequence[Any], x: np.ndarray) -> Any:
+    """The GPs' posterior means at the normalised points `x` (the COMPLETE trials, at the full
+    length when the step is an input), one column per objective: the denoised front."""
+    import torch
+
+    points = torch.from_numpy(x)
+    with torch.no_grad():
+        return torch.stack([g.posterior(points)[0] for g in gprs], -1).double()
+
+
+def acquisition(
+    gprs: Sequence[Any], space: Any, front: Any, pending: np.ndarray | None, n_qmc: int, seed: int
+) -> Any:
+    """Optuna's logEHVI over the GPs, q-logEHVI over the `pending` (RUNNING) points when there are
+    some, measured from `front` (larger is better in every column)."""
+    import optuna._gp.acqf as acqf_module  # Optuna 5.0's GP internals (check_optuna_internals)
+
+    common: dict[str, Any] = {
+        "gpr_list": list(gprs),
+        "search_space": space,
+        "Y_train": front,
+        "n_qmc_samples": n_qmc,
+        "qmc_seed": seed,
+    }
+    if pending is None:
+        return acqf_module.LogEHVI(**common)
+    return acqf_module.qLogEHVI(normalized_params_of_running_trials=pending, **common)
+
+
+def warm_starts(x: np.ndarray, front: Any, rng: np.random.RandomState) -> np.ndarray:
+    """Up to `N_WARM_STARTS` of the points `x` on the non-dominated front of `front`, drawn at
+    random: where the acquisition optimiser starts its local searches."""
+    on_front = x[_is_pareto_front(-front.numpy(), assume_unique_lexsorted=False)]
+    chosen = rng.choice(len(on_front), size=min(N_WARM_STARTS, len(on_front)), replace=False)
+    return on_front[chosen]
