@@ -117,10 +117,10 @@ class GPSampler(BaseSampler):
         if not search_space:
             return {}
         stored = trials = study.get_trials(deepcopy=False, states=STATES)
-        several = ehvi.applies(len(study.directions), trials, self._n_startup_trials)
+        use_ehvi = ehvi.applies(len(study.directions), trials, self._n_startup_trials)
         if len(study.directions) == 1:
             sign = 1.0 if study.direction == StudyDirection.MINIMIZE else -1.0
-        elif several:
+        elif use_ehvi:
             # Two objectives and a front to improve: the first objective's GP is fitted as in a
             # one-objective study (fidelity model included), the other's beside it (`ehvi`).
             trials, sign = ehvi.first_objective(trials), float(ehvi.signs(study)[0])
@@ -150,7 +150,7 @@ class GPSampler(BaseSampler):
 
         with torch.device("cpu"):  # as Optuna: a global default device (cuda) must not leak in
             cost = self.cost_model(candidates, inputs) if self._cost is not None else None
-            if several:
+            if use_ehvi:
                 known = [t for t in stored if t.params.keys() & search_space.keys()]
                 return self._suggest_ehvi(study, known, inputs, cost)
             return self._suggest(inputs, cost)
