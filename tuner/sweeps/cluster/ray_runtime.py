@@ -106,7 +106,9 @@ def start_ray(address: str | None, num_cpus: int | None, verbose: bool) -> bool:
         if not any(os.environ.get(k) for k in ("RAY_AUTH_MODE", "RAY_AUTH_TOKEN", "RAY_AUTH_TOKEN_PATH")):
             os.environ["RAY_AUTH_TOKEN"] = _embedded_token()
         try:
-            ray.init(num_cpus=num_cpus, include_dashboard=False, **common)
+            # "local": a cluster of our own. Without it, Ray joins the last cluster recorded in its
+            # temp dir (`ray start`, or any `ray.cluster_utils.Cluster`) and then refuses num_cpus.
+            ray.init(address="local", num_cpus=num_cpus, include_dashboard=False, **common)
         except Exception as err:
             raise RayStartError(f"could not start an embedded Ray cluster: {err}") from None
         return True

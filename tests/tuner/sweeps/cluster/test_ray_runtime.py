@@ -6,6 +6,9 @@ The cluster runs in a child process: this test process may hold the session's em
 
 from __future__ import annotations
 
+import shutil
+import tempfile
+
 import pytest
 
 from tests.child import fresh_env, run_child
@@ -61,3 +64,31 @@ def test_two_sweeps_in_one_process_each_start_an_embedded_cluster_with_token_aut
     second embedded cluster must be started with the same one (it failed with InvalidAuthToken)."""
     env = {k: v for k, v in fresh_env().items() if k != "RAY_AUTH_MODE"}  # the default: token auth
     assert run_child(TWO_SWEEPS, env=env, timeout=300) == ["finished", "finished"]
+
+
+RECORDED_CLUSTER = """
+import json, os, ray
+from tuner.sweeps.cluster.ray_runtime import start_ray
+
+ray_dir = os.path.join(os.environ["RAY_TMPDIR"], "ray")
+os.makedirs(ray_dir)
+with open(os.path.join(ray_dir, "ray_current_cluster"), "w") as f:
+    f.write("127.0.0.1:9")  # what `ray start` or a ray.cluster_utils.Cluster leaves behind
+started = start_ray(None, num_cpus=1, verbose=False)
+out = {"started": started, "cpus": ray.cluster_resources().get("CPU")}
+ray.shutdown()
+print("RESULT " + json.dumps(out))
+"""
+
+
+@pytest.mark.slow
+def test_the_embedded_cluster_ignores_a_cluster_recorded_in_rays_temp_dir():
+    """Another cluster on the machine (a test's `Cluster`, a user's `ray start`) must not be joined:
+    the embedded sweep starts its own, with the CPUs it asked for (it failed with "When connecting
+    to an existing cluster, num_cpus and num_gpus must not be provided")."""
+    short = tempfile.mkdtemp(prefix="rt", dir="/tmp")  # Ray's socket paths: at most 107 bytes
+    try:
+        out = run_child(RECORDED_CLUSTER, env=fresh_env(RAY_TMPDIR=short), timeout=300)
+    finally:
+        shutil.rmtree(short, ignore_errors=True)
+    assert out == {"started": True, "cpus": 1.0}
