@@ -25,7 +25,7 @@ throughput as the second objective as a sweep records it, and budgets in full tr
 training steps, so a sampler that learns from early-stopped trials can show it.
 
     nice -n 10 .venv/bin/python -m bench.multi_objective --jobs 2 --results runs/bench/mo.jsonl
-    nice -n 10 .venv/bin/python -m bench.multi_objective --early-stopping --seeds 20 --jobs 2 \
+    nice -n 10 .venv/bin/python -m bench.multi_objective --early-stopping --seeds 40 --jobs 2 \
         --results runs/bench/mo_es.jsonl
     .venv/bin/python -m bench.multi_objective --quick            # ~15 s smoke run
     .venv/bin/python -m bench.multi_objective --results runs/bench/mo.jsonl --report-only
