@@ -231,9 +231,10 @@ class _SeveralObjectives:
         return _Trial(self.study.ask())
 
     def tell(self, trial: _Trial, value: float | None = None, state: Any = None) -> None:
-        if state is not None or value is None or trial.measured is None:
+        if state is not None:
             self.study.tell(trial.trial, state=state)
             return
+        assert value is not None and trial.measured is not None, "replay tells a value or a state"
         self.study.tell(trial.trial, [value, trial.measured])
         self.true.append(self.prob.true(trial.trial.params))
 

@@ -24,11 +24,8 @@ from typing import Any
 
 import numpy as np
 from optuna.samplers._gp.sampler import _standardize_values  # Optuna's own, as its GP expects
-from optuna.study import Study, StudyDirection
 from optuna.study._multi_objective import _is_pareto_front
 from optuna.trial import FrozenTrial, TrialState
-
-from tuner.samplers.constraints import constraint_matrix
 
 N_OBJECTIVES = 2  # the studies EHVI is used for (module docstring)
 N_WARM_STARTS = 5  # front points the acquisition optimiser starts from, as Optuna's GPSampler
@@ -37,15 +34,10 @@ N_WARM_STARTS = 5  # front points the acquisition optimiser starts from, as Optu
 def applies(n_objectives: int, trials: Sequence[FrozenTrial], enough: int) -> bool:
     """Whether a suggestion in a study with `n_objectives` uses EHVI: two objectives, no trial with
     constraints, and at least `enough` (the sampler's `n_startup_trials`) COMPLETE trials."""
-    complete = [t for t in trials if t.state == TrialState.COMPLETE and t.values is not None]
-    return (
-        n_objectives == N_OBJECTIVES and len(complete) >= max(enough, 1) and constraint_matrix(trials) is None
-    )
-
-
-def signs(study: Study) -> np.ndarray:
-    """+1 for a minimised objective, -1 for a maximised one: sign times value is minimised."""
-    return np.array([1.0 if d == StudyDirection.MINIMIZE else -1.0 for d in study.directions])
+    if n_objectives != N_OBJECTIVES or any(t.constraints for t in trials):
+        return False
+    complete = sum(t.state == TrialState.COMPLETE and t.values is not None for t in trials)
+    return complete >= max(enough, 1)
 
 
 def first_objective(trials: Sequence[FrozenTrial]) -> list[FrozenTrial]:

@@ -39,7 +39,7 @@ from tuner.samplers import prior_trials as priors
 from tuner.samplers.constraints import constraint_models, feasible
 from tuner.samplers.cost import CostAware, LogCost, costed_trials, fit_log_cost
 from tuner.samplers.fit_inputs import FitInputs, fit_inputs
-from tuner.samplers.observations import FidelityModel, Observations, complete_only
+from tuner.samplers.observations import FidelityModel, Observations, complete_only, signs
 from tuner.samplers.subset import Subset
 from tuner.samplers.union_space import STATES, study_search_space, union_search_space
 from tuner.samplers.warping import HalfRank, Warping
@@ -123,7 +123,7 @@ class GPSampler(BaseSampler):
         elif use_ehvi:
             # Two objectives and a front to improve: the first objective's GP is fitted as in a
             # one-objective study (fidelity model included), the other's beside it (`ehvi`).
-            trials, sign = ehvi.first_objective(trials), float(ehvi.signs(study)[0])
+            trials, sign = ehvi.first_objective(trials), float(signs(study)[0])
         else:
             # Otherwise one random Chebyshev scalarisation per suggestion (ParEGO), so the fidelity
             # model, the warping and q-logEI work on one value to be minimised. Hand-written: it
@@ -214,7 +214,7 @@ class GPSampler(BaseSampler):
     ) -> dict[str, Any]:
         """Two objectives (`tuner.samplers.ehvi`): the first objective's GP on `inputs`, a GP per
         other objective on the `trials` that recorded it, (q-)logEHVI from their denoised front."""
-        space, objective_signs = inputs.gp_space, ehvi.signs(study)
+        space, objective_signs = inputs.gp_space, signs(study)
         names = list(study.metric_names or [])
         gprs = [self._fit(inputs.x, inputs.standardized, space)]
         for index in range(1, len(objective_signs)):

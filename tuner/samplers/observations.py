@@ -15,7 +15,7 @@ import abc
 from dataclasses import dataclass
 
 import numpy as np
-from optuna.study import Study
+from optuna.study import Study, StudyDirection
 from optuna.trial import FrozenTrial, TrialState
 
 from tuner.samplers.warping import Warping
@@ -56,3 +56,9 @@ def complete_only(trials: list[FrozenTrial], sign: float, warp: Warping) -> Obse
     complete = [t for t in trials if t.state == TrialState.COMPLETE and t.value is not None]
     values = np.array([sign * t.value for t in complete if t.value is not None], dtype=float)
     return Observations(complete, warp(values))
+
+
+def signs(study: Study) -> np.ndarray:
+    """+1 for each minimised objective of `study`, -1 for a maximised one: sign times value is
+    minimised."""
+    return np.array([1.0 if d == StudyDirection.MINIMIZE else -1.0 for d in study.directions])

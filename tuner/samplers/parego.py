@@ -26,8 +26,10 @@ import copy
 from collections.abc import Sequence
 
 import numpy as np
-from optuna.study import Study, StudyDirection
+from optuna.study import Study
 from optuna.trial import FrozenTrial, TrialState
+
+from tuner.samplers.observations import signs as minimised_signs
 
 RHO = 0.05  # Knowles 2006's augmentation of the Chebyshev scalarisation
 
@@ -42,7 +44,7 @@ def scalarised(study: Study, trials: Sequence[FrozenTrial], lam: np.ndarray) -> 
     """Copies of `trials` with one value to be minimised: the Chebyshev scalarisation under `lam`
     of their objectives (normalised over the trials), also at each intermediate step. PRUNED trials
     without their objectives are left out; RUNNING ones keep no values (pending)."""
-    signs = np.array([1.0 if d == StudyDirection.MINIMIZE else -1.0 for d in study.directions])
+    signs = minimised_signs(study)
     names = list(study.metric_names or [])
     found = {t.number: v for t in trials if (v := _vector(t, names, signs)) is not None}
     vectors = {n: v for n, (v, _) in found.items()}
