@@ -78,7 +78,8 @@ from bench.multifidelity import (
     replay,
     surrogate,
 )
-from tuner.policies.early_stopping import ASHA_SCHEDULERS, DEFAULT_SCHEDULER, EarlyStopping
+from tuner.policies.early_stopping import EarlyStopping
+from tuner.policies.kinds import DEFAULT_SCHEDULER, RANK_SCHEDULERS
 from tuner.samplers import make_sampler
 from tuner.samplers.cost import COST_ATTR  # the attribute a sweep sets
 from tuner.storage import study_attrs
@@ -444,7 +445,7 @@ def main() -> None:
     ap.add_argument("--methods", nargs="*", choices=list(METHODS), help="default: both")
     ap.add_argument(
         "--scheduler",
-        choices=ASHA_SCHEDULERS,
+        choices=RANK_SCHEDULERS,
         default=DEFAULT_SCHEDULER,
         help=f"early stopping (default {DEFAULT_SCHEDULER}, the sweeps' default)",
     )

@@ -46,7 +46,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from tuner.policies.early_stopping import DEFAULT_SCHEDULER, SCHEDULERS
+from tuner.policies.kinds import DEFAULT_SCHEDULER, SCHEDULERS
 from tuner.samplers import DEFAULT_SAMPLER
 from tuner.sweeps.trial.lifecycle import FINAL
 

@@ -34,7 +34,7 @@ ENV_EXAMPLE = ROOT / ".env.example"
 DOCKERFILE = ROOT / "docker" / "Dockerfile"
 ENTRYPOINT = ROOT / "docker" / "entrypoint"
 MAKE_ENV = ROOT / "docker" / "make-env"
-SERVICES = {"postgres", "ray-head", "ray-worker", "api", "sweep"}
+SERVICES = {"postgres", "studies-owner", "ray-head", "ray-worker", "api", "sweep"}
 RAY_NODES = ("ray-head", "ray-worker", "api")  # every container running a Ray node
 SECRETS = ("POSTGRES_PASSWORD", "RAY_AUTH_TOKEN", "RNNTUNE_API_TOKEN", "RNNTUNE_API_READ_TOKEN")
 # A variable reference in the compose file (to find which settings it uses; Compose interpolates).
@@ -144,18 +144,25 @@ def test_ray_services_topology(config: dict) -> None:
         "ray-worker must scale (--scale ray-worker=N)"
     )
     assert worker["command"] == ["worker"] and services["ray-head"]["command"] == ["head"]
-    assert depends(worker) == {"ray-head": "service_healthy"}
+    assert depends(worker) == {
+        "ray-head": "service_healthy",
+        "studies-owner": "service_completed_successfully",
+    }
     assert (
         environment(worker)["RAY_ADDRESS"] == environment(services["api"])["RAY_ADDRESS"] == "ray-head:6379"
     )
-    assert "healthcheck" in services["ray-head"]
+    assert services["ray-head"]["healthcheck"] == worker["healthcheck"], "every Ray node checks the same"
     for name in ("ray-head", "ray-worker"):
         assert "ports" not in services[name], f"{name}: Ray ports must not be published"
 
 
 def test_api_waits_for_a_healthy_database_and_head(config: dict) -> None:
     api = config["services"]["api"]
-    assert depends(api) == {"postgres": "service_healthy", "ray-head": "service_healthy"}
+    assert depends(api) == {
+        "postgres": "service_healthy",
+        "ray-head": "service_healthy",
+        "studies-owner": "service_completed_successfully",
+    }
     assert "healthcheck" in api
     ports = api["ports"]
     assert len(ports) == 1
@@ -192,6 +199,21 @@ def test_every_ray_node_has_a_large_shm_and_the_shared_checkpoint_volume(config:
     # The API serves checkpoints from the volume the trials write to.
     mount = next(iter(targets["api"])).split(":")[1]
     assert environment(config["services"]["api"])["RNNTUNE_STORAGE"] == mount
+
+
+def test_the_checkpoint_volume_root_is_handed_to_the_image_user_before_any_node_starts(config: dict) -> None:
+    owner = config["services"]["studies-owner"]
+    assert owner["command"] == ["own", "/data/studies"] and owner["user"] == "0:0"
+    assert owner.get("restart") == "no" and "environment" not in owner and "ports" not in owner
+    mounts = [v if isinstance(v, str) else f"{v['source']}:{v['target']}" for v in owner["volumes"]]
+    assert [m.removesuffix(":rw") for m in mounts] == ["studies:/data/studies"]
+    for name, service in config["services"].items():
+        uses = any(
+            (v if isinstance(v, str) else v["source"]).startswith("studies")
+            for v in service.get("volumes", [])
+        )
+        if uses and name != "studies-owner":
+            assert depends(service)["studies-owner"] == "service_completed_successfully", name
 
 
 def test_one_image_built_from_docker_dockerfile(config: dict) -> None:
@@ -419,6 +441,94 @@ def ip_of(container: str) -> str:
     ).stdout.strip()
 
 
+def root_owned_volume(compose: Compose, base_image: str) -> None:
+    """The project's `studies` volume made before `up` as a fresh file system of a storage driver
+    leaves it (what fsGroup-skipping ReadWriteMany drivers hand a pod): root's, mode 0755, holding
+    lost+found. Not empty, so Docker does not copy the image's /data/studies (and its owner) into it."""
+    name = f"{compose.project}_studies"
+    labels = {"com.docker.compose.project": compose.project, "com.docker.compose.volume": "studies"}
+    label_args = [arg for key, value in labels.items() for arg in ("--label", f"{key}={value}")]
+    subprocess.run(["docker", "volume", "create", *label_args, name], check=True, capture_output=True)
+    made = subprocess.run(
+        ["docker", "run", "--rm", "--user", "0:0", "-v", f"{name}:/v", "--entrypoint", "sh", base_image, "-c",
+         "mkdir /v/lost+found && chmod 0700 /v/lost+found && chown 0:0 /v && chmod 0755 /v && stat -c '%u:%g %a' /v"],
+        check=True, capture_output=True, text=True,
+    )  # fmt: skip
+    assert made.stdout.strip() == "0:0 755", made.stdout
+
+
+# What docker exec adds to a probe's own time (a kubelet's exec has its own overhead too).
+EXEC_OVERHEAD_S = 5
+
+
+def send_probe(container: str, probe: dict) -> tuple[bool, str]:
+    """One probe as the kubelet sends it: its command exec'd in the container, or its HTTP GET of the
+    container's address from inside the container's network; success is exit 0 (HTTP 200-399)
+    within timeoutSeconds."""
+    limit = int(probe["timeoutSeconds"])
+    if "exec" in probe:
+        command = list(probe["exec"]["command"])
+    else:
+        get = probe["httpGet"]
+        url = f"http://{ip_of(container)}:{get['port']}{get['path']}"
+        check = f"import sys, urllib.request; sys.exit(urllib.request.urlopen({url!r}, timeout={limit}).status >= 400)"
+        command = ["python", "-c", check]
+    started = time.monotonic()
+    try:
+        done = subprocess.run(
+            ["docker", "exec", container, *command],
+            capture_output=True,
+            text=True,
+            timeout=limit + EXEC_OVERHEAD_S,
+        )
+    except subprocess.TimeoutExpired:
+        return False, f"{command}: no answer within {limit} s"
+    took = time.monotonic() - started
+    return (
+        done.returncode == 0,
+        f"{command}: exit {done.returncode} in {took:.1f} s: {done.stdout}{done.stderr}",
+    )
+
+
+def assert_kuberays_probes_pass(compose: Compose, env: dict[str, str]) -> None:
+    """The probes KubeRay v1.7.0 leaves on the rendered head and CPU worker (its injection rule,
+    tests/tuner/deploy/kuberay_probes.py, applied to the manifests of this .env) succeed on the
+    running head and worker of the same image."""
+    from tests.tuner.deploy.kuberay_probes import ray_containers, with_probes
+    from tuner.deploy.render import manifests
+
+    (cluster,) = [o for o in manifests(env, {}) if o["kind"] == "RayCluster"]
+    effective = ray_containers(cluster)
+    # Without probes of our own, KubeRay's default would probe the dashboard agent, which this
+    # image does not run: the hazard our probes avoid, seen on the running worker.
+    default = with_probes({"name": "ray-worker"}, False, cluster["spec"]["rayVersion"], {})
+    ok, detail = send_probe(compose.containers("ray-worker")[0], default["livenessProbe"])
+    assert "httpGet" in default["livenessProbe"] and not ok, detail
+    for group, service in (("head", "ray-head"), ("cpu", "ray-worker")):
+        container = compose.containers(service)[0]
+        for kind in ("livenessProbe", "readinessProbe"):
+            results = [send_probe(container, effective[group][kind]) for _ in range(3)]
+            assert all(ok for ok, _ in results), f"{service} {kind}:\n" + "\n".join(r for _, r in results)
+            assert all(": alive" in detail for _, detail in results), results
+        health = subprocess.run(
+            ["docker", "inspect", "-f", "{{.State.Health.Status}}", container], capture_output=True, text=True
+        ).stdout.strip()
+        assert health == "healthy", f"{service}: Docker's health check says {health}"
+
+
+def assert_workers_wrote_to_the_root_owned_volume(compose: Compose, study: str) -> None:
+    """studies-owner handed the volume's root (only the root) to the image's user, and the trials,
+    run on the Ray worker, wrote their checkpoints there as that user."""
+    root = compose("exec", "-T", "ray-worker", "stat", "-c", "%U %a", "/data/studies").strip()
+    assert root == "rnntune 755", root
+    lost = compose("exec", "-T", "ray-worker", "stat", "-c", "%U", "/data/studies/lost+found").strip()
+    assert lost == "root", "only the root is handed over, nothing inside it"
+    written = compose(
+        "exec", "-T", "ray-worker", "find", f"/data/studies/{study}", "-name", "*.pt", "-user", "rnntune"
+    ).split()
+    assert written, f"no checkpoint of {study} on the volume"
+
+
 def remote(
     api: str, *args: str, token: str | None = None, timeout: float = 900
 ) -> subprocess.CompletedProcess:
@@ -470,12 +580,16 @@ def compose_project(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[
 @pytest.mark.slow
 @pytest.mark.exclusive  # its image builds take every core (three times as long beside an end-to-end test)
 def test_compose_up_runs_the_sweep_on_postgres_and_scales_ray_workers(compose_project) -> None:
+    """The whole cluster on a checkpoint volume made root-owned beforehand: the sweep runs, its
+    checkpoints land there, KubeRay's probes of the rendered RayCluster pass on the running nodes,
+    and a second worker takes trials."""
     from trainer import load_checkpoint
 
     compose, env = compose_project
     study, trials = env["RNNTUNE_STUDY"], int(env["RNNTUNE_TRIALS"])
     api = f"http://127.0.0.1:{env['RNNTUNE_API_PORT']}"
 
+    root_owned_volume(compose, env["RNNTUNE_BASE_IMAGE"])
     compose("up", "-d", timeout=900)
     (sweep,) = compose.containers("sweep")
     waited = subprocess.run(["docker", "wait", sweep], capture_output=True, text=True, timeout=1800)
@@ -484,6 +598,8 @@ def test_compose_up_runs_the_sweep_on_postgres_and_scales_ray_workers(compose_pr
         f"the sweep service exited {waited.stdout.strip()}:\n{sweep_log[-3000:]}\n" + compose.logs()
     )
     assert f"{study} finished" in sweep_log
+    assert_workers_wrote_to_the_root_owned_volume(compose, study)
+    assert_kuberays_probes_pass(compose, env)
 
     # The trials are in PostgreSQL.
     states = dict(

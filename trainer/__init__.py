@@ -7,8 +7,9 @@ The trainer never imports the tuner, Ray or Optuna: `train(config, report)` is a
 * `cells/`: the recurrent cells; `model`: the language model; `mos`: its output layer's scores
   and the Mixture of Softmaxes.
 * `objective`, `optim`, `averaging`, `divergence`, `loop`: training; `checkpoint`: checkpoints.
-* `evaluate`, `dyneval`, `figures`, `result`: evaluation and what a run ends with; `measures`: the
-  model's size (before training) and the run's peak memory.
+* `evaluate`, `temperature`, `dyneval`, `figures`, `result`: evaluation and what a run ends with;
+  `measures`: the model's size (before training) and the run's peak memory.
+* `init`: lamb's initial weights and the forget-gate bias; `order`: lamb's training data order.
 """
 
 from .checkpoint import load_checkpoint, saved_header
@@ -16,7 +17,7 @@ from .config import MUTABLE_SETTINGS, ConfigError, ScheduleChange, TrainConfig, 
 from .data import DataError
 from .loop import Trainer, train
 from .measures import model_size
-from .result import TrainingDiverged, TrainResult
+from .result import TrainingDiverged, TrainingInfeasible, TrainResult
 
 __all__ = [
     "MUTABLE_SETTINGS",
@@ -27,6 +28,7 @@ __all__ = [
     "TrainResult",
     "Trainer",
     "TrainingDiverged",
+    "TrainingInfeasible",
     "load_checkpoint",
     "load_config",
     "make_config",

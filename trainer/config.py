@@ -30,6 +30,8 @@ Optimizer = Literal["radam", "adam"]
 Averaging = Literal["2ta", "switch", "none"]
 MultiplicativeForm = Literal["default", "corrected", "printed"]
 InputEncoding = Literal["embedding", "one_hot"]
+# The cells whose bias holds a forget gate b_f (blocks i, j, f, o): what `forget_bias` sets.
+FORGET_GATE_CELLS = ("lstm", "mogrifier_lstm", "rlstm")
 # The spelling older configs and checkpoints use for Adam with beta1 = 0; read as optimizer: adam.
 LEGACY_ADAM_BETA1_0 = "adam_beta1_0"
 
@@ -236,6 +238,13 @@ class TrainConfig(BaseModel):
         "many times, then fail (Circling Back §5 / thesis §4.4); 0: fail at once (the Mogrifier "
         "paper has no restart)",
     )
+    divergence: Literal["restore", "lamb"] = Field(
+        "restore",
+        description="restore (a non-finite loss or gradient, or a window's mean loss above twice a uniform "
+        "prediction's, restores the best checkpoint: divergence_restores) or lamb (a non-finite gradient or "
+        "validation loss ends the run as infeasible, TrainingInfeasible, with no value; a finite loss "
+        "explosion trains on: lamb/main.py, lamb/monitoring.py)",
+    )
     eval_every: int = Field(100, ge=1, le=MAX_STEPS, description="E: evaluate (and 2TA-adapt) every E steps")
     eval_batch_size: int = Field(16, ge=1, le=65536)
     max_eval_tokens: int | None = Field(
@@ -245,6 +254,14 @@ class TrainConfig(BaseModel):
         description="cap on validation tokens per evaluation (None: the whole split)",
     )
     dyneval: bool = Field(False, description="also report dynamic evaluation at the end (§4.5)")
+    dyneval_stats_batches: int | None = Field(
+        None,
+        gt=0,
+        le=MAX_STEPS,
+        description="dynamic evaluation's mean squared gradients over at most this many windows of the "
+        "training split (lamb/experiment/mogrifier/tune_dyneval.sh: max_training_eval_batches=500); "
+        "None: one whole pass (thesis App. 2.A)",
+    )
     mc_dropout_samples: int = Field(
         0,
         ge=0,
@@ -264,6 +281,39 @@ class TrainConfig(BaseModel):
         le=100.0,
         description="softmax temperature of the end-of-run test figures; None: chosen on validation "
         "(thesis §4.6); 1: none, as Maupomé & Meurs (§5) evaluate",
+    )
+    val_temperature_search: bool = Field(
+        False,
+        description="search the softmax temperature at every evaluation, as every lamb tuning configuration "
+        "does (eval_softmax_temperature -0.8: logit multipliers 1.06 down to 0.8 on the first 50,000 "
+        "validation tokens in batch_size streams, lamb/evaluation.py evaluate_all; trainer/temperature.py), "
+        "and report val_loss at that temperature; it then also picks the test figures' temperature; "
+        "off: validation at temperature 1 (docs/trainer.md)",
+    )
+    init: Literal["rnntune", "lamb"] = Field(
+        "rnntune",
+        description="rnntune (cell weights U(±1/sqrt(in + n)), biases 0, embeddings U(±0.1)) or lamb (every "
+        "matrix truncated normal with std 1/sqrt(its fan-in), biases too, the down-projection orthogonal: "
+        "lamb/utils.py variance_scaling_initializer, lamb/cell.py, lamb/lm.py; trainer/init.py)",
+    )
+    forget_bias: float = Field(
+        0.0,
+        ge=-100.0,
+        le=100.0,
+        description="the forget-gate bias's initial value (init rnntune) or mean (init lamb) in the LSTM "
+        "family (lamb/cell.py B_f, 1.0 in every published lamb config); not with chrono_init",
+    )
+    test_streams: Literal["batched", "one"] = Field(
+        "batched",
+        description="test figures read the test split in eval_batch_size streams, each from a zero state "
+        "(batched), or as one continuous stream (one), as lamb's final test does "
+        "(experiment/test.sh: min_non_episodic_eval_examples_per_stripe=500000)",
+    )
+    data_order: Literal["fixed", "lamb"] = Field(
+        "fixed",
+        description="fixed (batch_size streams at fixed offsets, the state reset at each epoch) or lamb (each "
+        "epoch starts the streams at a random offset, each with up to ±100 lines of jitter, the state "
+        "carried on: lamb/corpus.py equidistant_iterators; trainer/order.py)",
     )
     reverse_copy_length: int = Field(
         50, ge=1, le=100000, description="reverse copy: tokens per sequence (Mogrifier paper §4.3: 50-200)"
@@ -338,6 +388,13 @@ class TrainConfig(BaseModel):
             raise ValueError(
                 "mogrifier_kernel fused runs on the compiled and graphed CUDA paths; with cuda_path eager it "
                 "would never run: set cuda_path auto or graphs, or mogrifier_kernel torch"
+            )
+        if self.forget_bias != 0.0 and self.chrono_init:
+            raise ValueError("forget_bias and chrono_init both set the forget-gate bias: use one")
+        if self.forget_bias != 0.0 and self.cell not in FORGET_GATE_CELLS:
+            raise ValueError(
+                f"forget_bias applies to the cells with a forget gate ({', '.join(FORGET_GATE_CELLS)}), "
+                f"not {self.cell!r}"
             )
         if self.dataset not in ("builtin", "reverse_copy") and self.data_dir is None:
             raise ValueError(f"dataset {self.dataset!r} needs data_dir (the folder with its files)")

@@ -31,8 +31,10 @@ WINDOW = 16
 class Watch:
     """The divergence checks of one run, accumulated on the run's device and read once a window."""
 
-    def __init__(self, vocab_size: int, device: torch.device) -> None:
-        self.explosion = EXPLOSION_FACTOR * math.log(max(2, vocab_size))
+    def __init__(self, vocab_size: int, device: torch.device, explosions: bool = True) -> None:
+        """`explosions=False` reports only non-finite values: a finite loss explosion trains on, as
+        lamb does (`divergence: lamb`; lamb/main.py fails a trial only on a non-finite norm)."""
+        self.explosion = EXPLOSION_FACTOR * math.log(max(2, vocab_size)) if explosions else math.inf
         self.every = WINDOW
         # CPU: the loop also checks each step's loss and gradient norm for non-finite values at once.
         self.immediate = device.type != "cuda"

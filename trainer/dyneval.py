@@ -8,8 +8,10 @@ dynamic evaluation follows:
   `max_time_steps`. After scoring a window, every weight takes one step on its loss:
   θ ← θ − η·g/(RMS + ε) + λ_i·(θ₀ − θ), with RMS = √MS.
 * MS, the mean squared gradient, is estimated over the training data at batch size 1024
-  (App. 2.A), one pass over it; a training split too short for 1024 streams of one window each
-  uses the most streams it has (`stats_batch_size`).
+  (App. 2.A), one pass over it, or its first `dyneval_stats_batches` windows (lamb's
+  tune_dyneval.sh: max_training_eval_batches=500, the training evaluation of lamb/evaluation.py
+  `evaluate_all` that adds the squared gradients); a training split too short for 1024 streams of
+  one window each uses the most streams it has (`stats_batch_size`).
 * The decay is Krause's RMS decay: λ_i = min(λ · RMS_i / mean(RMS), 1), the global rate scaled per
   weight by its RMS gradient relative to the mean over all weights, capped at 1 (no overshoot
   past θ₀).
@@ -38,9 +40,9 @@ from torch import Tensor
 
 from .config import TrainConfig
 from .data import batchify
-from .evaluate import evaluate
 from .model import LanguageModel, detach_state
 from .objective import token_log_likelihood
+from .temperature import TEMPERATURE_TOKENS, search_temperature
 
 # The dynamic-evaluation settings (thesis Table 2.6, Mogrifier paper App. A): what tuning dynamic
 # evaluation on a trained model varies; every other setting is the model's.
@@ -49,14 +51,9 @@ SETTINGS = ("max_time_steps", "dyneval_learning_rate", "dyneval_decay_rate", "dy
 STATS_BATCH_SIZE = 1024
 # Batch size of the evaluated stream (lamb, Krause et al. 2018).
 EVAL_BATCH_SIZE = 1
-# The temperature search of lamb's experiment/mogrifier/tune_dyneval.sh: validation tokens read,
-# streams they are read in, and the logit multipliers 1.06, 1.04, … tried down to 0.8
-# (eval_softmax_temperature=-0.8; lamb/evaluation.py: 1.06 - 0.02 i while not below 0.8).
-TEMPERATURE_TOKENS = 50_000
+# The temperature search of lamb's experiment/mogrifier/tune_dyneval.sh runs in batch_size=1024
+# streams (trainer/temperature.py: lamb/evaluation.py's search over LOGIT_MULTIPLIERS).
 TEMPERATURE_BATCH_SIZE = 1024
-LOGIT_MULTIPLIERS = tuple(round(1.06 - 0.02 * i, 2) for i in range(14))  # 1.06 … 0.80
-# lamb/evaluation.py stops the search when the best multiplier is two or more candidates back.
-TEMPERATURE_PATIENCE = 2
 
 _FOREACH = (
     "_foreach_sub",
@@ -104,6 +101,8 @@ def gradient_statistics(model: LanguageModel, train_ids: Tensor, cfg: TrainConfi
     windows = 0
     try:
         for start in range(0, n - 1, steps):
+            if windows == cfg.dyneval_stats_batches:  # lamb: max_training_eval_batches
+                break
             end = min(start + steps, n - 1)
             log_probs, state = model(data[start:end], state)
             loss = -token_log_likelihood(log_probs, data[start + 1 : end + 1]).sum(0).mean()
@@ -138,20 +137,10 @@ def estimate_temperature(model: LanguageModel, valid_ids: Tensor, cfg: TrainConf
     tune_dyneval.sh search picks: static evaluation (dropout off, no adaptation) of the first
     TEMPERATURE_TOKENS validation tokens in up to TEMPERATURE_BATCH_SIZE streams and windows of
     `max_time_steps`, multipliers tried in LOGIT_MULTIPLIERS' order until the best lies
-    TEMPERATURE_PATIENCE candidates back (lamb/evaluation.py `evaluate_all`)."""
-    window = cfg.max_time_steps
-    batch = max(1, min(TEMPERATURE_BATCH_SIZE, valid_ids.numel() // (window + 1)))
-    windows = max(1, TEMPERATURE_TOKENS // batch // window)
-    data = batchify(valid_ids, batch)[: windows * window + 1]
-    temperatures = [1.0 / m for m in LOGIT_MULTIPLIERS]
-    losses = evaluate(model, data, window, temperatures)  # one pass scores every candidate
-    best = 0
-    for i, loss in enumerate(losses):
-        if best + TEMPERATURE_PATIENCE < i:
-            break  # lamb evaluates candidates one by one and stops here: later ones are never seen
-        if loss < losses[best]:
-            best = i
-    return temperatures[best]
+    TEMPERATURE_PATIENCE candidates back (lamb/evaluation.py `evaluate_all`; trainer/temperature.py)."""
+    return search_temperature(
+        model, valid_ids, TEMPERATURE_BATCH_SIZE, cfg.max_time_steps, TEMPERATURE_TOKENS
+    )[0]
 
 
 def dynamic_evaluate(

@@ -1,7 +1,8 @@
 """The end-of-run figures of the best weights: what `result.json` reports besides the training curve.
 
-Language models: the test loss at the softmax temperature chosen on validation (thesis §4.6) or
-fixed by `eval_temperature` (Maupomé & Meurs tune none), with
+Language models: the test loss at the softmax temperature chosen on validation (thesis §4.6; with
+`val_temperature_search` by lamb's search, trainer/temperature.py) or fixed by `eval_temperature`
+(Maupomé & Meurs tune none), on the test split as the trainer holds it (`test_streams`), with
 `mc_dropout_samples` > 0 the same for Monte Carlo dropout (Mogrifier paper §3.3; its dropout-rate
 scale chosen on validation too unless `mc_dropout_scale` fixes it), and with
 `dyneval` dynamic evaluation (thesis §4.5) at the temperature lamb's tune_dyneval.sh estimates
@@ -18,6 +19,7 @@ from .data import Corpus
 from .dyneval import estimate_temperature, run_dynamic_evaluation
 from .evaluate import TEMPERATURE_GRID, evaluate, mc_evaluate, select_mc, select_temperature
 from .model import LanguageModel, ReverseCopyModel
+from .temperature import search_temperature
 
 
 def test_figures(
@@ -32,7 +34,7 @@ def test_figures(
     assert isinstance(model, LanguageModel)
     # The temperature chosen on validation (thesis §4.6), or the one `eval_temperature` fixes.
     grid = TEMPERATURE_GRID if cfg.eval_temperature is None else (cfg.eval_temperature,)
-    temperature, _ = select_temperature(model, valid, cfg.bptt, grid=grid)
+    temperature = _test_temperature(model, cfg, corpus, valid, grid)
     out = {"temperature": temperature, "test_loss": evaluate(model, test, cfg.bptt, (temperature,))[0]}
     if cfg.mc_dropout_samples > 0:
         samples = cfg.mc_dropout_samples  # rates × scale, both chosen on validation (§3.3)
@@ -49,3 +51,17 @@ def test_figures(
         out["dyneval_val_loss"], out["dyneval_test_loss"] = dyn["valid"], dyn["test"]
         out["dyneval_temperature"] = dyn_temperature
     return out
+
+
+def _test_temperature(
+    model: LanguageModel, cfg: TrainConfig, corpus: Corpus, valid: Tensor, grid: tuple[float, ...]
+) -> float:
+    """The deterministic test figure's temperature: `eval_temperature` when set; else, with
+    `val_temperature_search`, lamb's search (lamb/experiment/test.sh evaluates with the tuning config's
+    eval_softmax_temperature -0.8: the multipliers 1.06 down to 0.80 by 0.02 on the first 50,000
+    validation tokens, lamb/evaluation.py `evaluate_all`; trainer/temperature.py); else the grid's best
+    on the whole validation split (thesis §4.6)."""
+    if cfg.eval_temperature is None and cfg.val_temperature_search:
+        valid_ids = corpus.valid.to(valid.device)
+        return search_temperature(model, valid_ids, cfg.batch_size, cfg.bptt)[0]
+    return select_temperature(model, valid, cfg.bptt, grid=grid)[0]

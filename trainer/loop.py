@@ -32,7 +32,9 @@ from .measures import peak_memory
 from .model import LanguageModel, ReverseCopyModel, build_model, count_parameters, detach_state, drop_states
 from .objective import multi_sample_log_likelihood, repeat_for_samples, training_loss
 from .optim import make_optimizer
-from .result import TrainingDiverged, TrainResult
+from .order import LambOrder, separator_id
+from .result import TrainingDiverged, TrainingInfeasible, TrainResult
+from .temperature import search_temperature
 
 # On divergence the run restores its best checkpoint and multiplies the learning rate by this
 # (Circling Back §5 / thesis §4.4); after `divergence_restores` restores it fails with TrainingDiverged.
@@ -80,9 +82,18 @@ class Trainer:
         else:
             self.train_data = batchify(self.corpus.train, cfg.batch_size).to(self.device)
             self.valid_data = batchify(self.corpus.valid, cfg.eval_batch_size).to(self.device)
-            self.test_data = batchify(self.corpus.test, cfg.eval_batch_size).to(self.device)
+            # lamb's final test reads one stream (experiment/test.sh); rnntune's, eval_batch_size.
+            test_streams = 1 if cfg.test_streams == "one" else cfg.eval_batch_size
+            self.test_data = batchify(self.corpus.test, test_streams).to(self.device)
         self.averaging = make_averaging(cfg)  # 2TA, the Mogrifier paper's switch, or none
+        # data_order lamb: lamb's training streams (trainer/order.py); fixed: train_data's columns.
+        self.order = (
+            LambOrder(self.corpus.train, cfg.batch_size, cfg.seed, separator_id(self.corpus.vocab))
+            if cfg.data_order == "lamb" and not self.copy_task
+            else None
+        )
         self.accuracies: dict[float, float | None] = {}  # this evaluation's accuracy by its loss
+        self.val_temperatures: dict[float, float] = {}  # this evaluation's temperature by its loss
         self.run_dir = Path(cfg.run_dir)
         self.step = 0
         self.resumed_metrics: dict[str, Any] | None = None
@@ -95,7 +106,8 @@ class Trainer:
         self.train_time = 0.0
         self.tokens = 0
         self.state = self.model.zero_state(cfg.batch_size * cfg.dropout_samples)
-        self.watch = Watch(self.corpus.vocab_size, self.device)  # divergence checks (divergence.py)
+        # divergence checks (divergence.py); divergence lamb trains on through finite explosions
+        self.watch = Watch(self.corpus.vocab_size, self.device, explosions=cfg.divergence == "restore")
         self.initial = self._snapshot()
         if (self.run_dir / "last.pt").is_file():
             self._resume(self.run_dir / "last.pt")
@@ -115,6 +127,7 @@ class Trainer:
             "averaging": self.averaging.state_dict(),
             "position": {"step": self.step, "offset": self.position, "epoch": self.epoch},
             "carried_state": [tuple(t.detach().cpu() for t in s) for s in self.state],
+            "data_order": self.order.state_dict() if self.order is not None else None,
             "lr_scale": self.lr_scale,
             "restores": self.restores,
             "best_val_loss": self.best_val_loss,
@@ -148,6 +161,8 @@ class Trainer:
         pos = ckpt["position"]
         self.step, self.position, self.epoch = pos["step"], pos["offset"], pos["epoch"]
         self.state = [tuple(t.to(self.device) for t in s) for s in ckpt["carried_state"]]
+        if self.order is not None:
+            self.order.load_state_dict(ckpt["data_order"])
         self.lr_scale, self.restores = ckpt["lr_scale"], ckpt["restores"]
         self.best_val_loss, self.best_step = ckpt["best_val_loss"], ckpt["best_step"]
         self.train_time, self.tokens = ckpt["train_time"], ckpt["tokens"]
@@ -168,7 +183,11 @@ class Trainer:
     # --- training ------------------------------------------------------------------------------
 
     def _next_window(self) -> tuple[Tensor, Tensor]:
-        """The next BPTT window of the training stream; wrapping around starts a new epoch."""
+        """The next BPTT window of the training stream; wrapping around starts a new epoch (fixed
+        order: the state restarts from zero) or, with lamb's order, each stream goes on unbroken."""
+        if self.order is not None:
+            x, y = self.order.next_window(self.cfg.bptt)
+            return x.to(self.device), y.to(self.device)
         n = self.train_data.shape[0]
         if self.position + 1 >= n:
             self.position, self.epoch = 0, self.epoch + 1
@@ -180,7 +199,14 @@ class Trainer:
         return x, y
 
     def recover(self, reason: str) -> None:
-        """Divergence (thesis §4.4): restore the best checkpoint, learning rate × 0.9."""
+        """Divergence (thesis §4.4): restore the best checkpoint, learning rate × 0.9; with
+        `divergence: lamb` (only non-finite values reach here) the run ends as infeasible."""
+        if self.cfg.divergence == "lamb":
+            raise TrainingInfeasible(
+                f"training produced a non-finite value at step {self.step} ({reason}): infeasible, as "
+                "lamb reports such a trial (divergence: lamb)",
+                step=self.step,
+            )
         self.restores += 1
         limit = self.cfg.divergence_restores
         if self.restores > limit:
@@ -253,7 +279,9 @@ class Trainer:
         return mean
 
     def _validate(self) -> tuple[float, float | None]:
-        """Validation loss (nats/token) of the current weights, and reverse copy's sequence accuracy."""
+        """Validation loss (nats/token) of the current weights, and reverse copy's sequence accuracy.
+        With `val_temperature_search` the loss is at the temperature lamb's search picks for these
+        weights (lamb/evaluation.py `evaluate_all`, trainer/temperature.py), recorded by loss."""
         cfg = self.cfg
         if self.copy_task:
             assert isinstance(self.model, ReverseCopyModel)
@@ -261,7 +289,13 @@ class Trainer:
                 self.model, self.valid_data, cfg.eval_batch_size, cfg.max_eval_tokens
             )
         assert isinstance(self.model, LanguageModel)
-        return evaluate(self.model, self.valid_data, cfg.bptt, max_tokens=cfg.max_eval_tokens)[0], None
+        temperature = 1.0
+        if cfg.val_temperature_search:
+            valid_ids = self.corpus.valid.to(self.device)
+            temperature = search_temperature(self.model, valid_ids, cfg.batch_size, cfg.bptt)[0]
+        loss = evaluate(self.model, self.valid_data, cfg.bptt, (temperature,), cfg.max_eval_tokens)[0]
+        self.val_temperatures[loss] = temperature
+        return loss, None
 
     def _loss_of(self, weights: list[Tensor] | None) -> float:
         def run() -> float:
@@ -279,6 +313,7 @@ class Trainer:
 
     def evaluate_2ta(self) -> Decision:
         self.accuracies.clear()
+        self.val_temperatures.clear()
         return self.averaging.evaluate_and_adapt(self._loss_of, self.step)
 
     @overload
@@ -363,6 +398,8 @@ class Trainer:
 
     def _evaluation(self, train_losses: list[float], tokens_per_s: float) -> dict[str, Any]:
         decision = self.evaluate_2ta()
+        if self.cfg.divergence == "lamb" and math.isnan(decision.loss):  # lamb/monitoring.py
+            raise TrainingInfeasible(f"validation loss NaN at step {self.step}: infeasible", step=self.step)
         eval_weights = chosen_weights(self.averaging, decision)
         improved = decision.loss < self.best_val_loss
         if improved:
@@ -373,7 +410,7 @@ class Trainer:
         save_atomic(snapshot, self.run_dir / "last.pt")
         metrics: dict[str, Any] = {
             "step": self.step,
-            "epoch": self.epoch + self.position / max(1, self.train_data.shape[0] - 1),
+            "epoch": self._epochs(),
             "val_loss": decision.loss,
             "raw_val_loss": decision.raw_loss,
             "avg_length": decision.length,
@@ -390,11 +427,19 @@ class Trainer:
         }
         if self.copy_task:  # sequence accuracy of the weights 2TA chose (Mogrifier paper §4.3)
             metrics["accuracy"] = self.accuracies.get(decision.loss)
+        if self.cfg.val_temperature_search:  # the temperature val_loss was scored at
+            metrics["val_temperature"] = self.val_temperatures.get(decision.loss)
         if (self.run_dir / "best.pt").is_file():
             metrics["best_checkpoint"] = str((self.run_dir / "best.pt").resolve())
         with open(self.run_dir / "metrics.jsonl", "a") as f:
             f.write(json.dumps(metrics) + "\n")
         return metrics
+
+    def _epochs(self) -> float:
+        """Epochs of training data read so far (with lamb's order, averaged over its streams)."""
+        if self.order is not None:
+            return self.order.epoch()
+        return self.epoch + self.position / max(1, self.train_data.shape[0] - 1)
 
     def _finish(self, stopped: str) -> TrainResult:
         best = self.run_dir / "best.pt"

@@ -22,6 +22,7 @@ from torch import Tensor, nn
 
 from .cells import RecurrentCell, State, make_cell
 from .config import TrainConfig
+from .init import initialize_
 from .mos import MixtureOfSoftmaxes, OutputScores
 
 
@@ -248,5 +249,8 @@ def solve_hidden_size(cfg: TrainConfig, vocab_size: int) -> int:
 
 
 def build_model(cfg: TrainConfig, vocab_size: int) -> LanguageModel | ReverseCopyModel:
-    """A model of the configured task, cell and architecture, sized by hidden_size or the budget."""
-    return make_model(cfg, vocab_size, solve_hidden_size(cfg, vocab_size))
+    """A model of the configured task, cell and architecture, sized by hidden_size or the budget,
+    its weights drawn by `cfg.init` with the forget-gate bias `cfg.forget_bias` (trainer/init.py)."""
+    model = make_model(cfg, vocab_size, solve_hidden_size(cfg, vocab_size))
+    initialize_(model, cfg)
+    return model

@@ -16,6 +16,14 @@ class TrainingDiverged(RuntimeError):
         self.step = step
 
 
+class TrainingInfeasible(TrainingDiverged):
+    """`divergence: lamb`: the run's gradients (or its validation loss) became NaN or infinite, which
+    makes lamb report the trial infeasible with no value (lamb/main.py: the InvalidArgumentError that
+    tf.clip_by_global_norm raises on a non-finite norm -> `report_done(infeasible=True)`;
+    lamb/monitoring.py `_update_finished_reason`: a NaN validation xe -> the same). A tuner records
+    it as infeasible, with no objective value, not as a diverged trial at its best loss."""
+
+
 @dataclass
 class TrainResult:
     best_val_loss: float

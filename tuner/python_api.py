@@ -152,13 +152,14 @@ def best(
 ) -> dict[str, Any] | None:
     """The best COMPLETE trial (feasible, in a study with constraints), or the COMPLETE trial
     `trial`, or the Pareto front's member `rule` picks (`lowest:val_loss@num_params<=24e6`, as
-    `GET /studies/{name}/best?rule=`): `number`, `value`, `params`, `config` (its run's
-    config.yaml, the trainer settings that reproduce it; None if the file is gone) and
-    `checkpoint` (its best.pt's path; None when retention removed it); in a population study
-    (scheduler pbt/pb2) also `schedule` (the settings its weights were trained with, by step) and
-    `replay_config` (`config` replaying that schedule; None without `config`). None when no trial
-    qualifies; ValueError for a trial that is not COMPLETE, a rule it cannot read or a population
-    history it cannot follow."""
+    `GET /studies/{name}/best?rule=`): `number`, `value`, `params` (a population member's in force
+    at its end, the shape it copied included), `config` (its run's config.yaml, the trainer
+    settings that reproduce it; None if the file is gone) and `checkpoint` (its best.pt's path;
+    None when retention removed it); in a population study (scheduler pbt/pb2) also
+    `initial_params` (Optuna's, as first sampled for it), `schedule` (the settings its weights
+    were trained with, by step) and `replay_config` (`config` replaying that schedule; None
+    without `config`). None when no trial qualifies; ValueError for a trial that is not COMPLETE,
+    a rule it cannot read or a population history it cannot follow."""
     store = StudyStore(resolve_db_url(db))
     try:
         row = store.row(name)
@@ -175,7 +176,7 @@ def best(
     found = {
         "number": chosen.number,
         "value": chosen.value,
-        "params": dict(chosen.params),
+        "params": dict(chosen.params_in_force),
         "config": config,
         "checkpoint": checkpoint if checkpoint and Path(checkpoint).is_file() else None,
     }
@@ -183,7 +184,8 @@ def best(
         return found
     schedule = population.lineage(population.histories(snapshot.trials), chosen.number)
     replay = population.replay_config(config, schedule) if config else None
-    return {**found, "schedule": schedule, "replay_config": replay}
+    initial = chosen.initial_params
+    return {**found, "initial_params": initial, "schedule": schedule, "replay_config": replay}
 
 
 def _chosen(

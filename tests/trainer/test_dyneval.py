@@ -9,10 +9,10 @@ import torch
 
 from tests.trainer.corpora import write_ptb_documents
 from trainer import dyneval, load_checkpoint, make_config, train
+from trainer import temperature as lamb_temperature
 from trainer.data import batchify, load_corpus
 from trainer.dyneval import (
     EVAL_BATCH_SIZE,
-    LOGIT_MULTIPLIERS,
     STATS_BATCH_SIZE,
     GradientStatistics,
     dynamic_evaluate,
@@ -23,6 +23,7 @@ from trainer.dyneval import (
 )
 from trainer.evaluate import evaluate
 from trainer.model import LanguageModel
+from trainer.temperature import LOGIT_MULTIPLIERS
 
 
 def tiny_model(**kw) -> tuple[LanguageModel, object]:
@@ -115,7 +116,7 @@ def test_temperature_candidates_are_lambs_logit_multipliers():
     """lamb/evaluation.py with tune_dyneval.sh's eval_softmax_temperature=-0.8: 1.06 - 0.02 i, down to 0.8."""
     assert LOGIT_MULTIPLIERS[0] == 1.06 and LOGIT_MULTIPLIERS[-1] == 0.8 and len(LOGIT_MULTIPLIERS) == 14
     assert all(a - b == pytest.approx(0.02) for a, b in itertools.pairwise(LOGIT_MULTIPLIERS))
-    assert (dyneval.TEMPERATURE_TOKENS, dyneval.TEMPERATURE_BATCH_SIZE) == (50_000, 1024)
+    assert (lamb_temperature.TEMPERATURE_TOKENS, dyneval.TEMPERATURE_BATCH_SIZE) == (50_000, 1024)
 
 
 def test_temperature_search_stops_two_candidates_past_the_best(monkeypatch):
@@ -129,7 +130,7 @@ def test_temperature_search_stops_two_candidates_past_the_best(monkeypatch):
         shapes.append((tuple(data.shape), bptt, tuple(temperatures)))
         return losses
 
-    monkeypatch.setattr(dyneval, "evaluate", fake_evaluate)
+    monkeypatch.setattr(lamb_temperature, "evaluate", fake_evaluate)
     assert estimate_temperature(model, torch.randint(0, 11, (1_000_000,)), cfg) == pytest.approx(1 / 1.02)
     assert shapes == [((50_000 // 1024 // 5 * 5 + 1, 1024), 5, tuple(1 / m for m in LOGIT_MULTIPLIERS))]
     losses[:] = [5.0 - 0.1 * i for i in range(14)]  # improving all the way: the last, 0.8
@@ -201,3 +202,25 @@ def test_evaluate_command_matches_the_trainers_number(trained, capsys):
         got = json.loads(capsys.readouterr().out)
         assert got["loss"] == pytest.approx(want, rel=1e-6)
         assert got["temperature"] == result.dyneval_temperature  # the same estimate
+
+
+def test_statistics_read_at_most_dyneval_stats_batches_windows():
+    """lamb/experiment/mogrifier/tune_dyneval.sh sets `max_training_eval_batches=500` and `batch_size=1024`;
+    lamb/evaluation.py `evaluate_all` gathers the squared gradients on the training evaluation:
+
+        dyneval.zero_sum_squared_grads()
+        training_xe = evaluate(model, make_train_iterator, ..., extra_ops=[dyneval.add_squared_grads_op()])
+
+    whose iterator is `corpus.get_batches(data['training'], ..., max_batches=max_training_eval_batches)`:
+    the first windows only. Capped at 2 windows, the statistics are those of the split cut after them."""
+    model, cfg = tiny_model(dyneval_stats_batches=2)
+    ids = torch.randint(0, 11, (1024 * 30,), generator=torch.Generator().manual_seed(4))
+    capped = gradient_statistics(model, ids, cfg)
+    uncapped = cfg.model_copy(update={"dyneval_stats_batches": None})
+    cut = batchify(ids, 1024)[: 2 * 5 + 1].t().flatten()  # the same 1024 streams, two windows of 5
+    reference = gradient_statistics(model, cut, uncapped)
+    whole = gradient_statistics(model, ids, uncapped)
+    assert (capped.windows, reference.windows, capped.batch_size, reference.batch_size) == (2, 2, 1024, 1024)
+    assert whole.windows == 6
+    for a, b, c in zip(capped.scale, reference.scale, whole.scale):
+        assert torch.allclose(a, b) and not torch.allclose(a, c)

@@ -34,11 +34,14 @@ _OWN = (trial_attrs.RETRY_OF, trial_attrs.WALL_TIME_S)  # trial attrs given thei
 
 def trials_frame(trials: Sequence[TrialRecord], goals: Goals | None = None) -> pd.DataFrame:
     """One row per trial, by number: `FRONT`, then Optuna's datetime columns, `duration_s`, the
-    params and the other user attrs (sorted by name, as `trials_dataframe` flattens them; the
+    params (a population member's in force at its end, its first sampled ones as
+    `initial_params_*`) and the other user attrs (sorted by name, as `trials_dataframe` flattens them; the
     measures among them, `user_attrs_num_params` ...). A study with several objectives or a bound
     (`goals`) gets `feasible` and `on_front` last (empty for trials not COMPLETE)."""
     ordered = sorted(trials, key=lambda t: t.number)
-    params = sorted({k for t in ordered for k in t.params})
+    params = sorted({k for t in ordered for k in t.params_in_force})
+    # a population member's Optuna params, as first sampled (its `params_*` are those in force)
+    initial = sorted({k for t in ordered for k in t.initial_params or {}})
     attrs = sorted({k for t in ordered for k in t.user_attrs if k not in _OWN})
     columns: dict[str, list[Any]] = {
         "number": [t.number for t in ordered],
@@ -51,7 +54,8 @@ def trials_frame(trials: Sequence[TrialRecord], goals: Goals | None = None) -> p
         "datetime_start": pd.to_datetime([t.datetime_start for t in ordered]),
         "datetime_complete": pd.to_datetime([t.datetime_complete for t in ordered]),
     }
-    columns |= {f"params_{k}": [t.params.get(k) for t in ordered] for k in params}
+    columns |= {f"params_{k}": [t.params_in_force.get(k) for t in ordered] for k in params}
+    columns |= {f"initial_params_{k}": [(t.initial_params or {}).get(k) for t in ordered] for k in initial}
     columns |= {f"user_attrs_{k}": [t.user_attrs.get(k) for t in ordered] for k in attrs}
     frame = pd.DataFrame(columns)
     frame.insert(9, "duration_s", (frame["datetime_complete"] - frame["datetime_start"]).dt.total_seconds())

@@ -63,7 +63,9 @@ class FrontPoint:
 
 def front(trials: Sequence[TrialRecord], goals: Goals) -> list[FrontPoint]:
     """Every COMPLETE trial with all of `goals`' objectives measured, marked feasible (keeps every
-    constraint it has a measure for) and on the front (not dominated by another feasible one)."""
+    constraint it has a measure for) and on the front (not dominated by another feasible one);
+    then every setting refused before training for a bound, infeasible, with the objectives known
+    without training (`num_params`)."""
     rows = []
     for t in trials:
         if not t.completed:
@@ -82,10 +84,24 @@ def front(trials: Sequence[TrialRecord], goals: Goals) -> list[FrontPoint]:
         if feasible_rows
         else set()
     )
-    return [
+    points = [
         FrontPoint(t.number, values, ok, t.number in best, trial_attrs.CHECKPOINT.of(t.user_attrs), measures)
         for t, values, ok, _, measures in rows
     ]
+    return sorted(points + refused_points(trials, goals), key=lambda p: p.number)
+
+
+def refused_points(trials: Sequence[TrialRecord], goals: Goals) -> list[FrontPoint]:
+    """The settings refused before training for a bound (trial attr `refused`): infeasible points
+    whose values are the objectives measured without training (none is the validation loss)."""
+    out = []
+    for t in trials:
+        if t.state != "COMPLETE" or trial_attrs.REFUSED.of(t.user_attrs) is None:
+            continue
+        measures = measures_of(t)
+        values = {name: measures[name] for name in goals.names if name in measures}
+        out.append(FrontPoint(t.number, values, False, False, None, measures))
+    return out
 
 
 def members(points: Sequence[FrontPoint], goals: Goals) -> list[FrontPoint]:

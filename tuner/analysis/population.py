@@ -4,18 +4,22 @@ through the checkpoints it copied, as a trainer config whose `schedule` replays 
 
 Each member is one trial whose `pbt_history` lists segments in step order: from `step` on it
 trained with `settings`, after replacing its weights by trial `from_trial`'s checkpoint of that
-step when `from_trial` is set. Pure functions of plain values: no Ray, no database.
+step when `from_trial` is set (tuner.policies.population_history). A stored history is data: it
+is checked before it is followed (`parse_history`), a malformed one a ValueError naming the trial
+and the attribute. Pure functions of plain values: no Ray, no database.
 """
 
 from __future__ import annotations
 
 import math
+from bisect import bisect_left
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import PurePath
 from typing import Any
 
 from tuner.analysis.records import TrialRecord
-from tuner.policies.population import POPULATION_SCHEDULERS
+from tuner.policies.kinds import kind
+from tuner.policies.population_history import HistoryError, parse_history
 from tuner.spec import SweepSpec
 from tuner.storage import trial_attrs
 
@@ -30,13 +34,21 @@ REPLAY_ROOT = "runs"
 def population_spec(study_attrs: Mapping[str, Any]) -> SweepSpec | None:
     """The stored spec of a population study (scheduler pbt or pb2), else None."""
     spec = SweepSpec.stored_in(study_attrs)
-    return spec if spec is not None and spec.scheduler in POPULATION_SCHEDULERS else None
+    return spec if spec is not None and kind(spec.scheduler).population else None
 
 
 def histories(trials: Iterable[TrialRecord]) -> dict[int, list[dict[str, Any]]]:
-    """Every trial's `pbt_history` by number (those without one left out): what `lineage` follows."""
-    found = {t.number: trial_attrs.PBT_HISTORY.of(t.user_attrs) for t in trials}
-    return {number: list(history) for number, history in found.items() if history}
+    """Every trial's `pbt_history` by number (those without one left out): what `lineage` follows.
+    ValueError (a HistoryError) naming the trial and the attribute for a malformed one."""
+    found = {t.number: _history(t) for t in trials}
+    return {number: history for number, history in found.items() if history}
+
+
+def _history(trial: TrialRecord) -> list[dict[str, Any]] | None:
+    try:
+        return parse_history(trial_attrs.PBT_HISTORY.of(trial.user_attrs))
+    except HistoryError as err:
+        raise HistoryError(f"trial {trial.number}: {err}") from None
 
 
 def lineage(
@@ -60,18 +72,29 @@ def _unmerged(
     histories: Mapping[int, Sequence[Segment]], number: int, final_step: int | None
 ) -> list[dict[str, Any]]:
     """`lineage` before merging: the member's segments below `final_step`, back to its last copy,
-    after the source's lineage up to that copy's step (each step lower, so the walk ends)."""
-    if number not in histories:
-        raise ValueError(f"trial {number} has no population history")
-    own: list[dict[str, Any]] = []
-    for segment in reversed(histories[number]):
-        step = int(segment["step"])
-        if final_step is not None and step >= final_step:
-            continue
-        own.insert(0, {"step": step, "settings": dict(segment["settings"]), "trial": number})
-        if segment.get("from_trial") is not None:
-            return [*_unmerged(histories, int(segment["from_trial"]), step), *own]
-    return own
+    after the source's lineage up to that copy's step. A loop, not a recursion (a stored history
+    may chain thousands of copies); each copy's step is lower, so the walk ends."""
+    pieces: list[list[dict[str, Any]]] = []
+    steps: dict[int, list[int]] = {}
+    current: int | None = number
+    while current is not None:
+        if current not in histories:
+            raise ValueError(f"trial {current} has no population history")
+        own: list[dict[str, Any]] = []
+        member, current = current, None
+        segments = histories[member]  # in step order: skip those at or past `final_step` at once
+        if member not in steps:
+            steps[member] = [int(s["step"]) for s in segments]
+        end = len(segments) if final_step is None else bisect_left(steps[member], final_step)
+        for index in range(end - 1, -1, -1):
+            segment = segments[index]
+            step = int(segment["step"])
+            own.append({"step": step, "settings": dict(segment["settings"]), "trial": member})
+            if segment.get("from_trial") is not None:
+                current, final_step = int(segment["from_trial"]), step
+                break
+        pieces.append(own[::-1])
+    return [entry for piece in reversed(pieces) for entry in piece]
 
 
 def replay_config(base: Mapping[str, Any], lineage: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
@@ -90,19 +113,23 @@ def replay_config(base: Mapping[str, Any], lineage: Sequence[Mapping[str, Any]])
 
 def members(trials: Iterable[TrialRecord]) -> list[dict[str, Any]]:
     """The population: each trial with a history (COMPLETE, PRUNED, FAIL or RUNNING) by number,
-    with its state, value, curve `[[step, value], ...]` (non-finite values null), history and the
-    trial it retries (`retry_of`, null for a first attempt)."""
+    with its state, value, curve `[[step, value], ...]` (non-finite values null), history, the
+    trial it retries (`retry_of`, null for a first attempt) and its params in force at its end
+    (`params`, the shape it copied included) beside Optuna's (`initial_params`). ValueError (a
+    HistoryError) naming the trial and the attribute for a malformed history."""
     return [
         {
             "number": t.number,
             "state": t.state,
             "value": _finite(t.value),
             "curve": [[step, _finite(value)] for step, value in t.curve],
-            "history": list(trial_attrs.PBT_HISTORY.of(t.user_attrs) or []),
+            "history": history,
             "retry_of": trial_attrs.RETRY_OF.of(t.user_attrs),
+            "params": t.params_in_force,
+            "initial_params": dict(t.params),
         }
         for t in sorted(trials, key=lambda t: t.number)
-        if t.state in MEMBER_STATES and trial_attrs.PBT_HISTORY.of(t.user_attrs)
+        if t.state in MEMBER_STATES and (history := _history(t))
     ]
 
 

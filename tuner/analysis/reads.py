@@ -57,6 +57,15 @@ def _float(value: float | None, value_type: str) -> float | None:
     return value if special is None else special
 
 
+def _attr_value(value_json: str) -> Any:
+    """A stored trial attribute's value; its text as stored when that is not JSON (a row written
+    by another tool or by hand), for the reader of that attribute to refuse by name, never a 5xx."""
+    try:
+        return json.loads(value_json)
+    except (TypeError, ValueError):
+        return value_json
+
+
 def _iso(stamp: Any) -> str | None:
     return None if stamp is None else str(stamp).replace(" ", "T")
 
@@ -160,7 +169,7 @@ class TrialDB:
             curves.setdefault(trial_id, []).append((int(step), _float(value, value_type)))
         attrs: dict[int, dict[str, Any]] = {}
         for trial_id, key, value_json in attr_rows:
-            attrs.setdefault(trial_id, {})[key] = json.loads(value_json)
+            attrs.setdefault(trial_id, {})[key] = _attr_value(value_json)
         return [
             TrialRecord(
                 int(tid),

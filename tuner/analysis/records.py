@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 import typing
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from typing import Any
 
 from optuna.distributions import (
@@ -17,7 +17,8 @@ from optuna.distributions import (
     json_to_distribution,
 )
 
-from tuner.storage import study_attrs
+from tuner.policies.population_history import history_problem, params_in_force
+from tuner.storage import study_attrs, trial_attrs
 
 
 @lru_cache(maxsize=4096)
@@ -85,6 +86,25 @@ class TrialRecord:
     user_attrs: dict[str, Any]
     datetime_start: str | None
     datetime_complete: str | None
+
+    @cached_property
+    def params_in_force(self) -> dict[str, Any]:
+        """The hyperparameters its model was trained with at the end: `params` (Optuna's, as first
+        sampled), or for a population member those in force after its copies and changes, the
+        shape it copied included (tuner.policies.population_history). What a trial's table,
+        `best`, report, export and web view show; the analyses of the search keep `params`."""
+        return params_in_force(self.params, trial_attrs.PBT_HISTORY.of(self.user_attrs))
+
+    @property
+    def initial_params(self) -> dict[str, Any] | None:
+        """Optuna's `params` labelled as what they are for a population member (the settings first
+        sampled for it, which a copy may have replaced); None for any other trial."""
+        return dict(self.params) if trial_attrs.PBT_HISTORY.of(self.user_attrs) is not None else None
+
+    @property
+    def history_problem(self) -> str | None:
+        """What is wrong with its stored `pbt_history` (None: absent or well-formed)."""
+        return history_problem(trial_attrs.PBT_HISTORY.of(self.user_attrs))
 
     @property
     def completed(self) -> bool:

@@ -163,6 +163,24 @@ def _stats(deltas: list[float]) -> dict[str, float | None]:
     }
 
 
+def _neighbours(near: Sequence[Any], deltas: Sequence[float | None]) -> list[dict[str, Any]]:
+    """The neighbours as the analysis lists them: COMPLETE first, each by its delta."""
+    return sorted(
+        (
+            {
+                "number": p.number,
+                "state": "PRUNED" if p.pruned else "COMPLETE",
+                "step": p.step,
+                "value": p.value,
+                "delta": d,
+                "params": p.params,
+            }
+            for p, d in zip(near, deltas, strict=True)
+        ),
+        key=lambda item: (item["state"], item["delta"] is None, item["delta"] or 0.0, item["number"]),
+    )
+
+
 def analyse(
     completed: Sequence[TrialRecord],
     pruned: Sequence[TrialRecord],
@@ -198,20 +216,7 @@ def analyse(
             name: {**w.spec.as_dict(), "center": w.center, "window_low": w.low, "window_high": w.high}
             for name, w in bounds.items()
         },
-        "neighbours": sorted(
-            (
-                {
-                    "number": p.number,
-                    "state": "PRUNED" if p.pruned else "COMPLETE",
-                    "step": p.step,
-                    "value": p.value,
-                    "delta": d,
-                    "params": p.params,
-                }
-                for p, d in zip(near, deltas)
-            ),
-            key=lambda item: (item["state"], item["delta"] is None, item["delta"] or 0.0, item["number"]),
-        ),
+        "neighbours": _neighbours(near, deltas),
         "summary": {
             "count": len(near),
             "count_complete": len(near) - sum(p.pruned for p in near),

@@ -4,13 +4,13 @@ study by name, so a listing reads `limit` studies whatever the database holds.""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from typing import Any
 
 import sqlalchemy
 
 from tuner.analysis.records import StudyRow
+from tuner.storage import stored_json
 
 _TOTAL = sqlalchemy.text("SELECT COUNT(*) FROM studies")
 _PAGE = sqlalchemy.text(
@@ -57,7 +57,7 @@ def _rows(conn: sqlalchemy.Connection, ids: Sequence[Any]) -> list[StudyRow]:
     directions: dict[int, Any] = dict(conn.execute(_DIRECTIONS, params).all())
     attrs: dict[int, dict[str, Any]] = {}
     for sid, key, value in conn.execute(_ATTRS, params):
-        attrs.setdefault(sid, {})[key] = json.loads(value)
+        attrs.setdefault(sid, {})[key] = stored_json.decode(value)  # never raises: see stored_json
     counts: dict[int, dict[str, int]] = {}
     for sid, state, n in conn.execute(_COUNTS, params):
         counts.setdefault(sid, {})[state] = int(n)

@@ -136,7 +136,18 @@ class TrialSummary(BaseModel):
     number: int
     state: str
     value: float | None
-    params: dict[str, Any]
+    params: dict[str, Any] = Field(
+        description="The hyperparameters its model was trained with: for a population member "
+        "(scheduler pbt/pb2), those in force at its end after its copies, the shape copied included."
+    )
+    initial_params: dict[str, Any] | None = Field(
+        None,
+        description="A population member's initial settings: Optuna's params, as first sampled "
+        "for it (a copy may have replaced them); null for any other trial.",
+    )
+    problem: str | None = Field(
+        None, description="Why its stored population history (`pbt_history`) cannot be read, if so."
+    )
     datetime_start: str | None
     datetime_complete: str | None
     node: Any = None

@@ -9,6 +9,7 @@ from tuner.analysis.reads import StudyRow, TrialRecord
 from tuner.errors import InvalidInput
 from tuner.spec import SweepSpec
 from tuner.storage import study_attrs, trial_attrs
+from tuner.storage.stored_json import Unreadable
 from tuner.sweeps.launch.launcher import Handle
 
 FINISHED_STATES = ("COMPLETE", "PRUNED", "FAIL")
@@ -30,7 +31,12 @@ def status(row: StudyRow, handle: Handle | None) -> str:
 
 def stored_problem(attrs: dict[str, Any]) -> str | None:
     """Why this server cannot read a study's stored attributes, naming the attribute (a value of
-    the wrong type, a spec it cannot read), or None. Such a study is listed with the problem."""
+    the wrong type, a spec it cannot read, a stored value that is not JSON, huge or too deeply nested:
+    `tuner.storage.stored_json`), or None. Such a study is listed with the problem, and its own
+    routes answer 409 (`tuner.api.routes.common.readable_row`)."""
+    for key, value in attrs.items():
+        if isinstance(value, Unreadable):
+            return f"attribute {key[:100]}: the stored value {value.reason}"[:300]
     for attr in study_attrs.ALL:
         if attrs.get(attr.key) is not None:  # null reads as absent
             try:
@@ -85,7 +91,11 @@ def trial_summary(trial: TrialRecord) -> dict[str, Any]:
         "number": trial.number,
         "state": trial.state,
         "value": finite(trial.value),
-        "params": clean(trial.params),
+        # a population member's model as trained at the end (shape copied included); Optuna's
+        # params, as first sampled for it, are labelled `initial_params`
+        "params": clean(trial.params_in_force),
+        "initial_params": clean(trial.initial_params),
+        "problem": _history_problem(trial),
         "datetime_start": trial.datetime_start,
         "datetime_complete": trial.datetime_complete,
         "node": clean(trial_attrs.NODE.of(attrs)),
@@ -97,6 +107,12 @@ def trial_summary(trial: TrialRecord) -> dict[str, Any]:
         "diverged_at": _step(trial_attrs.DIVERGED_AT.of(attrs)),
         "error": None if error is None else str(error),
     }
+
+
+def _history_problem(trial: TrialRecord) -> str | None:
+    """Why the trial's stored population history cannot be read (None: absent or well-formed)."""
+    problem = trial.history_problem
+    return None if problem is None else f"trial {trial.number}: {problem}"
 
 
 def _text(value: Any) -> str | None:

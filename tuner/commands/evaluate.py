@@ -117,6 +117,12 @@ def run(args: argparse.Namespace) -> int:
             if temperature is None:
                 temperature, _ = select_temperature(model, valid, cfg.bptt)
             loss = evaluate(model, data, cfg.bptt, (temperature,))[0]
+    _print(args, cfg, loss, temperature, scale)
+    return 0
+
+
+def _print(args: argparse.Namespace, cfg: Any, loss: float, temperature: Any, scale: float | None) -> None:
+    """The evaluation's line, or its JSON object (`--json`)."""
     name, value = headline(loss, cfg.word_level)
     mc = cfg.mc_dropout_samples if not args.dyneval else 0
     if args.json:
@@ -135,7 +141,6 @@ def run(args: argparse.Namespace) -> int:
     else:
         how = f", Monte Carlo dropout over {mc} masks at rates x {scale}" if mc else ""
         print(f"{args.split}: {loss:.4f} nats/token, {name} {value:.3f} (temperature {temperature}{how})")
-    return 0
 
 
 def _tuned_settings(args: argparse.Namespace) -> dict[str, Any]:

@@ -15,9 +15,15 @@ import argparse
 import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from tuner.storage import study_attrs
 from tuner.storage.study import DB_ENV, StudyError, redact_url, resolve_db_url, storage_root, stored_folder
+
+if TYPE_CHECKING:
+    import optuna
+
+    from tuner.sweeps.finalize.rerun import Rerun
 
 
 def _bounded(low: int, high: int, flag: str):
@@ -117,33 +123,41 @@ def report(rows: list[dict], best_by: str | None) -> str:
     return "\n".join(lines)
 
 
+def _prepared(args: argparse.Namespace) -> tuple[str, optuna.Study, Path, list[Rerun]]:
+    """(the database URL, the study, the reruns' folder, the reruns to do); StudyError when the
+    study cannot be finalized now."""
+    from tuner.storage.study import load_study
+    from tuner.sweeps.finalize import rerun as finalize
+
+    url = resolve_db_url(args.db)
+    study = load_study(args.name, url)
+    pid = finalize.live_run(study.user_attrs)
+    if pid is not None:
+        raise StudyError(
+            f"study {args.name!r} already has a finalize run in progress (pid {pid}); wait for it or stop it"
+        )
+    if not finalize.top_trials(study, 1):
+        raise StudyError(f"study {args.name!r} has no COMPLETE trial to rerun")
+    folder = (
+        Path(args.storage).expanduser().resolve()
+        if args.storage
+        else stored_folder(study_attrs.STORAGE_PATH.of(study.user_attrs) or args.name, storage_root())
+    )
+    root = folder / "finalize"
+    if args.best_by:
+        study_attrs.BEST_BY.write(study, args.best_by)
+    return url, study, root, finalize.plan(study, args.top, args.seeds, root)
+
+
 def run(args: argparse.Namespace) -> int:
     import optuna
 
-    from tuner.storage.study import load_study
     from tuner.sweeps.cluster.ray_runtime import RayStartError, start_ray
     from tuner.sweeps.finalize import rerun as finalize
 
     optuna.logging.set_verbosity(optuna.logging.INFO if args.verbose else optuna.logging.WARNING)
     try:
-        url = resolve_db_url(args.db)
-        study = load_study(args.name, url)
-        pid = finalize.live_run(study.user_attrs)
-        if pid is not None:
-            raise StudyError(
-                f"study {args.name!r} already has a finalize run in progress (pid {pid}); wait for it or stop it"
-            )
-        if not finalize.top_trials(study, 1):
-            raise StudyError(f"study {args.name!r} has no COMPLETE trial to rerun")
-        folder = (
-            Path(args.storage).expanduser().resolve()
-            if args.storage
-            else stored_folder(study_attrs.STORAGE_PATH.of(study.user_attrs) or args.name, storage_root())
-        )
-        root = folder / "finalize"
-        if args.best_by:
-            study_attrs.BEST_BY.write(study, args.best_by)
-        todo = finalize.plan(study, args.top, args.seeds, root)
+        url, study, root, todo = _prepared(args)
     except StudyError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2

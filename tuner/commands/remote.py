@@ -8,6 +8,11 @@ $RNNTUNE_API_URL, else http://127.0.0.1:8000; bearer tokens come from --token / 
 from the environment variable named in its help (what .env sets for Compose), else the API's
 defaults.
 
+Light on purpose: the Kubernetes sweep Job runs it under a small memory limit. Only `create` needs
+the spec's options (`tuner.spec`, which pulls in the trainer and the samplers); they are added when
+`create` parses or prints its help, so `rnntune remote --help` and the other actions stay an HTTP
+client (tests/tuner/commands/test_remote_imports.py).
+
 Exit status: 0 done (for --follow and `watch`: the study finished), 1 the study failed or was
 stopped, 2 a bad option or a request the API refused, 3 the API could not be reached.
 """
@@ -24,7 +29,6 @@ import urllib.parse
 from pathlib import Path
 from typing import Any
 
-from tuner.commands.spec_options import add_spec_options, given
 from tuner.errors import InvalidInput
 
 DEFAULT_API = "http://127.0.0.1:8000"
@@ -119,6 +123,28 @@ class Remote:
         return number, expected
 
 
+class SpecOptionsParser(argparse.ArgumentParser):
+    """A parser that gets the spec's options (`spec_options.add_spec_options`) on first use, when
+    `spec_options` is set: parsing or printing its help. Until then nothing of `tuner.spec` is imported."""
+
+    spec_options = False
+
+    def _add_spec_options(self) -> None:
+        if self.spec_options:
+            from tuner.commands.spec_options import add_spec_options
+
+            self.spec_options = False
+            add_spec_options(self)
+
+    def parse_known_args(self, args: Any = None, namespace: Any = None) -> Any:
+        self._add_spec_options()
+        return super().parse_known_args(args, namespace)
+
+    def format_help(self) -> str:
+        self._add_spec_options()
+        return super().format_help()
+
+
 def quote(name: str) -> str:
     return urllib.parse.quote(name, safe="")
 
@@ -153,13 +179,13 @@ def register(sub: argparse._SubParsersAction) -> None:
         metavar="SECONDS",
         help="keep trying to reach the API this long before giving up (default 0)",
     )
-    actions = p.add_subparsers(dest="action", metavar="ACTION", required=True)
+    actions = p.add_subparsers(dest="action", metavar="ACTION", required=True, parser_class=SpecOptionsParser)
 
     create = actions.add_parser("create", help="create a study (optionally start and follow its sweep)")
     create.add_argument(
         "name", nargs="?", default=env_or("RNNTUNE_STUDY"), help="study name (default $RNNTUNE_STUDY)"
     )
-    add_spec_options(create)
+    create.spec_options = True
     create.add_argument(
         "--exist-ok", action="store_true", help="reuse a study of that name instead of failing"
     )
@@ -196,6 +222,8 @@ def create_body(args: argparse.Namespace) -> dict[str, Any]:
     """The POST /studies body: every spec field given as a flag, else in its environment variable
     (what Compose's .env sets), else left to the API's defaults; --set values are typed by the
     trainer's own parser."""
+    from tuner.commands.spec_options import given
+
     try:
         return {"name": args.name, **given(args, os.environ)}
     except InvalidInput as err:

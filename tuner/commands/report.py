@@ -15,7 +15,7 @@ import sys
 from typing import Any
 
 from tuner.analysis import importances
-from tuner.analysis.front import front, has_front, members, study_goals
+from tuner.analysis.front import front, has_front, members, refused_points, study_goals
 from tuner.analysis.reads import StudyNotFound, StudyStore
 from tuner.objectives.goals import Goals
 from tuner.space import SearchSpace, SpaceError
@@ -90,6 +90,7 @@ def _front(trials: list, goals: Goals) -> dict[str, Any] | None:
         "front": [p.as_dict() for p in members(points, goals)],
         "dominated": sum(p.feasible and not p.on_front for p in points),
         "infeasible": sum(not p.feasible for p in points),
+        "refused": len(refused_points(trials, goals)),  # of the infeasible: never trained (docs/sweeps.md)
     }
 
 
@@ -163,7 +164,8 @@ def _front_lines(found: dict[str, Any]) -> list[str]:
     objectives = ", ".join(f"{o['name']} ({o['direction']})" for o in found["objectives"])
     lines = [
         f"Pareto front of {objectives}{bounds}: {len(found['front'])} trials "
-        f"({found['dominated']} dominated, {found['infeasible']} infeasible)"
+        f"({found['dominated']} dominated, {found['infeasible']} infeasible"
+        + (f", {found['refused']} of them refused before training)" if found.get("refused") else ")")
     ]
     lines.append("  trial  " + "  ".join(f"{n:>14}" for n in names))
     for p in found["front"]:

@@ -25,6 +25,7 @@ import argparse
 import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from trainer.config import ConfigError
 from tuner.commands.spec_options import add_spec_options, given
@@ -35,6 +36,9 @@ from tuner.storage import trial_attrs
 from tuner.storage.study import DB_ENV, GENERATION_ENV, redact_url, resolve_db_url, value_of
 from tuner.sweeps.study.create import create_study
 from tuner.sweeps.widen.ranges import parse_widen
+
+if TYPE_CHECKING:
+    from tuner.sweeps.drive.execute import SweepOutcome
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -74,7 +78,7 @@ def run(args: argparse.Namespace) -> int:
     import optuna
 
     from tuner.sweeps.cluster.ray_runtime import RayStartError, scrub_secrets
-    from tuner.sweeps.drive.run import check_storage, resolve_data_dir, run_sweep
+    from tuner.sweeps.drive.run import run_sweep
 
     optuna.logging.set_verbosity(optuna.logging.INFO if args.verbose else optuna.logging.WARNING)
 
@@ -88,18 +92,7 @@ def run(args: argparse.Namespace) -> int:
         elif args.widen:
             raise StudyError("--widen: widens the range of an existing study; use it with --resume NAME")
         else:
-            space = load_space(fields.get("space", DEFAULT_SPACE))
-            # A space that names its own trial count (`sweep:` in its file) runs all its trials.
-            trials = fields.get("n_trials") or space.sweep.n_trials
-            fields["budget"] = default_budget(trials, fields.get("budget"), fields.get("procedure"))
-            overrides = fields.get("overrides") or {}
-            # Refuse a missing dataset folder before a study is created under the name.
-            resolve_data_dir(space.with_overrides(fixed=overrides.get("set")))
-            if args.storage:  # refuse another study's folder before this study is created
-                check_storage(Path(args.storage).expanduser().resolve(), args.name)
-            study = create_study(args.name, fields, storage_url=url, storage_path=args.storage)
-            name = study.study_name
-            fields = {}
+            name, fields = _new_study(args, fields, url), {}
         outcome = run_sweep(
             name,
             url,
@@ -120,6 +113,27 @@ def run(args: argparse.Namespace) -> int:
     except RayStartError as err:
         print(f"error: {err}", file=sys.stderr)
         return 1
+    return _report(args, outcome, url)
+
+
+def _new_study(args: argparse.Namespace, fields: dict[str, Any], url: str) -> str:
+    """The name of the study `rnntune sweep` creates from its flags (`fields`)."""
+    from tuner.sweeps.drive.run import check_storage, resolve_data_dir
+
+    space = load_space(fields.get("space", DEFAULT_SPACE))
+    # A space that names its own trial count (`sweep:` in its file) runs all its trials.
+    trials = fields.get("n_trials") or space.sweep.n_trials
+    fields["budget"] = default_budget(trials, fields.get("budget"), fields.get("procedure"))
+    overrides = fields.get("overrides") or {}
+    # Refuse a missing dataset folder before a study is created under the name.
+    resolve_data_dir(space.with_overrides(fixed=overrides.get("set")))
+    if args.storage:  # refuse another study's folder before this study is created
+        check_storage(Path(args.storage).expanduser().resolve(), args.name)
+    return create_study(args.name, fields, storage_url=url, storage_path=args.storage).study_name
+
+
+def _report(args: argparse.Namespace, outcome: SweepOutcome, url: str) -> int:
+    """What the sweep's end prints, and the command's exit status."""
     best = outcome.best
     if outcome.ended_early:
         print(f"ended early: {outcome.ended_early}")

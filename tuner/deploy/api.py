@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from tuner.deploy.compose import container_port
 from tuner.deploy.plan import Plan
-from tuner.deploy.pods import Json, container, env, pod_spec, resources
+from tuner.deploy.pods import Json, container, env, pod_spec, resources, template
 from tuner.deploy.secret import secret_env
 
 POSTGRES_PARTS = ("POSTGRES_HOST", "POSTGRES_USER", "POSTGRES_DB", "POSTGRES_PASSWORD")
@@ -58,7 +58,7 @@ def deployment(plan: Plan) -> Json:
             "replicas": 1,
             "strategy": {"type": "Recreate"},
             "selector": {"matchLabels": labels},
-            "template": {"metadata": {"labels": labels}, "spec": pod_spec(plan, service, [spec])},
+            "template": template(plan, "api", "api", pod_spec(plan, service, [spec], "api")),
         },
     }
 

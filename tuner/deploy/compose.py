@@ -1,7 +1,7 @@
 """docker-compose.yml read as the source of the Kubernetes manifests.
 
 Each Compose service gives its image, command, environment (names and `${NAME:-default}`
-defaults), volumes, /dev/shm size and health check; values are resolved with Compose's own
+defaults), volumes, /dev/shm size, health check and user; values are resolved with Compose's own
 interpolation rules against the same .env, so a setting added to or changed in Compose reaches
 the manifests without a second copy that could drift. docker-compose.gpu.yml is merged the way
 Compose merges an override (its environment entries replace the base's).
@@ -42,6 +42,7 @@ class Service:
     shm_size: str | None = None
     healthcheck: dict[str, Any] | None = None
     init: bool = False
+    user: str | None = None  # Compose's `user: UID:GID`; None: the image's USER
 
 
 def interpolate(text: str, settings: Mapping[str, str]) -> str:
@@ -82,6 +83,7 @@ def _service(name: str, raw: Mapping[str, Any]) -> Service:
         shm_size=None if raw.get("shm_size") is None else str(raw["shm_size"]),
         healthcheck=raw.get("healthcheck"),
         init=bool(raw.get("init", False)),
+        user=None if raw.get("user") is None else str(raw["user"]),
     )
 
 

@@ -5,7 +5,9 @@ CUDA MPS on GPU workers) and gets Compose's `command` as its arguments; its envi
 service's, entry by entry, with secrets read from the Secret and Compose service names replaced by
 Kubernetes Service names. Compose's `shm_size` becomes a memory-backed /dev/shm, its health
 check the readiness and liveness probes, its `init: true` a pod that reaps zombies
-(`shareProcessNamespace`: the pause container is PID 1, as tini is under Compose).
+(`shareProcessNamespace`: the pause container is PID 1, as tini is under Compose). Pods that mount
+the checkpoint volume first run Compose's one-shot `studies-owner` as an init container, as root,
+which hands the volume's root to the image's user where the storage driver left it root-owned.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from tuner.deploy import placement
 from tuner.deploy.compose import (
     Service,
     docker_size_to_quantity,
@@ -27,9 +30,12 @@ from tuner.deploy.secret import secret_env
 
 Json = dict[str, Any]
 # The image's user (docker/Dockerfile) is in group 1000 unless a base image took it; fsGroup makes
-# the shared volumes writable for it.
+# the shared volumes writable for it where the storage driver applies it (most skip it on
+# ReadWriteMany volumes: the `studies-owner` init container covers those).
 FS_GROUP = 1000
 SHM_VOLUME = "dshm"
+OWNER = "studies-owner"  # Compose's one-shot service that owns the checkpoint volume's root
+OWNER_RESOURCES = ("100m", "64Mi")  # a chown and a chmod in bash
 
 
 def image(plan: Plan, service: Service, *, gpu: bool = False) -> str:
@@ -139,15 +145,54 @@ def container(
     return spec
 
 
-def pod_spec(plan: Plan, service: Service, containers: list[Json], **extra: Any) -> Json:
-    """A pod of rnntune's image: its containers, the service's volumes, a group for the volumes."""
-    _, sources = volumes(plan, service)
-    spec: Json = {
-        "containers": containers,
-        "volumes": sources,
-        "securityContext": {"fsGroup": FS_GROUP, "fsGroupChangePolicy": "OnRootMismatch"},
+def run_as(user: str) -> Json:
+    """A container's securityContext for Compose's `user: UID[:GID]` (numeric, as Kubernetes needs)."""
+    uid, _, gid = user.partition(":")
+    context: Json = {"runAsUser": int(uid)}
+    if gid:
+        context["runAsGroup"] = int(gid)
+    if int(uid) == 0:
+        context["runAsNonRoot"] = False
+    return context
+
+
+def owner_init(plan: Plan, service: Service, *, gpu: bool = False) -> list[Json]:
+    """Compose's `studies-owner` as an init container, if `service` mounts the checkpoint volume."""
+    if not any(m["name"] == "studies" for m in volumes(plan, service)[0]):
+        return []
+    owner = plan.services[OWNER]
+    owned = [m for m in volumes(plan, owner)[0] if m["name"] == "studies"]
+    init: Json = {
+        "name": owner.name,
+        "image": image(plan, owner, gpu=gpu),  # the pod's image: the GPU image's user may differ
+        "imagePullPolicy": plan.values["imagePullPolicy"],
+        "args": list(owner.command),
+        "resources": resources(*OWNER_RESOURCES),
+        "volumeMounts": owned,
     }
+    if owner.user is not None:
+        init["securityContext"] = run_as(owner.user)
+    return [init]
+
+
+def pod_spec(
+    plan: Plan, service: Service, containers: list[Json], group: str, *, gpu: bool = False, **extra: Any
+) -> Json:
+    """A pod of rnntune's image: its containers, the service's volumes, a group for the volumes,
+    the checkpoint volume's owner first, and the cluster settings of `values: GROUP`."""
+    _, sources = volumes(plan, service)
+    spec: Json = {"containers": containers, "volumes": sources}
+    init = owner_init(plan, service, gpu=gpu)
+    if init:
+        spec["initContainers"] = init
+    spec["securityContext"] = {"fsGroup": FS_GROUP, "fsGroupChangePolicy": "OnRootMismatch"}
     if service.init:
         spec["shareProcessNamespace"] = True
+    spec.update(placement.spec_fields(plan.values[group]))
     spec.update(extra)
     return spec
+
+
+def template(plan: Plan, group: str, component: str, spec: Json) -> Json:
+    """A pod template: our labels (and the group's podLabels, podAnnotations) and `spec`."""
+    return {"metadata": placement.metadata(plan.values[group], plan.names.labels(component)), "spec": spec}

@@ -8,9 +8,10 @@ Nothing is rendered for an external server (`values: postgres.external`).
 
 from __future__ import annotations
 
+from tuner.deploy import placement
 from tuner.deploy.compose import interpolate
 from tuner.deploy.plan import Plan
-from tuner.deploy.pods import Json, env, probes, resources
+from tuner.deploy.pods import Json, env, probes, resources, template
 
 PORT = 5432  # the postgres image's; Compose publishes none
 
@@ -47,7 +48,9 @@ def statefulset(plan: Plan) -> Json:
             "serviceName": plan.names.postgres,
             "replicas": 1,
             "selector": {"matchLabels": labels},
-            "template": {"metadata": {"labels": labels}, "spec": {"containers": [container]}},
+            "template": template(
+                plan, "postgres", "postgres", {"containers": [container], **placement.spec_fields(values)}
+            ),
             "volumeClaimTemplates": [claim],
         },
     }

@@ -6,15 +6,16 @@ CUDA MPS exactly as it does under Compose. The head runs no trials. Each worker 
 Kubernetes reserves for it: RAY_WORKER_NUM_CPUS (and RAY_WORKER_NUM_GPUS on the GPU group) are set
 to the pod's CPU and GPU limits, and the CPU group offers no GPUs whatever the .env says. Token auth
 uses the Secret (`authOptions.secretName`), which KubeRay also hands to the init container it adds.
+Every Ray container declares its own liveness and readiness probes (Compose's health check,
+`python -m tuner.deploy.health`), so KubeRay injects none: its default, an HTTP GET on the dashboard
+agent's port, needs Ray's dashboard dependencies, which the image leaves out.
 """
 
 from __future__ import annotations
 
-from typing import Any
-
 from tuner.deploy.compose import interpolate
 from tuner.deploy.plan import Plan
-from tuner.deploy.pods import Json, container, env, pod_spec, resources
+from tuner.deploy.pods import Json, container, env, pod_spec, resources, template
 
 OVERWRITE_COMMAND = "ray.io/overwrite-container-cmd"
 
@@ -30,10 +31,7 @@ def _head(plan: Plan) -> Json:
     return {
         "serviceType": "ClusterIP",
         "rayStartParams": {},
-        "template": {
-            "metadata": {"labels": plan.names.labels("ray-head")},
-            "spec": pod_spec(plan, service, [spec]),
-        },
+        "template": template(plan, "head", "ray-head", pod_spec(plan, service, [spec], "head")),
     }
 
 
@@ -52,9 +50,7 @@ def _worker_group(plan: Plan, *, gpu: bool) -> Json:
         container_env=env(plan, service, offered),
         resource=resources(cpus, group["memory"], gpus),
     )
-    extra: dict[str, Any] = {}
-    if gpu:
-        extra = {"nodeSelector": dict(group["nodeSelector"]), "tolerations": list(group["tolerations"])}
+    name = "gpuWorkers" if gpu else "workers"
     component = "ray-gpu-worker" if gpu else "ray-worker"
     return {
         "groupName": "gpu" if gpu else "cpu",
@@ -62,10 +58,7 @@ def _worker_group(plan: Plan, *, gpu: bool) -> Json:
         "minReplicas": 0,
         "maxReplicas": int(group["maxReplicas"]),
         "rayStartParams": {},
-        "template": {
-            "metadata": {"labels": plan.names.labels(component)},
-            "spec": pod_spec(plan, service, [spec], **extra),
-        },
+        "template": template(plan, name, component, pod_spec(plan, service, [spec], name, gpu=gpu)),
     }
 
 

@@ -6,9 +6,10 @@ RAY_AUTH_MODE here is an empty one in the containers, not Compose's default.
 Each rule returns the problems it finds, each naming the field to change (`values: api.serviceType`
 for the values file, `env: RAY_AUTH_TOKEN` for the .env): a secret left empty, a secret written
 into the values file, GPUs asked for without the GPU image (or without GPU workers), an API exposed
-beyond the cluster without a read token, and shapes Kubernetes or KubeRay would reject later and
-less clearly. Nothing is printed until every rule passes, so a refused values file leaves no
-half-applied cluster.
+beyond the cluster without a read token, a URL's user info in a setting the manifests print, and
+shapes Kubernetes or KubeRay would reject later and less clearly. A secret of blanks is an empty
+one. Nothing is printed until every rule passes, so a refused values file leaves no half-applied
+cluster.
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from typing import Any
+
+from tuner.deploy import placement
 
 # The secrets every cluster needs (or may need: RNNTUNE_DB_URL for an external database). Any other
 # setting whose name says it is a secret (`is_secret`: MLFLOW_TRACKING_PASSWORD, ...) is one too: all
@@ -29,12 +32,15 @@ SECRETS = (
 )
 SECRET_NAME = re.compile(r"(PASSWORD|TOKEN|SECRET|CREDENTIALS?|DB_URL)$")
 SECRET_WORDS = ("password", "token", "secret", "db_url", "dburl", "credential")
+NAMES_SECRETS = ("imagepullsecrets",)  # values keys (lower case) whose values name Secrets
 SERVICE_TYPES = ("ClusterIP", "NodePort", "LoadBalancer")
 RAY_AUTH_MODES = ("token", "disabled")
 DNS_1035 = re.compile(r"[a-z]([-a-z0-9]*[a-z0-9])?")
 MAX_NAME = 40  # KubeRay appends "-head-svc", "-worker-..." and Kubernetes names stop at 63
-# Free-form mappings of values.yaml, whose keys are the user's own (node labels).
-FREE_FORM = ("gpuWorkers.nodeSelector",)
+# A URL's user info (`scheme://user:password@`): a credential wherever it appears in a value.
+USER_INFO = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^/?#@\s]*@")
+# Free-form mappings of values.yaml, whose keys are the user's own (node labels, annotations).
+FREE_FORM = placement.FREE_FORM
 
 
 class Refused(ValueError):
@@ -48,6 +54,11 @@ class Refused(ValueError):
 def is_secret(name: str) -> bool:
     """Whether the setting `name` is a secret (a password, token, secret, credential or database URL)."""
     return name in SECRETS or SECRET_NAME.search(name.upper()) is not None
+
+
+def is_set(settings: Mapping[str, str], name: str) -> bool:
+    """Whether the .env gives `name` a value: a blank or whitespace one (`" "`) is none."""
+    return bool(settings.get(name, "").strip())
 
 
 def _is_count(value: Any) -> bool:
@@ -64,7 +75,10 @@ def unknown_keys(user: Mapping[str, Any], defaults: Mapping[str, Any], prefix: s
     for key, value in user.items():
         path = f"{prefix}{key}"
         if key not in defaults:
-            found.append(f"values: {path} is not a setting (values.yaml lists them)")
+            where = f"{prefix.rstrip('.')} takes" if prefix else "the settings are"
+            found.append(
+                f"values: {path} is not a setting; {where}: {', '.join(defaults)} (values.yaml lists them)"
+            )
         elif isinstance(value, dict) and isinstance(defaults[key], dict) and path not in FREE_FORM:
             found.extend(unknown_keys(value, defaults[key], f"{path}."))
     return found
@@ -80,17 +94,33 @@ def _scalars(data: Any, path: str = "") -> list[tuple[str, Any]]:
 
 def secrets_in_values(user: Mapping[str, Any], settings: Mapping[str, str]) -> list[str]:
     """Secrets written into the values file: by their key's name, or by a secret's value."""
-    secret_values = {value for name, value in settings.items() if value and is_secret(name)}
+    secret_values = {value for name, value in settings.items() if value.strip() and is_secret(name)}
     found = []
     for path, value in _scalars(dict(user)):
         leaf = path.rsplit(".", 1)[-1].lower()
-        if any(word in leaf for word in SECRET_WORDS) or is_secret(leaf):
+        names_secrets = leaf in NAMES_SECRETS  # holds names of Kubernetes Secrets, not secrets
+        if not names_secrets and (any(word in leaf for word in SECRET_WORDS) or is_secret(leaf)):
             found.append(f"values: {path} looks like a secret; secrets go in the .env only (--env)")
         elif isinstance(value, str) and value in secret_values:
             found.append(
                 f"values: {path} holds the value of a secret from the .env; secrets go in the .env only"
             )
     return found
+
+
+def user_info(settings: Mapping[str, str]) -> list[str]:
+    """Settings the manifests would print that carry a URL's user info (`http://bob:pw@mlflow:5000`).
+
+    Only secrets reach pods through the Secret; any other setting is written into the manifests
+    as it is, where whoever reads the Deployment or the Job reads the password.
+    """
+    return [
+        f"env: {name} holds a URL with user info (user:password@), which the manifests would print; "
+        "drop it from the URL and give the credentials as secrets (MLflow: MLFLOW_TRACKING_USERNAME "
+        "and MLFLOW_TRACKING_PASSWORD, or MLFLOW_TRACKING_TOKEN)"
+        for name, value in settings.items()
+        if not is_secret(name) and USER_INFO.search(value)
+    ]
 
 
 def exposed(values: Mapping[str, Any]) -> bool:
@@ -107,10 +137,10 @@ def empty_secrets(values: Mapping[str, Any], settings: Mapping[str, str]) -> lis
     if not values["api"]["publicReads"]:
         needed.append("RNNTUNE_API_READ_TOKEN")
     return [
-        f"env: {name} is empty; every secret must be set (docker/make-env writes them), and it reaches the "
+        f"env: {name} is empty or blank; every secret must be set (docker/make-env writes them), and it reaches the "
         "cluster as the Secret of `python -m tuner.deploy secret`"
         for name in needed
-        if not settings.get(name)
+        if not is_set(settings, name)
     ]
 
 
@@ -129,10 +159,10 @@ def exposure(values: Mapping[str, Any], settings: Mapping[str, str]) -> list[str
     if not exposed(values):
         return found
     how = "api.ingress.enabled" if api["ingress"]["enabled"] else f"api.serviceType: {api['serviceType']}"
-    if not settings.get("RNNTUNE_API_READ_TOKEN"):
+    if not is_set(settings, "RNNTUNE_API_READ_TOKEN"):
         found.append(
             f"env: RNNTUNE_API_READ_TOKEN is empty but values: {how} exposes the API beyond the cluster; "
-            "set a read token (or keep serviceType ClusterIP without an ingress)"
+            "set a read token, not blanks (or keep serviceType ClusterIP without an ingress)"
         )
     if api["publicReads"]:
         found.append(f"values: api.publicReads is true but values: {how} exposes the API beyond the cluster")
@@ -224,6 +254,8 @@ def problems(
         + exposure(values, settings)
         + gpus(values, settings)
         + ray(values, settings)
+        + user_info(settings)
+        + placement.problems(values)
     )
 
 

@@ -36,12 +36,18 @@ def secret_settings(plan: Plan) -> list[str]:
     return list(dict.fromkeys(names))
 
 
+def secret_value(plan: Plan, name: str) -> str:
+    """The .env's value of `name`; "" for a blank one (`" "` is no token, as `refusals` counts it)."""
+    value = plan.settings.get(name, "")
+    return value if value.strip() else ""
+
+
 def secret_object(plan: Plan) -> dict[str, Any]:
-    """The Secret, with the .env's values (empty where the .env leaves an optional one empty)."""
+    """The Secret, with the .env's values (empty where the .env leaves an optional one empty or blank)."""
     return {
         "apiVersion": "v1",
         "kind": "Secret",
         "metadata": plan.names.metadata(plan.names.secret, "secrets"),
         "type": "Opaque",
-        "stringData": {secret_key(name): plan.settings.get(name, "") for name in secret_settings(plan)},
+        "stringData": {secret_key(name): secret_value(plan, name) for name in secret_settings(plan)},
     }

@@ -9,7 +9,7 @@ study, so a retried pod is harmless.
 from __future__ import annotations
 
 from tuner.deploy.plan import Plan
-from tuner.deploy.pods import Json, container, env, pod_spec, resources
+from tuner.deploy.pods import Json, container, env, pod_spec, resources, template
 
 BACKOFF_LIMIT = 3
 
@@ -23,7 +23,6 @@ def job(plan: Plan) -> list[Json]:
     spec = container(
         plan, service, container_env=env(plan, service), resource=resources(values["cpu"], values["memory"])
     )
-    labels = plan.names.labels("sweep")
     return [
         {
             "apiVersion": "batch/v1",
@@ -31,10 +30,9 @@ def job(plan: Plan) -> list[Json]:
             "metadata": plan.names.metadata(plan.names.sweep, "sweep"),
             "spec": {
                 "backoffLimit": BACKOFF_LIMIT,
-                "template": {
-                    "metadata": {"labels": labels},
-                    "spec": pod_spec(plan, service, [spec], restartPolicy="Never"),
-                },
+                "template": template(
+                    plan, "sweep", "sweep", pod_spec(plan, service, [spec], "sweep", restartPolicy="Never")
+                ),
             },
         }
     ]

@@ -137,6 +137,25 @@ class Goals:
             f"{c.name}={v:.4g} (bound {c})" for c, v in known.items() if v is not None and c.excess(v) > 0
         ]
 
+    def refused_values(self, measures: Mapping[str, float | None]) -> list[float]:
+        """The objective values a setting refused before training is told with (docs/sweeps.md):
+        each measure known from the config alone (`num_params`), every other one the worst value
+        (+inf minimised, -inf maximised). Optuna's TPE and NSGA-II rank infeasible trials by their
+        constraint violation, not these; its GPSampler clips the infinities to the worst finite
+        value seen (`optuna._gp.gp.warn_and_convert_inf`)."""
+        worst = {"minimize": math.inf, "maximize": -math.inf}
+        return [
+            value if (value := _known(measures, o.name)) is not None else worst[o.direction]
+            for o in self.objectives
+        ]
+
+    def refused_excesses(self, measures: Mapping[str, float | None]) -> dict[str, float]:
+        """Every constraint's value for a setting refused before training: its excess where the
+        measure is known, else 0.0 (on the bound: neither kept nor broken as far as is known).
+        Every constraint gets one because Optuna's GPSampler refuses trials whose numbers of
+        constraints differ (`_get_constraint_vals_and_feasibility`)."""
+        return {str(c): 0.0 for c in self.constraints} | self.excesses(measures)
+
     def minimised(self, values: Sequence[float]) -> list[float]:
         """`values` (in objective order) turned so that lower is better for each (maximised ones negated)."""
         return [v if o.direction == "minimize" else -v for v, o in zip(values, self.objectives, strict=True)]

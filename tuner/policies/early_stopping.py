@@ -30,12 +30,6 @@ from tuner.errors import InvalidInput
 from tuner.storage import study_attrs
 
 TIME_RESULT_KEY = "step"  # what the schedulers count: training steps, as every trial reports them
-# The schedulers (tuner.policies.schedulers). `adaptive`, the default: ASHA whose rungs prune once
-# the study's trials show they rank like the next point (tuner.policies.rank_agreement); `asha`:
-# Ray's ASHA as it is; `median`: the median stopping rule; `none`: every trial runs to the end.
-SCHEDULERS = ("adaptive", "asha", "median", "none")
-DEFAULT_SCHEDULER = "adaptive"
-ASHA_SCHEDULERS = ("adaptive", "asha")  # those that read the policy's rungs
 # Chosen by bench/multifidelity.py on real tiny-space learning curves (docs/samplers.md).
 DEFAULT_GRACE_FRACTION = Fraction(1, 4)
 DEFAULT_REDUCTION_FACTOR = 3

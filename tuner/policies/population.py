@@ -8,21 +8,18 @@ PopulationBasedTraining, synchronous), or picks them with PB2's GP-bandit (Parke
 (`trainer.MUTABLE_SETTINGS`: the learning rate, l2 and the dropouts, never the model's shape); the
 space's real-valued ranges of those are what the population explores, and a value perturbed past
 its range is put back at the edge (Ray multiplies by 0.8 or 1.2 unbounded). Each member is one
-study trial whose `pbt_history` holds one segment per change: the step it took effect, the trial it
-copied (`from_trial`, with the loss its checkpoint held) and the settings in force from then on.
+study trial whose `pbt_history` holds one segment per change (tuner.policies.population_history).
 Nothing here imports Ray: the rules are tested with plain values (tests/tuner/policies/test_population.py).
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from tuner.errors import InvalidInput
 
-POPULATION_SCHEDULERS = ("pbt", "pb2")
 # The bottom quarter copies the top quarter at each perturbation (Ray's default, as in the PBT paper).
 QUANTILE = 0.25
 # Ray checkpoints kept per member. Synchronous PBT pauses every member at each perturbation until
@@ -125,25 +122,6 @@ def keep_identity(new: Mapping[str, Any], own: Mapping[str, Any]) -> dict[str, A
     return out
 
 
-def add_segment(
-    history: list[dict[str, Any]] | None, segment: Mapping[str, Any]
-) -> list[dict[str, Any]] | None:
-    """The history with `segment` (a member's start: step, from_trial, from_value, settings) added,
-    or None when it adds nothing: a restart from the member's own checkpoint with the settings in
-    force (synchronous PBT pauses and restarts every member at each perturbation)."""
-    history = list(history or [])
-    copied = segment.get("from_trial") is not None or segment.get("from_value") is not None
-    if history and not copied and history[-1]["settings"] == segment["settings"]:
-        return None
-    entry = {
-        "step": int(segment["step"]),
-        "from_trial": segment.get("from_trial"),
-        "from_value": _finite(segment.get("from_value")),
-        "settings": dict(segment["settings"]),
-    }
-    return [*[s for s in history if s["step"] < entry["step"]], entry]
-
-
 def copy_took_place(
     segment: Mapping[str, Any], own_run_dir: str, saved_run_dir: str | None, saved_step: int | None
 ) -> bool:
@@ -156,15 +134,6 @@ def copy_took_place(
     if saved_step is None:
         return False
     return saved_step > int(segment["step"]) or (saved_run_dir is not None and saved_run_dir != own_run_dir)
-
-
-def settings_in_force(history: list[dict[str, Any]] | None) -> dict[str, float]:
-    """The settings a member trains with now (its last segment's), or {} without a history."""
-    return dict(history[-1]["settings"]) if history else {}
-
-
-def _finite(value: Any) -> float | None:
-    return float(value) if value is not None and math.isfinite(float(value)) else None
 
 
 @dataclass(frozen=True)
@@ -190,11 +159,9 @@ def plan_population(
     given_interval: int | None,
     max_steps: int,
     eval_every: int,
-) -> PopulationPlan | None:
-    """The population a sweep trains (None for the other schedulers); PopulationError when the
+) -> PopulationPlan:
+    """The population a sweep of `scheduler` (a population kind's) trains; PopulationError when the
     space tunes nothing a member may change or the interval is off the evaluation grid."""
-    if scheduler not in POPULATION_SCHEDULERS:
-        return None
     mutable = frozenset(mutable)
     ranges = mutable_ranges(params, mutable)
     check_space(ranges, scheduler, mutable)

@@ -18,6 +18,8 @@ from typing import Any
 import numpy as np
 from optuna.trial import FrozenTrial
 
+from tuner.upstream.optuna_private import gp, prior  # Optuna 5.0's GP internals
+
 
 def constraint_matrix(trials: Sequence[FrozenTrial]) -> np.ndarray | None:
     """Rows of `trials`, one column per constraint key any of them has (NaN where a trial lacks
@@ -38,9 +40,6 @@ def constraint_models(
 ) -> tuple[list[Any], list[float]]:
     """One GP per constraint over the rows that have its value (standardized as Optuna does, sign
     flipped: larger is feasible) and the threshold each must exceed to be feasible."""
-    import optuna._gp.gp as gp  # Optuna 5.0's GP internals (check_optuna_internals)
-    import optuna._gp.prior as prior
-
     models, thresholds = [], []
     for column in matrix.T:
         known = np.isfinite(column)

@@ -20,6 +20,7 @@ import numpy as np
 from optuna.trial import FrozenTrial
 
 from tuner.storage import trial_attrs
+from tuner.upstream.optuna_private import gp, prior  # Optuna 5.0's GP internals
 
 COST_ATTR = trial_attrs.SECONDS_PER_STEP  # a trial's measured training seconds per step
 MIN_TRIALS = 3  # trials with a measured cost before the model is fitted
@@ -55,7 +56,7 @@ class LogCost:
     """A fitted log-cost GP over normalised inputs: `log_expected(x)` (torch, for the acquisition
     optimiser) and `seconds_per_step(x)` (numpy); `n` trials fitted."""
 
-    gpr: Any  # optuna._gp.gp.GPRegressor
+    gpr: Any  # optuna_private.gp.GPRegressor
     center: float  # mean of the fitted log costs
     scale: float  # their standard deviation (the GP fits standardized values)
     n: int
@@ -78,9 +79,6 @@ def fit_log_cost(x: np.ndarray, costs: Sequence[float], is_categorical: np.ndarr
     than `MIN_TRIALS` costs or when they are all equal (nothing to tell candidates apart)."""
     if len(costs) < MIN_TRIALS:
         return None
-    import optuna._gp.gp as gp  # Optuna 5.0's GP internals (tuner.samplers.gp.check_optuna_internals)
-    import optuna._gp.prior as prior
-
     logs = np.log(np.asarray(costs, dtype=float))
     center, scale = float(logs.mean()), float(logs.std())
     if not scale > 1e-9:

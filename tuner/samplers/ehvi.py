@@ -23,9 +23,9 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-from optuna.samplers._gp.sampler import _standardize_values  # Optuna's own, as its GP expects
-from optuna.study._multi_objective import _is_pareto_front
 from optuna.trial import FrozenTrial, TrialState
+
+from tuner.upstream.optuna_private import acqf, is_pareto_front, standardize_values
 
 N_OBJECTIVES = 2  # the studies EHVI is used for (module docstring)
 N_WARM_STARTS = 5  # front points the acquisition optimiser starts from, as Optuna's GPSampler
@@ -72,7 +72,7 @@ def targets(values: Sequence[float], sign: float) -> np.ndarray:
     """Standardized GP targets, larger is better (as Optuna's GP fits them), of one objective's
     `values`. Not warped: the other objectives are measures of the configuration (size, speed,
     memory), smooth and without the diverged runs the sampler's warping of the loss is for."""
-    return _standardize_values(-sign * np.asarray(values, dtype=float).reshape(-1, 1))[0][:, 0]
+    return standardize_values(-sign * np.asarray(values, dtype=float).reshape(-1, 1))[0][:, 0]
 
 
 def front_means(gprs: Sequence[Any], x: np.ndarray) -> Any:
@@ -90,8 +90,6 @@ def acquisition(
 ) -> Any:
     """Optuna's logEHVI over the GPs, q-logEHVI over the `pending` (RUNNING) points when there are
     some, measured from `front` (larger is better in every column)."""
-    import optuna._gp.acqf as acqf_module  # Optuna 5.0's GP internals (check_optuna_internals)
-
     common: dict[str, Any] = {
         "gpr_list": list(gprs),
         "search_space": space,
@@ -100,13 +98,13 @@ def acquisition(
         "qmc_seed": seed,
     }
     if pending is None:
-        return acqf_module.LogEHVI(**common)
-    return acqf_module.qLogEHVI(normalized_params_of_running_trials=pending, **common)
+        return acqf.LogEHVI(**common)
+    return acqf.qLogEHVI(normalized_params_of_running_trials=pending, **common)
 
 
 def warm_starts(x: np.ndarray, front: Any, rng: np.random.RandomState) -> np.ndarray:
     """Up to `N_WARM_STARTS` of the points `x` on the non-dominated front of `front`, drawn at
     random: where the acquisition optimiser starts its local searches."""
-    on_front = x[_is_pareto_front(-front.numpy(), assume_unique_lexsorted=False)]
+    on_front = x[is_pareto_front(-front.numpy(), assume_unique_lexsorted=False)]
     chosen = rng.choice(len(on_front), size=min(N_WARM_STARTS, len(on_front)), replace=False)
     return on_front[chosen]

@@ -16,9 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from optuna._gp import search_space as gp_search_space  # Optuna 5.0's GP normalisation
 from optuna.distributions import BaseDistribution, FloatDistribution
-from optuna.samplers._gp.sampler import _standardize_values  # Optuna's own, as its GP expects
 from optuna.trial import FrozenTrial, TrialState
 
 from tuner.samplers import activity, inactive
@@ -27,6 +25,8 @@ from tuner.samplers.constraints import constraint_matrix
 from tuner.samplers.observations import Observations
 from tuner.samplers.union_space import active_params
 from tuner.samplers.warping import Warping
+from tuner.upstream.optuna_private import search_space as gp_search_space  # Optuna 5.0's GP normalisation
+from tuner.upstream.optuna_private import standardize_values  # Optuna's own, as its GP expects
 
 FIDELITY = "rnntune:step"  # the step input's name; no search space has a parameter with ':'
 
@@ -40,7 +40,7 @@ class FitInputs:
     `constraints` (`tuner.samplers.constraints.constraint_matrix`; None: unconstrained)."""
 
     search_space: dict[str, BaseDistribution]
-    gp_space: Any  # optuna._gp.search_space.SearchSpace
+    gp_space: Any  # optuna_private.search_space.SearchSpace
     x: np.ndarray
     standardized: np.ndarray
     pending: np.ndarray | None
@@ -86,7 +86,7 @@ def fit_inputs(
         plain.get_normalized_params(proxies),
         [set(active_params(t, search_space)) for t in trials],
     )
-    standardized = _standardize_values(-np.asarray(minimised, dtype=float).reshape(-1, 1))[0][:, 0]
+    standardized = standardize_values(-np.asarray(minimised, dtype=float).reshape(-1, 1))[0][:, 0]
     steps = None if own.steps is None else own.steps + [own.full or 1] * (len(trials) - len(own.trials))
     if steps and own.full is not None and min(steps) < own.full:
         still_running = [p for p in proxies if p.state == TrialState.RUNNING]

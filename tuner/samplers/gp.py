@@ -9,7 +9,8 @@ so one sampler shared by Optuna's `n_jobs` threads is safe; the only value kept 
 the last fitted kernel (Optuna's own warm start of the next fit), replaced in one assignment.
 
 The model is Optuna 5's: its GP (Matérn-5/2 ARD kernel, priors, fit), logEI, q-logEI over the
-RUNNING trials and its acquisition optimiser (`optuna._gp`, pinned by `check_optuna_internals`).
+RUNNING trials and its acquisition optimiser (`optuna._gp`, through `tuner.upstream.optuna_private`,
+which checks them at start-up).
 Around it, rnntune models the union search space of the study's trials (`union_space`: conditional
 parameters and widened ranges stay in the GP) with inactive parameters imputed outside the range
 (`inactive`), scores candidates as their trials will be stored (`activity`) and warm-starts the fit
@@ -23,14 +24,13 @@ the acquisition constrained (q-)logEI (`constraints`), as in Optuna's GPSampler.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 import optuna
 from optuna.distributions import BaseDistribution
 from optuna.samplers import BaseSampler, RandomSampler
-from optuna.samplers._lazy_random_state import LazyRandomState
 from optuna.study import Study, StudyDirection
 from optuna.trial import FrozenTrial, TrialState
 
@@ -43,6 +43,9 @@ from tuner.samplers.observations import FidelityModel, Observations, complete_on
 from tuner.samplers.subset import Subset
 from tuner.samplers.union_space import STATES, study_search_space, union_search_space
 from tuner.samplers.warping import HalfRank, Warping
+from tuner.upstream.optuna_private import LazyRandomState, optim_mixed, prior
+from tuner.upstream.optuna_private import acqf as acqf_module
+from tuner.upstream.optuna_private import gp as optuna_gp
 
 _logger = optuna.logging.get_logger(__name__)
 # Optuna 5.0's GPSampler settings, so the model and its acquisition optimiser behave as Optuna's.
@@ -231,10 +234,7 @@ class GPSampler(BaseSampler):
     def _fit(self, x: np.ndarray, y: np.ndarray, space: Any, cached: Any = None) -> Any:
         """Optuna's GP fitted to normalised inputs `x` and standardized targets `y` (larger is
         better), warm-started from the `cached` kernel when given."""
-        import optuna._gp.gp as gp  # Optuna 5.0's GP internals (check_optuna_internals)
-        import optuna._gp.prior as prior
-
-        return gp.fit_kernel_params(
+        return optuna_gp.fit_kernel_params(
             X=x,
             Y=y,
             is_categorical=space.is_categorical,
@@ -248,8 +248,6 @@ class GPSampler(BaseSampler):
         self, acqf: Any, best: np.ndarray, inputs: FitInputs, cost: LogCost | None
     ) -> dict[str, Any]:
         """The acquisition's maximiser (Optuna's optimiser, started from `best`), as params."""
-        import optuna._gp.optim_mixed as optim_mixed
-
         from tuner.samplers import activity, inactive
 
         space = inputs.gp_space
@@ -278,8 +276,6 @@ class GPSampler(BaseSampler):
         """Optuna's (q-)logEI over the fitted GP, constrained (q-)logCEI when the fitted trials
         carry constraints; and the point the acquisition optimiser starts from (the best feasible
         observation, else the least infeasible)."""
-        import optuna._gp.acqf as acqf_module  # Optuna 5.0's GP internals (check_optuna_internals)
-
         space, y = inputs.gp_space, inputs.standardized
         common: dict[str, Any] = {"gpr": gpr, "search_space": space}
         if inputs.pending is not None:
@@ -332,60 +328,6 @@ class GPSampler(BaseSampler):
         values: Sequence[float] | None,
     ) -> None:
         self._independent.after_trial(study, trial, state, values)
-
-
-def check_optuna_internals() -> None:
-    """Fail at import, not mid-sweep, if this Optuna lacks the GP internals the sampler calls."""
-    import inspect
-
-    import optuna._gp.acqf as acqf_module
-    import optuna._gp.gp as gp
-    import optuna._gp.optim_mixed as optim_mixed
-    from optuna._gp import search_space as gp_search_space
-
-    wanted: dict[Callable[..., Any], set[str]] = {
-        gp.fit_kernel_params: {"X", "Y", "is_categorical", "log_prior", "minimum_noise", "gpr_cache"},
-        optim_mixed.optimize_acqf_mixed: {
-            "warmstart_normalized_params_array",
-            "n_preliminary_samples",
-            "rng",
-        },
-        acqf_module.qLogEI: {"normalized_params_of_running_trials", "n_qmc_samples", "qmc_seed"},
-        # Constrained logEI (tuner.samplers.constraints): no public API gives it for our GP.
-        acqf_module.LogCEI: {
-            "gpr",
-            "search_space",
-            "threshold",
-            "constraints_gpr_list",
-            "constraints_threshold_list",
-        },
-        acqf_module.qLogCEI: {
-            "constraints_gpr_list",
-            "constraints_threshold_list",
-            "normalized_params_of_running_trials",
-            "n_qmc_samples",
-            "qmc_seed",
-        },
-        gp_search_space.SearchSpace.get_normalized_params: {"trials"},
-        # Two objectives (tuner.samplers.ehvi): Optuna's (q-)logEHVI over rnntune's GPs.
-        acqf_module.LogEHVI: {"gpr_list", "search_space", "Y_train", "n_qmc_samples", "qmc_seed"},
-        acqf_module.qLogEHVI: {
-            "gpr_list",
-            "Y_train",
-            "normalized_params_of_running_trials",
-            "n_qmc_samples",
-            "qmc_seed",
-        },
-    }
-    for function, names in wanted.items():
-        if not names <= set(inspect.signature(function).parameters):
-            raise RuntimeError(
-                f"optuna {optuna.__version__}: {function.__qualname__} changed; "
-                "rnntune's GPSampler needs Optuna 5.0's GP internals (pin optuna==5.0.*)"
-            )
-
-
-check_optuna_internals()
 
 
 def pinned_last(eval_acqf: Any) -> Any:

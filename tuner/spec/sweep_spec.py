@@ -10,7 +10,6 @@ separate attributes.
 from __future__ import annotations
 
 import copy
-import math
 import re
 from collections.abc import Mapping
 from typing import Annotated, Any, ClassVar, Literal
@@ -29,8 +28,8 @@ from tuner.errors import InvalidInput
 from tuner.objectives.goals import Constraint, Goals
 from tuner.objectives.measures import MEASURES, PRIMARY
 from tuner.policies import procedure
-from tuner.policies.early_stopping import DEFAULT_SCHEDULER, SCHEDULERS, EarlyStopping
-from tuner.policies.population import POPULATION_SCHEDULERS
+from tuner.policies.early_stopping import EarlyStopping
+from tuner.policies.kinds import DEFAULT_SCHEDULER, LEGACY_SCHEDULER, SCHEDULERS, field_problem, problem
 from tuner.policies.study_stop import StudyStop
 from tuner.samplers import COST_AWARE_SAMPLERS, DEFAULT_SAMPLER, RETIRED_SAMPLERS, SAMPLERS
 from tuner.space import NAME_PATTERN
@@ -41,8 +40,7 @@ from tuner.storage import study_attrs
 SPEC_VERSION = 1
 # NAME_PATTERN (tuner.space): the one pattern of study and space names on every path.
 SamplerName = Literal[SAMPLERS]  # type: ignore[valid-type]
-_ALL_SCHEDULERS = SCHEDULERS + POPULATION_SCHEDULERS
-SchedulerName = Literal[_ALL_SCHEDULERS]  # type: ignore[valid-type]
+SchedulerName = Literal[SCHEDULERS]  # type: ignore[valid-type]
 ProcedureName = Literal[procedure.PROCEDURES]  # type: ignore[valid-type]
 
 # Fields `rnntune sweep --resume` (and REST /start's stored spec) may change: how many trials run,
@@ -267,7 +265,7 @@ class SweepSpec(BaseModel):
     @field_validator("gpus_per_trial")
     @classmethod
     def _whole_above_one(cls, value: float) -> float:
-        if value > 1 and not math.isclose(value, round(value)):
+        if value > 1 and not value.is_integer():  # the schema's multipleOf 1: exactly whole, no tolerance
             raise ValueError(
                 f"above 1 must be a whole number of GPUs (Ray packs only fractions of one), not {value}"
             )
@@ -298,23 +296,18 @@ class SweepSpec(BaseModel):
 
     @field_validator("perturbation_interval")
     @classmethod
-    def _interval_of_a_population(cls, value: int | None, info: ValidationInfo) -> int | None:
-        if value is not None and info.data.get("scheduler") not in POPULATION_SCHEDULERS:
-            raise ValueError(f"only with scheduler {' or '.join(POPULATION_SCHEDULERS)}")
+    def _field_of_the_kind(cls, value: Any, info: ValidationInfo) -> Any:
+        """A field only some kinds read (tuner.policies.kinds), set for another kind, is refused."""
+        if value is not None and (refused := field_problem(str(info.field_name), info.data.get("scheduler"))):
+            raise ValueError(refused)
         return value
 
     @model_validator(mode="after")
-    def _population_trains_one_objective(self) -> SweepSpec:
-        """Population-based training ranks members by the validation loss alone and trains them."""
-        if self.scheduler in POPULATION_SCHEDULERS:
-            if len(self.objectives) > 1:
-                raise ValueError(f"scheduler {self.scheduler}: only with one objective (val_loss)")
-            if self.checkpoint is not None:
-                raise ValueError(
-                    f"scheduler {self.scheduler}: not for a study of a trained model (checkpoint)"
-                )
-            if self.cost_aware:
-                raise ValueError(f"scheduler {self.scheduler}: not with cost_aware")
+    def _fits_its_kind(self) -> SweepSpec:
+        """The checks of the kind the spec runs as (tuner.policies.kinds: a population trains one
+        objective, a perturbation interval needs a population, ...)."""
+        if (refused := problem(self)) is not None:
+            raise ValueError(refused)
         return self
 
     @field_validator("cost_aware")
@@ -411,7 +404,7 @@ def _legacy(attrs: Mapping[str, Any]) -> dict[str, Any]:
         "sampler": RETIRED_SAMPLERS.get(sampler, sampler),
         "n_trials": attrs.get("n_trials") or DEFAULT_TRIALS,
         "parallel": attrs.get("parallel") or DEFAULT_PARALLEL,
-        "scheduler": attrs.get("scheduler") or "asha",
+        "scheduler": attrs.get("scheduler") or LEGACY_SCHEDULER,
         "keep_top": attrs.get("keep_top"),
         "warm_start": (studies or [None])[0],
         "seed": attrs.get("seed"),

@@ -135,8 +135,11 @@ def set_status(study: optuna.Study, status: study_attrs.Status) -> None:
 
 
 def counts_towards_total(trial: FrozenTrial) -> bool:
-    """Whether a trial uses up one of the study's `n_trials` (retried attempts do not)."""
-    if trial.state in (TrialState.COMPLETE, TrialState.PRUNED):
+    """Whether a trial uses up one of the study's `n_trials` (retried attempts and settings refused
+    before training for a bound do not)."""
+    if trial.state == TrialState.COMPLETE:
+        return trial_attrs.REFUSED.of(trial.user_attrs) is None
+    if trial.state == TrialState.PRUNED:
         return True
     return trial.state == TrialState.FAIL and not trial_attrs.NEEDS_RETRY.of(trial.user_attrs)
 
@@ -205,8 +208,13 @@ def value_of(trial: FrozenTrial) -> float | None:
 
 
 def best_trial(study: optuna.Study) -> FrozenTrial | None:
-    """The COMPLETE trial of lowest validation loss (PRUNED and FAIL trials never are), or None if
-    there is none yet; in a study with several objectives, the front's member of lowest loss."""
+    """The COMPLETE trial of lowest validation loss (PRUNED and FAIL trials never are, nor settings
+    refused before training), or None if there is none yet; in a study with several objectives,
+    the front's member of lowest loss."""
     complete = study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
-    scored = [(v, t.number, t) for t in complete if (v := value_of(t)) is not None]
+    scored = [
+        (v, t.number, t)
+        for t in complete
+        if (v := value_of(t)) is not None and trial_attrs.REFUSED.of(t.user_attrs) is None
+    ]
     return min(scored, key=lambda s: (s[0], s[1]))[2] if scored else None

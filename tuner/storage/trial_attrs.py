@@ -97,9 +97,11 @@ PBT_HISTORY: Key[list[dict]] = _attr(
     "pbt_history",
     list[dict],
     "the driver, when a population member starts, copies another member or changes settings",
-    "a population member's segments (scheduler pbt/pb2): `step` it took effect, `from_trial` the "
-    "member whose checkpoint it copied there (null: its own), `from_value` that checkpoint's "
-    "validation loss, `settings` in force from that step on (docs/population.md)",
+    "a population member's segments (scheduler pbt/pb2), in step order: `step` it took effect, "
+    "`from_trial` the member whose checkpoint it copied there (null: its own), `from_value` that "
+    "checkpoint's validation loss, `settings` (the mutable ones) in force from that step on, and on "
+    "a copy `params`: every tuned hyperparameter from then on, the shape copied included "
+    "(docs/population.md)",
 )
 TEST_LOSS: Key[float] = _attr(
     "test_loss", float, "the trial's summary", "the test loss of its best checkpoint"
@@ -130,6 +132,13 @@ MC_DROPOUT_SCALE: Key[float] = _attr(
     "mc_dropout_scale", float, "with `mc_test_loss`", "the dropout-rate scale chosen for it on validation"
 )
 ERROR: Key[str] = _attr("error", str, "the driver, when the trial fails", "why it failed (FAIL only)")
+REFUSED: Key[str] = _attr(
+    "refused",
+    str,
+    "the driver, when a setting breaks a bound known before training",
+    "the bound it broke, as `num_params=3.1e+07 (bound num_params<=24000000)`: a COMPLETE trial "
+    "never trained, infeasible for the samplers, not counted in `n_trials` (docs/sweeps.md)",
+)
 NEEDS_RETRY: Key[bool] = _attr(
     "needs_retry",
     bool,

@@ -92,8 +92,8 @@ def test_read_token_guards_reads_and_cannot_write(read_guarded):
     [
         ({"sampler": "bayes"}, "body.sampler: Input should be 'gp'"),
         (
-            {"scheduler": "hyperband"},
-            "body.scheduler: Input should be 'adaptive', 'asha', 'median', 'none', 'pbt' or 'pb2'",
+            {"scheduler": "bohb"},
+            "body.scheduler: Input should be 'adaptive', 'asha', 'median', 'none', 'hyperband', 'pbt' or 'pb2'",
         ),
         ({"space": "nosuch"}, "body.space: unknown search space 'nosuch'; known:"),
         ({"space": "../../etc/passwd"}, "body.space"),

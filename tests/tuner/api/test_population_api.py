@@ -25,12 +25,15 @@ DISTRIBUTIONS = {
 }
 
 
-def seg(step: int, lr: float, drop: float, source: int | None = None) -> dict:
+def seg(step: int, lr: float, drop: float, source: int | None = None, **shape) -> dict:
+    """A segment; a copy's carries the params it brings (`shape`: those other than the settings)."""
+    settings = {"learning_rate": lr, "input_dropout": drop}
     return {
         "step": step,
         "from_trial": source,
         "from_value": None if source is None else 4.5 - step / 1000,
-        "settings": {"learning_rate": lr, "input_dropout": drop},
+        "settings": settings,
+        **({"params": {**settings, **shape}} if shape else {}),
     }
 
 
@@ -39,7 +42,7 @@ def seg(step: int, lr: float, drop: float, source: int | None = None) -> dict:
 MEMBERS = [
     (0, TrialState.COMPLETE, 4.3, [seg(0, 0.002, 0.1)], None),
     (1, TrialState.COMPLETE, 4.1, [seg(0, 0.003, 0.1), seg(100, 0.0024, 0.2, 0)], None),
-    (2, TrialState.COMPLETE, 4.0, [seg(0, 0.001, 0.1), seg(200, 0.0019, 0.25, 1)], None),
+    (2, TrialState.COMPLETE, 4.0, [seg(0, 0.001, 0.1), seg(200, 0.0019, 0.25, 1, hidden_size=24)], None),
     (3, TrialState.FAIL, None, [seg(0, 0.004, 0.1), seg(100, 0.0016, 0.05, 0)], None),
     (
         4,
@@ -112,7 +115,37 @@ def test_the_population_lists_every_member_with_its_curve_and_history(served):
         (4, "COMPLETE", 3),
     ]
     assert members[2]["curve"] == [[100, 4.4], [200, 4.2], [300, pytest.approx(4.0 + 0.4 / 3)], [400, 4.1]]
-    assert members[4]["history"] == MEMBERS[4][3] and members[3]["value"] is None
+    assert members[4]["history"] == [{**s, "params": None} for s in MEMBERS[4][3]]
+    assert members[3]["value"] is None
+    # Member 2 copied member 1's model (hidden_size 24): what it trained, beside what was sampled.
+    assert members[2]["history"][1]["params"] == {
+        "learning_rate": 0.0019,
+        "input_dropout": 0.25,
+        "hidden_size": 24,
+    }
+    assert members[2]["params"] == {"learning_rate": 0.0019, "input_dropout": 0.25, "hidden_size": 24}
+    assert members[2]["initial_params"] == {"learning_rate": 0.001, "input_dropout": 0.1, "hidden_size": 16}
+    assert members[4]["params"] == {"learning_rate": 0.0023, "input_dropout": 0.3, "hidden_size": 16}
+
+
+def test_every_listing_shows_a_members_params_in_force_and_labels_optunas_initial(served):
+    """After a copy the member's table row, `best` and the export show the settings it trained
+    with (the shape it copied included); Optuna's params appear only as `initial_params`."""
+    url, _ = served
+    in_force = {"learning_rate": 0.0019, "input_dropout": 0.25, "hidden_size": 24}
+    initial = {"learning_rate": 0.001, "input_dropout": 0.1, "hidden_size": 16}
+    rows = {t["number"]: t for t in httpx.get(f"{url}/studies/pbt/trials", timeout=30).json()["items"]}
+    assert (rows[2]["params"], rows[2]["initial_params"], rows[2]["problem"]) == (in_force, initial, None)
+    best = httpx.get(f"{url}/studies/pbt/best", timeout=30).json()
+    assert (best["params"], best["initial_params"]) == (in_force, initial)
+    table = httpx.get(f"{url}/studies/pbt/trials.csv", timeout=30).text.splitlines()
+    header, row = table[0].split(","), next(r.split(",") for r in table[1:] if r.startswith("2,"))
+    assert (
+        row[header.index("params_hidden_size")] == "24"
+        and row[header.index("initial_params_hidden_size")] == "16"
+    )
+    plain = httpx.get(f"{url}/studies/fixed/trials", timeout=30).json()["items"][0]
+    assert plain["initial_params"] is None and plain["params"]
 
 
 def test_the_best_member_comes_with_its_lineage_and_the_config_replaying_it(served, tmp_path):
@@ -154,5 +187,6 @@ def test_the_python_api_gives_the_same_schedule_and_replay(served):
     _, db = served
     best = python_api.best("pbt", db=db)
     assert best["schedule"] == BEST_LINEAGE and best["replay_config"]["run_dir"] == "runs/replay-trial-2"
+    assert best["params"]["hidden_size"] == 24 and best["initial_params"]["hidden_size"] == 16
     make_config(best["replay_config"])
     assert "schedule" not in python_api.best("fixed", db=db)

@@ -72,10 +72,21 @@ TRANSPORT_HEADERS = frozenset(
 )
 FIELD_VALUE = re.compile(r"[\x21-\x7e]([\x20-\x7e\t]*[\x21-\x7e])?|")  # RFC 9110 §5.5, ASCII only
 # Cases `make fuzz` found, replayed on both servers with every check: (method, path, query, headers).
-FOUND: list[tuple[str, str, dict[str, str], dict[str, str]]] = [
+# (method, path, query, headers, JSON body or None, the status every check expects)
+FOUND: list[tuple[str, str, dict[str, str], dict[str, str], dict[str, Any] | None, int]] = [
     # GET /studies timed out (30 s) once the fuzz's own studies had piled up: the largest page.
-    ("GET", "/studies", {"limit": "500"}, {}),
-    ("GET", "/studies", {"offset": "1000000", "limit": "500"}, {}),
+    ("GET", "/studies", {"limit": "500"}, {}, None, 200),
+    ("GET", "/studies", {"offset": "1000000", "limit": "500"}, {}, None, 200),
+    # Accepted (201) against the schema's `multipleOf: 1` above one GPU: the validator compared with
+    # math.isclose, which calls 1.0000000000000004 whole.
+    (
+        "POST",
+        "/studies",
+        {},
+        {},
+        {"name": "found-gpus", "space": "tiny", "gpus_per_trial": 1.0000000000000004},
+        422,
+    ),
 ]
 FOUND_STUDIES = 200  # about what the stateless runs create on one database
 SETTINGS = settings(
@@ -355,18 +366,19 @@ def test_generated_requests_stay_within_http():
 
 @pytest.mark.slow
 @pytest.mark.parametrize("server", ["open", "guarded"])
-@pytest.mark.parametrize("found", FOUND, ids=[f"{m} {p} {q}" for m, p, q, _ in FOUND])
+@pytest.mark.parametrize("found", FOUND, ids=[f"{m} {p} {q} {b}" for m, p, q, _, b, _ in FOUND])
 def test_cases_the_fuzz_found_pass_every_check(crowded, server, found):
     """Each case the exploratory fuzz found, replayed with every check, on a database that already
     holds as many studies as a whole stateless run creates (the listing's worst case)."""
-    method, path, query, headers = found
+    method, path, query, headers, body, expected = found
     url, schema = crowded[server], _schema(crowded, server)
     operation = schema[path][method]
     auth = {"Authorization": f"Bearer {WRITE}"} if server == "guarded" else {}
-    case = operation.Case(query=query, headers={**auth, **headers})
+    extra = {} if body is None else {"body": body, "media_type": "application/json"}
+    case = operation.Case(query=query, headers={**auth, **headers}, **extra)
     response = case.call_and_validate(base_url=url, checks=CHECK_FUNCTIONS, timeout=30)
-    assert response.status_code == 200, response.text
-    if path == "/studies" and query.get("offset") != "1000000":
+    assert response.status_code == expected, response.text
+    if method == "GET" and path == "/studies" and query.get("offset") != "1000000":
         assert response.json()["total"] >= FOUND_STUDIES
 
 

@@ -142,11 +142,24 @@ def test_a_secret_in_the_values_file_is_refused(user: dict[str, Any], start: str
     assert not any("rdt" in p for p in problems), "a refusal must not print the secret"
 
 
-def test_unknown_keys_are_refused_but_node_selectors_are_free_form() -> None:
-    assert found({"workers": {"replica": 3}}) == [
-        "values: workers.replica is not a setting (values.yaml lists them)"
-    ]
+def test_unknown_keys_are_refused_naming_the_allowed_ones_but_free_form_maps_are_not() -> None:
+    defaults = default_values()
+    (problem,) = found({"workers": {"replica": 3}})
+    assert problem.startswith("values: workers.replica is not a setting; workers takes: ")
+    assert all(key in problem for key in defaults["workers"]) and "podLabels" in problem
+    (problem,) = found({"api": {"nodeSelectr": {}}})
+    assert "api takes: " in problem and "nodeSelector" in problem
+    (problem,) = found({"gpuWorker": {}})
+    assert "the settings are: " in problem and "gpuWorkers" in problem
     assert found({"gpuWorkers": {"nodeSelector": {"cloud.example/gpu": "h100"}}}) == []
+    free = {
+        "nodeSelector": {"pool": "a"},
+        "podAnnotations": {"x.example/y": "1"},
+        "podLabels": {"team": "ml"},
+    }
+    free_affinity = {"affinity": {"nodeAffinity": {"anything": "kubernetes takes"}}}
+    for group in ("postgres", "head", "workers", "gpuWorkers", "api", "sweep"):
+        assert found({group: {**free, **free_affinity}}) == [], group
 
 
 @pytest.mark.parametrize(

@@ -190,18 +190,77 @@ def test_mounts_are_compose_volumes_at_the_same_paths() -> None:
         assert expected["/data/datasets"] is True and expected["/data/studies"] is False
 
 
+def compose_seconds(text: str) -> int:
+    """A Compose duration of the forms docker-compose.yml uses ("10s", "1m")."""
+    match = re.fullmatch(r"(\d+)([sm])", text)
+    assert match, text
+    return int(match.group(1)) * (60 if match.group(2) == "m" else 1)
+
+
 def test_probes_run_compose_health_checks() -> None:
-    found = containers(render())
-    for name in ("ray-head", "api", "postgres"):
-        check = COMPOSE[name]["healthcheck"]
+    found = containers(render(EVERYTHING))
+    for name, compose_name in [
+        ("ray-head", "ray-head"),
+        ("ray-worker", "ray-worker"),
+        ("ray-worker-gpu", "ray-worker"),
+        ("api", "api"),
+    ]:
+        check = COMPOSE[compose_name]["healthcheck"]
         kind, *argv = check["test"]
         expected = argv if kind == "CMD" else ["sh", "-c", " ".join(argv).replace("$$", "$")]
         for probe in ("readinessProbe", "livenessProbe"):
             assert found[name][probe]["exec"]["command"] == expected, (name, probe)
             assert found[name][probe]["failureThreshold"] == check["retries"]
-    assert "readinessProbe" not in found["ray-worker"], (
-        "Compose has none; `ray start --block` exits when the raylet dies"
+            assert found[name][probe]["periodSeconds"] == compose_seconds(check["interval"])
+            assert found[name][probe]["timeoutSeconds"] == compose_seconds(check["timeout"])
+    postgres = containers(render())["postgres"]
+    kind, *argv = COMPOSE["postgres"]["healthcheck"]["test"]
+    assert postgres["livenessProbe"]["exec"]["command"] == ["sh", "-c", " ".join(argv).replace("$$", "$")]
+    assert COMPOSE["ray-worker"]["healthcheck"] == COMPOSE["ray-head"]["healthcheck"], (
+        "every Ray node runs the same health check"
     )
+
+
+def pod_of(objects: list[dict[str, Any]], component: str) -> dict[str, Any]:
+    """The pod spec whose template carries app.kubernetes.io/component `component`."""
+    cluster = one(objects, "RayCluster")["spec"]
+    templates = [cluster["headGroupSpec"]["template"], *[g["template"] for g in cluster["workerGroupSpecs"]]]
+    templates += [o["spec"]["template"] for o in objects if o["kind"] in ("Deployment", "StatefulSet", "Job")]
+    (pod,) = [
+        t["spec"] for t in templates if t["metadata"]["labels"]["app.kubernetes.io/component"] == component
+    ]
+    return pod
+
+
+def test_the_checkpoint_volume_owner_runs_first_as_compose_runs_it() -> None:
+    """Compose's one-shot `studies-owner` is the init container of every pod mounting the volume."""
+    objects = render(EVERYTHING, **CHANGED)
+    settings = example_settings(**CHANGED)
+    owner = COMPOSE["studies-owner"]
+    uid, _, gid = str(owner["user"]).partition(":")
+    (volume,) = owner["volumes"]
+    source, target = compose_value(volume, settings).split(":")[:2]
+    for component, image in [
+        ("ray-head", "registry.example/rnntune:1.2"),
+        ("ray-worker", "registry.example/rnntune:1.2"),
+        ("ray-gpu-worker", EVERYTHING["gpuImage"]),
+        ("api", "registry.example/rnntune:1.2"),
+    ]:
+        pod = pod_of(objects, component)
+        (init,) = pod["initContainers"]
+        assert init["image"] == image, component  # the pod's own image, whose user it hands the root to
+        assert init["args"] == owner["command"] and init["name"] == "studies-owner"
+        assert init["securityContext"] == {
+            "runAsUser": int(uid),
+            "runAsGroup": int(gid),
+            "runAsNonRoot": False,
+        }
+        assert init["volumeMounts"] == [{"name": source, "mountPath": target, "readOnly": False}]
+        assert target in {m["mountPath"] for m in pod["containers"][0]["volumeMounts"]}
+        waits = COMPOSE[component.replace("ray-gpu-worker", "ray-worker")]["depends_on"]
+        assert waits["studies-owner"] == {"condition": "service_completed_successfully"}, component
+    for component in ("sweep", "postgres"):
+        assert "initContainers" not in pod_of(objects, component), component
 
 
 def test_every_compose_setting_is_rendered_or_listed_as_compose_only() -> None:

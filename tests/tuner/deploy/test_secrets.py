@@ -1,7 +1,10 @@
-"""Secrets reach pods only through the Secret: never in the manifests, and only where Compose puts them."""
+"""Secrets reach pods only through the Secret: never in the manifests, and only where Compose puts them.
+
+A URL's user info is a secret too (refused where a manifest would print it), and a token of blanks is no token."""
 
 from __future__ import annotations
 
+import pytest
 import yaml
 
 from tests.tuner.deploy.inputs import (
@@ -12,11 +15,14 @@ from tests.tuner.deploy.inputs import (
     SECRET_VALUES,
     containers,
     env_of,
+    example_settings,
     one,
     render,
     render_secret,
 )
-from tuner.deploy.render import to_yaml
+from tuner.deploy.inputs import parse_env
+from tuner.deploy.refusals import Refused
+from tuner.deploy.render import manifests, secret, to_yaml
 
 DB_URL = "postgresql+psycopg2://rnntune:db-url-password-4e1d@db.example:5432/rnntune"
 
@@ -79,3 +85,39 @@ def test_no_command_line_carries_a_secret_or_the_database_url() -> None:
         assert "--db" not in words and "token" not in words.lower() and "postgresql" not in words
     assert env_of(found["api"])["RNNTUNE_DB_URL"] == ("secret", "RNNTUNE_DB_URL")
     assert not {"POSTGRES_HOST", "POSTGRES_PASSWORD"} & set(env_of(found["api"]))
+
+
+MLFLOW_WITH_USER = "http://bob:mlflow-url-pw-3c9e@mlflow:5000"
+
+
+def test_a_url_with_user_info_is_refused_naming_the_field_and_never_printed() -> None:
+    with pytest.raises(Refused) as refused:
+        render(RNNTUNE_MLFLOW_URI=MLFLOW_WITH_USER)
+    assert [p.split(" holds")[0] for p in refused.value.problems] == ["env: RNNTUNE_MLFLOW_URI"]
+    assert "mlflow-url-pw-3c9e" not in str(refused.value)
+    with pytest.raises(Refused):
+        render_secret(RNNTUNE_MLFLOW_URI=MLFLOW_WITH_USER)
+
+
+def test_a_url_without_user_info_reaches_the_api_and_the_job_with_credentials_by_reference() -> None:
+    found = containers(render(RNNTUNE_MLFLOW_URI="http://mlflow:5000", MLFLOW_TRACKING_USERNAME="bob"))
+    assert env_of(found["api"])["RNNTUNE_MLFLOW_URIS"] == "http://mlflow:5000"
+    assert env_of(found["sweep"])["RNNTUNE_MLFLOW_URI"] == "http://mlflow:5000"
+    assert env_of(found["api"])["MLFLOW_TRACKING_PASSWORD"] == ("secret", "MLFLOW_TRACKING_PASSWORD")
+
+
+@pytest.mark.parametrize(
+    "line", ['RNNTUNE_API_READ_TOKEN=" "', "RNNTUNE_API_READ_TOKEN= \t", "RNNTUNE_API_READ_TOKEN='  '"]
+)
+def test_a_blank_read_token_read_from_an_env_file_is_no_token(line: str) -> None:
+    settings = {**example_settings(), **parse_env(line)}
+    assert settings["RNNTUNE_API_READ_TOKEN"].strip() == ""
+    with pytest.raises(Refused, match=r"env: RNNTUNE_API_READ_TOKEN is empty but values: api\.serviceType"):
+        manifests(settings, {"api": {"serviceType": "NodePort"}})
+    inside = secret(settings, {"api": {"publicReads": True}})
+    assert inside["stringData"]["RNNTUNE_API_READ_TOKEN"] == ""
+
+
+def test_an_inline_comment_is_no_token() -> None:
+    settings = {**example_settings(), **parse_env("RNNTUNE_API_READ_TOKEN=abc # the read token\n")}
+    assert secret(settings, {})["stringData"]["RNNTUNE_API_READ_TOKEN"] == "abc"

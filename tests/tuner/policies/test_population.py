@@ -1,4 +1,4 @@
-"""Population-based training's rules with plain values: ranges, interval, explore, identity, history."""
+"""Population-based training's rules with plain values: ranges, interval, explore, identity, copies."""
 
 from __future__ import annotations
 
@@ -6,7 +6,6 @@ import pytest
 
 from tuner.policies.population import (
     PopulationError,
-    add_segment,
     at_sync,
     copy_took_place,
     explore_into,
@@ -15,7 +14,6 @@ from tuner.policies.population import (
     keep_identity,
     mutable_ranges,
     plan_population,
-    settings_in_force,
 )
 from tuner.space.params import CategoricalParam, IntParam, LinearParam, LogParam
 
@@ -39,7 +37,6 @@ def test_only_unconditional_real_ranges_of_mutable_settings_are_explored() -> No
 def test_a_space_without_mutable_settings_is_refused_naming_them() -> None:
     with pytest.raises(PopulationError, match="learning_rate"):
         plan_population("pbt", {"hidden_size": PARAMS["hidden_size"]}, MUTABLE, None, 200, 25)
-    assert plan_population("asha", PARAMS, MUTABLE, None, 200, 25) is None
 
 
 @pytest.mark.parametrize(
@@ -97,24 +94,6 @@ def test_a_member_keeps_its_identity_when_it_copies_another() -> None:
     out = keep_identity(donor, own)
     assert out["trial_number"] == 1 and out["trainer"]["run_dir"] == "/s/trial-1"
     assert out["trainer"]["learning_rate"] == 3e-3
-
-
-def test_history_records_starts_copies_and_changes_only() -> None:
-    first = add_segment(None, {"step": 0, "settings": {"learning_rate": 1e-3}})
-    assert first == [{"step": 0, "from_trial": None, "from_value": None, "settings": {"learning_rate": 1e-3}}]
-    # A restart from its own checkpoint with the same settings (synchronous PBT pauses everyone).
-    assert add_segment(first, {"step": 50, "settings": {"learning_rate": 1e-3}}) is None
-    copied = add_segment(
-        first, {"step": 50, "from_trial": 4, "from_value": 5.25, "settings": {"learning_rate": 2e-3}}
-    )
-    assert copied is not None and copied[-1]["from_trial"] == 4 and copied[-1]["from_value"] == 5.25
-    assert settings_in_force(copied) == {"learning_rate": 2e-3}
-    # The same start reported twice (a result and the final summary) replaces, never repeats.
-    again = add_segment(
-        copied, {"step": 50, "from_trial": 4, "from_value": 5.25, "settings": {"learning_rate": 2e-3}}
-    )
-    assert again == copied
-    assert settings_in_force(None) == {}
 
 
 def test_a_recorded_copy_took_place_only_if_the_folder_holds_it() -> None:

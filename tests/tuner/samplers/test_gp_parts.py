@@ -13,13 +13,13 @@ from optuna.distributions import FloatDistribution
 from optuna.trial import TrialState
 
 from tuner.samplers import DEFAULT_SAMPLER, GPSampler, HalfRank, Subset, make_sampler
-from tuner.samplers.gp import check_optuna_internals
+from tuner.upstream.optuna_private import check
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)
 
 
 def test_installed_optuna_has_the_gp_internals() -> None:
-    check_optuna_internals()  # raises RuntimeError naming the Optuna version otherwise
+    check()  # raises RuntimeError naming the Optuna version otherwise
 
 
 def test_half_rank_warping_keeps_order_and_tames_outliers() -> None:

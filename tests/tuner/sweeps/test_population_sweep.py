@@ -1,9 +1,13 @@
 """Issue 47 end to end: a tiny PBT sweep on CPU through the CLI, stopped by SIGTERM after a member
-copied another, then resumed; and one whose member's worker is killed mid-run. Checked: a copy happened and carried the source's checkpoint (the
-loss it held is the source's at that step, and the member's next loss is close to the source's),
-every member trained in its own folder and kept its history and curve across the stop, Ray kept
-no more checkpoints per member than the retention allows, and the best member's schedule replayed
-by the trainer reaches the member's loss."""
+copied another, then resumed; one whose member's worker is killed mid-run; and one perturbing at
+every evaluation, where a copy is decided on a member's first result. Checked: a copy happened and
+carried the source's checkpoint (the loss it held is the source's at that step, and the member's
+next loss is close to the source's), every copy in Ray's own `pbt_global.txt` is in the member's
+history and no other (tests/tuner/sweeps/ray_pbt_record.py reads it as Ray writes it), every
+member trained in its own folder and kept its history and curve across the stop, the settings a
+member is shown with are those its trainer recorded (its run's config.yaml), Ray kept no more
+checkpoints per member than the retention allows, and the best member's schedule replayed by the
+trainer reaches the member's loss."""
 
 from __future__ import annotations
 
@@ -13,17 +17,21 @@ import time
 from pathlib import Path
 
 import pytest
+import yaml
 from optuna.trial import TrialState
 
 from tests.tuner.sweep_process import finish, launch, tiny_set_args, trials, wait_until
+from tests.tuner.sweeps.ray_pbt_record import experiments, ray_copies
 from trainer import make_config, train
 from tuner import python_api
+from tuner.analysis.reads import StudyStore
 from tuner.policies.population import CHECKPOINTS_KEPT
 from tuner.storage import trial_attrs
 from tuner.storage.study import load_study
 
 pytestmark = pytest.mark.slow
 MAX_STEPS, EVERY, INTERVAL = 80, 10, 20
+RAY_RECORD = {"TUNE_DISABLE_AUTO_CALLBACK_LOGGERS": "0"}  # Ray's result.json per trial (ray_pbt_record)
 
 
 def _copied(ts) -> bool:
@@ -37,7 +45,7 @@ def test_a_pbt_sweep_copies_checkpoints_keeps_histories_and_resumes(tmp_path):
     args = ["--name", "pop", "--db", db, "--scheduler", "pbt", "--trials", "4", "--parallel", "4"]
     args += ["--cpus-per-trial", "0.5", "--perturbation-interval", str(INTERVAL), "--sampler", "random"]
     args += ["--seed", "5", *tiny_set_args(max_steps=MAX_STEPS, eval_every=EVERY)]
-    proc, log = launch(tmp_path, args)
+    proc, log = launch(tmp_path, args, env=RAY_RECORD)
     wait_until(lambda: _copied(trials(db, "pop")), proc, log, 300)
     proc.send_signal(signal.SIGTERM)
     assert finish(proc, log, 120) == 130, log.read_text()
@@ -48,7 +56,7 @@ def test_a_pbt_sweep_copies_checkpoints_keeps_histories_and_resumes(tmp_path):
     assert len(before) == 4 and all(t.state == TrialState.FAIL for t in before.values())
     assert all(t.user_attrs["needs_retry"] for t in before.values())
 
-    proc, log = launch(tmp_path, ["--resume", "pop", "--db", db])
+    proc, log = launch(tmp_path, ["--resume", "pop", "--db", db], env=RAY_RECORD)
     assert finish(proc, log, 600) == 0, log.read_text()
     study = load_study("pop", db)
     assert study.user_attrs["status"] == "finished"
@@ -78,6 +86,8 @@ def test_a_pbt_sweep_copies_checkpoints_keeps_histories_and_resumes(tmp_path):
     assert len({t.user_attrs["run_dir"] for t in done}) == 4  # each member in its own folder
 
     _check_copies(everyone)
+    _check_against_ray(everyone, tmp_path / "studies" / "pop" / "ray")
+    _check_settings_shown(db, "pop")
 
     for folder in (tmp_path / "studies" / "pop" / "ray").glob("run-*/member-*"):
         assert len(list(folder.glob("checkpoint_*"))) <= CHECKPOINTS_KEPT
@@ -124,6 +134,80 @@ def _check_copies(everyone: dict) -> None:
         }
 
 
+def test_every_copy_ray_records_is_in_the_members_history_when_members_meet_at_each_evaluation(tmp_path):
+    """Perturbing at every evaluation, the first round is decided on the members' first results,
+    which also carry their step-0 starts: Ray hears the scheduler's copy before it forwards the
+    start to the callbacks (the order that used to lose the copy). Every member's history equals
+    Ray's `pbt_global.txt`, and what the study shows of a member is what its trainer ran."""
+    db = f"sqlite:///{tmp_path / 'studies.db'}"
+    args = ["--name", "pop", "--db", db, "--scheduler", "pbt", "--trials", "4", "--parallel", "4"]
+    args += ["--cpus-per-trial", "0.5", "--perturbation-interval", str(INTERVAL), "--sampler", "random"]
+    args += ["--seed", "11", *tiny_set_args(max_steps=MAX_STEPS, eval_every=INTERVAL)]
+    proc, log = launch(tmp_path, args, env=RAY_RECORD)
+    assert finish(proc, log, 600) == 0, log.read_text()
+    everyone = {t.number: t for t in load_study("pop", db).trials}
+    assert all(t.state == TrialState.COMPLETE for t in everyone.values())
+    for member in everyone.values():
+        assert trial_attrs.PBT_HISTORY.of(member.user_attrs)[0]["step"] == 0
+    assert _check_against_ray(everyone, tmp_path / "studies" / "pop" / "ray") >= 3  # a copy a round
+    _check_settings_shown(db, "pop")
+
+
+def _root(number: int, everyone: dict) -> int:
+    """The first attempt of the member trial `number` is an attempt of (following `retry_of`)."""
+    while (before := trial_attrs.RETRY_OF.of(everyone[number].user_attrs)) is not None:
+        number = before
+    return number
+
+
+def _own_copies(trial, everyone: dict) -> list[tuple[int, int, int]]:
+    """The copies trial `trial` recorded itself: (its member, the source's member, step), less
+    those its history took over from the attempt it retries."""
+    history = trial_attrs.PBT_HISTORY.of(trial.user_attrs) or []
+    retried = trial_attrs.RETRY_OF.of(trial.user_attrs)
+    before = trial_attrs.PBT_HISTORY.of(everyone[retried].user_attrs) or [] if retried is not None else []
+    inherited = {(s["step"], s["from_trial"]) for s in before}
+    return [
+        (_root(trial.number, everyone), _root(s["from_trial"], everyone), s["step"])
+        for s in history
+        if s["from_trial"] is not None and (s["step"], s["from_trial"]) not in inherited
+    ]
+
+
+def _check_against_ray(everyone: dict, ray_root) -> int:
+    """Every copy Ray's `pbt_global.txt` lists (target, source, step) is in the target member's
+    history, and the histories hold no other: compared line by line (members named by their first
+    attempt, since a retry in place keeps its Ray config). Returns how many copies Ray made."""
+    ray = [copy for experiment in experiments(ray_root) for copy in ray_copies(experiment, INTERVAL)]
+    ours = sorted(c for t in everyone.values() for c in _own_copies(t, everyone))
+    matched = []
+    for copy in ray:
+        target, source = _root(copy.target, everyone), _root(copy.source, everyone)
+        found = [c for c in ours if c[:2] == (target, source) and c[2] in copy.steps and c not in matched]
+        assert found, (copy, ours)
+        matched.append(found[0])
+    assert sorted(matched) == ours, (ray, ours)
+    return len(ray)
+
+
+def _check_settings_shown(db: str, name: str) -> None:
+    """What the study shows of each member that finished (its params, as the table, `best`, the
+    export and the web view give them) is what its trainer recorded running: its run folder's
+    config.yaml, the shape it copied included; Optuna's params are only `initial_params`."""
+    store = StudyStore(db)
+    try:
+        records = store.snapshot(store.row(name)).trials
+    finally:
+        store.close()
+    for record in records:
+        if record.state != "COMPLETE":
+            continue
+        ran = yaml.safe_load((Path(trial_attrs.RUN_DIR.of(record.user_attrs)) / "config.yaml").read_text())
+        shown = record.params_in_force
+        assert shown == {k: pytest.approx(ran[k], rel=1e-9) for k in shown}, (record.number, shown)
+        assert record.initial_params == record.params
+
+
 def test_a_member_whose_worker_is_killed_is_retried_and_the_population_finishes(tmp_path):
     """A member's trial process killed between two perturbation steps: Ray retries it in place from
     its folder, it catches up with the others at their sync point, and the population finishes
@@ -132,7 +216,7 @@ def test_a_member_whose_worker_is_killed_is_retried_and_the_population_finishes(
     args = ["--name", "pop", "--db", db, "--scheduler", "pbt", "--trials", "4", "--parallel", "4"]
     args += ["--cpus-per-trial", "0.5", "--perturbation-interval", str(INTERVAL), "--sampler", "random"]
     args += ["--seed", "7", "--max-retries", "2", *tiny_set_args(max_steps=MAX_STEPS, eval_every=EVERY)]
-    proc, log = launch(tmp_path, args)
+    proc, log = launch(tmp_path, args, env=RAY_RECORD)
 
     seen: list = []  # the members found training past a sync point, the last one first to kill
 
@@ -177,3 +261,4 @@ def test_a_member_whose_worker_is_killed_is_retried_and_the_population_finishes(
     for member in done:
         assert sorted(member.intermediate_values) == grid  # one curve: no gap across the kill
     _check_copies(everyone)
+    _check_against_ray(everyone, tmp_path / "studies" / "pop" / "ray")

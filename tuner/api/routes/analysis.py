@@ -15,7 +15,7 @@ from tuner.analysis.reads import StudySnapshot, TrialRecord
 from tuner.api.auth import require_read
 from tuner.api.errors import NotFound
 from tuner.api.models import Importances, ParallelCoordinates, Sensitivity
-from tuner.api.routes.common import STUDY, StudyName, errors, memoised, snapshot_of, state_of
+from tuner.api.routes.common import STUDY, StudyName, errors, memoised, readable_row, snapshot_of, state_of
 from tuner.objectives.goals import Goals
 from tuner.objectives.measures import PRIMARY, measure
 
@@ -49,7 +49,7 @@ ObjectiveParam = Annotated[
         "default the validation loss). Another than val_loss leaves PRUNED trials out.",
     ),
 ]
-ERRORS = errors(401, 404, 422, 503)
+ERRORS = errors(401, 404, 409, 422, 503)
 
 
 def _basis(
@@ -76,7 +76,7 @@ def quantised(fraction: float) -> float:
 
 def _goals(request: Request, name: str, objective: str) -> Goals:
     """The study's goals, read only when the analysis is of another measure than the loss."""
-    return Goals() if objective == PRIMARY else study_goals(state_of(request).store.row(name).user_attrs)
+    return Goals() if objective == PRIMARY else study_goals(readable_row(state_of(request), name).user_attrs)
 
 
 async def _completed(request: Request, name: str) -> StudySnapshot:

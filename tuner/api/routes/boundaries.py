@@ -8,12 +8,12 @@ from fastapi import APIRouter, Depends, Request
 from starlette.concurrency import run_in_threadpool
 
 from tuner.api.auth import require_read
-from tuner.api.routes.common import STUDY, StudyName, errors, memoised, snapshot_of, state_of
+from tuner.api.routes.common import STUDY, StudyName, errors, memoised, readable_row, snapshot_of, state_of
 from tuner.space.boundaries import MIN_SHARE, MIN_TOP, NEAR, TOP_FRACTION, crowded_edges
 from tuner.storage import study_attrs
 
 router = APIRouter(prefix=STUDY, tags=["analysis"], dependencies=[Depends(require_read)])
-ERRORS = errors(401, 404, 422)
+ERRORS = errors(401, 404, 409, 422)
 
 
 @router.get("/boundaries", responses=ERRORS)
@@ -24,8 +24,7 @@ async def get_boundaries(request: Request, name: StudyName) -> dict[str, Any]:
     --widen PARAM`), then start the study again.
     """
     snapshot = await snapshot_of(request, name)
-    store = state_of(request).store
-    row = await run_in_threadpool(store.row, name)
+    row = await run_in_threadpool(readable_row, state_of(request), name)
     space = (study_attrs.SPACE_DEF.of(row.user_attrs) or {}).get("params", {})
     complete = snapshot.complete_points()
 

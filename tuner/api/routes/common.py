@@ -17,8 +17,10 @@ from fastapi import HTTPException, Path, Request, status
 from fastapi.exceptions import RequestValidationError
 from pydantic import BaseModel, ValidationError
 from starlette.concurrency import run_in_threadpool
+from starlette.requests import ClientDisconnect
 
-from tuner.analysis.reads import StudySnapshot
+from tuner.analysis.reads import StudyRow, StudySnapshot
+from tuner.api import serializers
 from tuner.api.models import ErrorBody
 from tuner.api.state import ApiState
 from tuner.space import NAME_PATTERN
@@ -54,12 +56,24 @@ def state_of(request: Request) -> ApiState:
     return request.app.state.rnntune
 
 
+def readable_row(state: ApiState, name: str) -> StudyRow:
+    """The study's row (StudyNotFound → 404); 409 naming the attribute when one it stores cannot be
+    read here (`serializers.stored_problem`): every route of a study reads its row through this, so
+    no stored value, however odd, reaches a route's code as a 5xx."""
+    row = state.store.row(name)
+    if (problem := serializers.stored_problem(row.user_attrs)) is not None:
+        raise HTTPException(status.HTTP_409_CONFLICT, f"study {name!r} cannot be read here: {problem}")
+    return row
+
+
 async def snapshot_of(request: Request, name: str) -> StudySnapshot:
-    """The study's snapshot (StudyNotFound → 404), from the cache when fresh."""
-    store = state_of(request).store
-    found = store.fresh_snapshot(name)
+    """The study's snapshot (StudyNotFound → 404; 409 as `readable_row`), from the cache when fresh
+    (its row is then fresh too, so the check reads no database)."""
+    state = state_of(request)
+    found = state.store.fresh_snapshot(name)
     if found is None:
-        found = await run_in_threadpool(lambda: store.snapshot(store.row(name)))
+        return await run_in_threadpool(lambda: state.store.snapshot(readable_row(state, name)))
+    readable_row(state, name)
     return found
 
 
@@ -104,10 +118,15 @@ async def read_json(request: Request, model: type[BaseModel]) -> Any:
     if declared.isdigit() and int(declared) > limit:
         raise too_large
     body = bytearray()
-    async for chunk in request.stream():
-        body += chunk
-        if len(body) > limit:
-            raise too_large
+    try:
+        async for chunk in request.stream():
+            body += chunk
+            if len(body) > limit:
+                raise too_large
+    except ClientDisconnect:  # the server's body deadline closed it (connections.py), or the client
+        raise HTTPException(
+            status.HTTP_408_REQUEST_TIMEOUT, "body: the connection closed before it arrived"
+        ) from None
     try:
         return model.model_validate_json(bytes(body))
     except ValidationError as err:

@@ -22,7 +22,7 @@ from tuner.analysis import compare
 from tuner.api import serializers as views
 from tuner.api.auth import require_read
 from tuner.api.compare_models import Comparison
-from tuner.api.routes.common import errors, state_of
+from tuner.api.routes.common import errors, readable_row, state_of
 from tuner.api.routes.web import STATIC
 from tuner.space import NAME_PATTERN
 from tuner.storage import study_attrs
@@ -68,7 +68,9 @@ def cache_of(request: Request) -> ComparisonCache:
 
 def _build(request: Request, names: list[str]) -> str:
     store = state_of(request).store
-    rows = [store.row(name) for name in names]  # an unknown study is a 404 before anything else
+    rows = [
+        readable_row(state_of(request), name) for name in names
+    ]  # an unknown study is a 404 before anything else
     compare.check_names(names)
     key = tuple(
         (
@@ -96,7 +98,7 @@ def _build(request: Request, names: list[str]) -> str:
     "/compare",
     response_model=Comparison,
     dependencies=[Depends(require_read)],
-    responses=errors(401, 404, 422, 503),
+    responses=errors(401, 404, 409, 422, 503),
 )
 async def get_compare(
     request: Request,

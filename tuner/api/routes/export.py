@@ -10,10 +10,19 @@ from fastapi.responses import Response, StreamingResponse
 from tuner.analysis.export import MEDIA_TYPES, chunks, encode, trials_frame
 from tuner.analysis.front import study_goals
 from tuner.api.auth import require_read
-from tuner.api.routes.common import STUDY, StudyName, attachment, errors, memoised, snapshot_of, state_of
+from tuner.api.routes.common import (
+    STUDY,
+    StudyName,
+    attachment,
+    errors,
+    memoised,
+    readable_row,
+    snapshot_of,
+    state_of,
+)
 
 router = APIRouter(prefix=STUDY, tags=["trials"], dependencies=[Depends(require_read)])
-ERRORS = errors(401, 404, 422)
+ERRORS = errors(401, 404, 409, 422)
 
 
 @router.get(
@@ -30,7 +39,7 @@ async def export_trials(
     Built from the study's snapshot once per version of the study and kept with it (repeated
     downloads of an unchanged study read no trial rows), and sent in 1 MiB pieces."""
     snapshot = await snapshot_of(request, name)
-    goals = study_goals(state_of(request).store.row(name).user_attrs)
+    goals = study_goals(readable_row(state_of(request), name).user_attrs)
 
     def build() -> tuple[bytes, int]:
         frame = trials_frame(snapshot.trials, goals)

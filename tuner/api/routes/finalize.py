@@ -14,7 +14,16 @@ from tuner.api.auth import require_read, require_write
 from tuner.api.errors import Conflict
 from tuner.api.finalize_models import FinalizeReport, FinalizeRequest, FinalizeStarted
 from tuner.api.paths import study_folder
-from tuner.api.routes.common import STUDY, StudyName, errors, json_body, live_runs, read_json, state_of
+from tuner.api.routes.common import (
+    STUDY,
+    StudyName,
+    errors,
+    json_body,
+    live_runs,
+    read_json,
+    readable_row,
+    state_of,
+)
 from tuner.storage import study_attrs
 from tuner.sweeps.finalize import rerun as finalize
 from tuner.sweeps.finalize.launch import FinalizeLauncher
@@ -52,7 +61,7 @@ async def start_finalize(request: Request, name: StudyName) -> dict:
 def _start(request: Request, name: str, body: FinalizeRequest) -> dict:
     state = state_of(request)
     state.store.invalidate(name)
-    row = state.store.row(name)
+    row = readable_row(state, name)
     if not row.counts.get("COMPLETE"):
         raise Conflict(f"study {name!r} has no COMPLETE trial to rerun")
     if study_attrs.SPACE_DEF not in row.user_attrs:
@@ -81,7 +90,7 @@ def get_finalize(request: Request, name: StudyName) -> dict:
     """Per configuration: reruns, n, mean ± sd of validation loss and of the headline figure (ppl or
     bpc), the tuning run's value and the gap; the best by rerun mean and the study's named best."""
     state = state_of(request)
-    row = state.store.row(name)
+    row = readable_row(state, name)
     attrs = row.user_attrs
     rows = views.clean(
         finalize.summarize(study_attrs.FINALIZE.of(attrs) or {}, finalize.word_level_of(attrs))

@@ -10,7 +10,7 @@ from fastapi import APIRouter, Depends, HTTPException, Query, Request, status
 from tuner.analysis.front import choose, front, members, study_goals
 from tuner.api.auth import require_read
 from tuner.api.models import ParetoFront
-from tuner.api.routes.common import STUDY, StudyName, errors, snapshot_of, state_of
+from tuner.api.routes.common import STUDY, StudyName, errors, readable_row, snapshot_of, state_of
 
 router = APIRouter(prefix=STUDY, tags=["analysis"], dependencies=[Depends(require_read)])
 Rule = Annotated[
@@ -23,11 +23,11 @@ Rule = Annotated[
 ]
 
 
-@router.get("/pareto", response_model=ParetoFront, responses=errors(401, 404, 422, 503))
+@router.get("/pareto", response_model=ParetoFront, responses=errors(401, 404, 409, 422, 503))
 async def get_pareto(request: Request, name: StudyName, rule: Rule = None) -> dict:
     """The non-dominated feasible COMPLETE trials over the study's objectives, every other COMPLETE
     trial marked feasible or not, and (with `rule`) the one the rule picks."""
-    goals = study_goals(state_of(request).store.row(name).user_attrs)
+    goals = study_goals(readable_row(state_of(request), name).user_attrs)
     snapshot = await snapshot_of(request, name)
     points = front(snapshot.trials, goals)
     try:

@@ -15,7 +15,7 @@ from tuner.analysis.reads import StudySnapshot, TrialRecord
 from tuner.api import checkpoint, serializers
 from tuner.api.auth import require_read
 from tuner.api.errors import Conflict
-from tuner.api.routes.common import STUDY, StudyName, errors, state_of
+from tuner.api.routes.common import STUDY, StudyName, errors, readable_row, state_of
 
 router = APIRouter(prefix=STUDY, tags=["analysis"], dependencies=[Depends(require_read)])
 
@@ -36,6 +36,9 @@ class PopulationSegment(BaseModel):
     from_trial: int | None
     from_value: float | None
     settings: dict[str, float]
+    params: dict[str, Any] | None = Field(
+        None, description="On a copy: every tuned hyperparameter from then on, the shape copied included."
+    )
 
 
 class PopulationMember(BaseModel):
@@ -45,6 +48,10 @@ class PopulationMember(BaseModel):
     curve: list[tuple[int, float | None]] = Field(description="[step, validation loss] pairs.")
     history: list[PopulationSegment]
     retry_of: int | None = Field(description="The failed trial this one retries, if any.")
+    params: dict[str, Any] = Field(
+        description="The hyperparameters in force at its end (after its copies, shape included)."
+    )
+    initial_params: dict[str, Any] = Field(description="Optuna's params: those first sampled for it.")
 
 
 class PopulationBest(BaseModel):
@@ -70,19 +77,25 @@ class Population(BaseModel):
 
 @router.get("/population", response_model=Population, responses=errors(401, 404, 409, 422, 503))
 def get_population(request: Request, name: StudyName) -> dict:
-    """The members of a pbt/pb2 study (409 for any other) with their curves and histories, and the
-    best COMPLETE member's lineage and replay config. (A thread: it reads the member's run config.)"""
-    store = state_of(request).store
-    row = store.row(name)
+    """The members of a pbt/pb2 study (409 for any other, or for a malformed stored `pbt_history`,
+    named) with their curves and histories, and the best COMPLETE member's lineage and replay
+    config. (A thread: it reads the member's run config.)"""
+    state = state_of(request)
+    store = state.store
+    row = readable_row(state, name)
     spec = population.population_spec(row.user_attrs)
     if spec is None:
         raise Conflict(f"study {name!r} is not a population study (scheduler pbt or pb2)")
     snapshot = store.snapshot(row)
+    try:
+        listed = population.members(snapshot.trials)
+    except ValueError as err:  # a malformed stored history: the study's data, not a server error
+        raise Conflict(f"study {name!r}: {err}") from None
     best = best_record(snapshot.trials, study_goals(row.user_attrs), snapshot.best)
     return {
         "scheduler": spec.scheduler,
         "perturbation_interval": spec.perturbation_interval,
-        "members": serializers.clean(population.members(snapshot.trials)),
+        "members": serializers.clean(listed),
         "best": None if best is None else _best_member(request, name, snapshot, best),
     }
 

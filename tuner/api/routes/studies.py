@@ -14,7 +14,7 @@ from tuner.api.auth import require_read, require_write
 from tuner.api.checkpoint import storage_root
 from tuner.api.models import Action, CreateStudy, StudyDetail, StudyPage, WidenRange, WidenResult
 from tuner.api.paths import study_folder
-from tuner.api.routes.common import StudyName, errors, json_body, live_runs, read_json
+from tuner.api.routes.common import StudyName, errors, json_body, live_runs, read_json, readable_row
 from tuner.api.settings import ApiSettings
 from tuner.api.state import ApiState
 from tuner.spec import SweepSpec
@@ -64,9 +64,7 @@ def _summary(state: ApiState, row, lease) -> dict:
 
 
 def detail(state: ApiState, name: str) -> dict:
-    row = state.store.row(name)
-    if (problem := serializers.stored_problem(row.user_attrs)) is not None:
-        raise HTTPException(status.HTTP_409_CONFLICT, f"study {name!r} cannot be read here: {problem}")
+    row = readable_row(state, name)
     snapshot = state.store.snapshot(row)
     best = best_record(snapshot.trials, study_goals(row.user_attrs), snapshot.best)
     lease = read(state.leases, name)
@@ -174,10 +172,11 @@ def get_study(request: Request, name: StudyName) -> dict:
     responses=ERRORS,
 )
 def start_study(request: Request, name: StudyName) -> dict:
-    """Launch the study's sweep in the background (409 while a driver holds its lease, finished, or
-    its stored storage_path lies outside this server's storage root)."""
+    """Launch the study's sweep in the background (409 while a driver holds its lease, finished, its
+    stored storage_path lies outside this server's storage root, or a stored attribute, its spec
+    included, cannot be read: the page answers 409 for the same study)."""
     state = _state(request)
-    attrs = state.store.row(name).user_attrs
+    attrs = readable_row(state, name).user_attrs
     study_folder(attrs, state.settings.storage_root, name)
     if (spec := SweepSpec.stored_in(attrs)) is not None:
         bounds.check_cpus_per_trial(spec.cpus_per_trial, state.settings, "cpus_per_trial", 409)
@@ -223,4 +222,5 @@ async def widen_range(request: Request, name: StudyName) -> dict:
     or `edge`), adding `add_trials` to its count; then `start` continues it in the wider range.
     409 while a sweep drives the study."""
     body: WidenRange = await read_json(request, WidenRange)
+    await run_in_threadpool(readable_row, _state(request), name)  # 409 as its page: Optuna would raise
     return await run_in_threadpool(widen_control.widen, _state(request), name, body)

@@ -19,13 +19,13 @@ from tuner.api import checkpoint, serializers
 from tuner.api.auth import require_read
 from tuner.api.errors import NotFound
 from tuner.api.models import TrialDetail, TrialPage, TrialState
-from tuner.api.routes.common import STUDY, StudyName, attachment, errors, snapshot_of, state_of
+from tuner.api.routes.common import STUDY, StudyName, attachment, errors, readable_row, snapshot_of, state_of
 from tuner.api.routes.population import LineageStep, replay_fields
 from tuner.objectives.goals import Goals
 from tuner.storage import trial_attrs
 
 router = APIRouter(prefix=STUDY, tags=["trials"], dependencies=[Depends(require_read)])
-ERRORS = errors(401, 404, 422, 503)
+ERRORS = errors(401, 404, 409, 422, 503)
 CHOSEN_ERRORS = errors(401, 404, 409, 422, 503)  # a trial named that is not COMPLETE: 409
 TrialNumber = Annotated[int, Path(ge=0, le=2**62, description="The trial's number in its study.")]
 SortKey = Literal[SORT_KEYS]  # type: ignore[valid-type]
@@ -67,16 +67,18 @@ def _trial(snapshot: StudySnapshot, name: str, number: int) -> TrialRecord:
 
 
 def _config(request: Request, name: str, trial: TrialRecord) -> dict:
+    """The trial's run config.yaml, else the params its model was trained with (a population
+    member's in force at its end)."""
     settings = state_of(request).settings
     roots = (settings.storage_root,)
-    return checkpoint.run_config(trial.user_attrs, roots, settings.storage_root / name, trial.params)
+    return checkpoint.run_config(trial.user_attrs, roots, settings.storage_root / name, trial.params_in_force)
 
 
 @router.get("/trials/{number}/config", response_model=dict[str, Any], responses=ERRORS)
 def get_trial_config(request: Request, name: StudyName, number: TrialNumber) -> dict:
     """The trial's resolved run config (its `config.yaml`), else its sampled hyperparameters."""
     state = state_of(request)
-    trial = _trial(state.store.snapshot(state.store.row(name)), name, number)
+    trial = _trial(state.store.snapshot(readable_row(state, name)), name, number)
     return serializers.clean(_config(request, name, trial))
 
 
@@ -145,7 +147,7 @@ class BestTrial(TrialDetail):
 async def get_best(request: Request, name: StudyName, trial: ChosenTrial = None, rule: Rule = None) -> dict:
     """The completed trial with the best objective (or the one `trial` or `rule` picks); in a
     population study with its `schedule` and `replay_config` (docs/api.md)."""
-    attrs = state_of(request).store.row(name).user_attrs
+    attrs = readable_row(state_of(request), name).user_attrs
     snapshot = await snapshot_of(request, name)
     best = _best(snapshot, name, trial, rule, study_goals(attrs))
     detail = serializers.trial_detail(best)
@@ -171,7 +173,7 @@ def get_best_checkpoint(
     (`--storage`) are ever served, from the file descriptor that was checked (no symlink followed).
     """
     state = state_of(request)
-    row = state.store.row(name)
+    row = readable_row(state, name)
     best = _best(state.store.snapshot(row), name, trial, rule, study_goals(row.user_attrs))
     settings = state.settings
     found = checkpoint.locate(

@@ -90,7 +90,28 @@ function describeTrial(trial, line) {
   const value = line.step === null
     ? `objective ${fmt(trial.value)}`
     : `PRUNED at step ${line.step} (value there ${fmt(line.value)})`;
-  return `trial #${trial.number}  ${value}  ${params}`;
+  return `trial #${trial.number}  ${value}  ${params}${describeInitial(trial)}`;
+}
+
+// A population member's params are those in force at its end (after its copies, the shape copied
+// included); Optuna's, first sampled for it, are shown only labelled as its initial settings.
+function changedInitial(trial) {
+  const initial = trial.initial_params || {};
+  return Object.keys(initial).filter((k) => initial[k] !== trial.params[k]);
+}
+
+function describeInitial(trial) {
+  const changed = changedInitial(trial);
+  return changed.length
+    ? `  (initial settings: ${changed.map((k) => `${k}=${fmt(trial.initial_params[k])}`).join("  ")})`
+    : "";
+}
+
+function paramCell(trial, name) {
+  const initial = (trial.initial_params || {})[name];
+  const changed = trial.initial_params && name in trial.initial_params && initial !== trial.params[name];
+  return el("td", changed ? { class: "num", title: `initial setting: ${fmt(initial)}`, "data-initial": String(initial) }
+    : { class: "num" }, fmt(trial.params[name]));
 }
 
 function swatch(colour) {
@@ -212,13 +233,13 @@ async function renderTrials() {
     ...["#", "state", "objective", ...names, "wall time (s)", "ms/step", "device", "node", "error"].map((h) => el("th", {}, h))));
   document.querySelector("#trials tbody").replaceChildren(...page.items.map((t) => el("tr", {},
     el("td", { class: "num" }, String(t.number)), el("td", {}, t.state), el("td", { class: "num" }, fmt(t.value)),
-    ...names.map((n) => el("td", { class: "num" }, fmt(t.params[n]))),
+    ...names.map((n) => paramCell(t, n)),
     el("td", { class: "num" }, fmt(t.wall_time_s, 3)),
     el("td", { class: "num" }, t.seconds_per_step == null ? "–" : fmt(1000 * t.seconds_per_step, 3)),
     el("td", { title: "the training path: graphs, eager (after a fallback or by choice), cpu" },
       t.device ? (t.cuda_path_used && t.cuda_path_used !== "cpu" ? `${t.device} (${t.cuda_path_used})` : t.device) : "–"),
     el("td", {}, t.node ? String(t.node) : "–"),
-    el("td", {}, t.error || ""))));
+    el("td", {}, t.error || t.problem || ""))));
   const last = Math.min(page.total, view.offset + PAGE);
   document.getElementById("page-info").textContent = page.total ? `${view.offset + 1}–${last} of ${page.total}` : "no trials";
   document.getElementById("prev").disabled = view.offset === 0;

@@ -14,7 +14,7 @@ import datetime as dt
 import os
 import random
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,7 +25,7 @@ from ray.tune.stopper import Stopper
 
 from tuner.policies.population import CHECKPOINTS_KEPT, MEMBER
 from tuner.storage import study_attrs, trial_attrs
-from tuner.storage.study import best_trial, finished_count, finished_curves, open_storage, set_status
+from tuner.storage.study import best_trial, finished_count, open_storage, set_status
 from tuner.sweeps.cluster import mps
 from tuner.sweeps.drive import ask_ahead
 from tuner.sweeps.drive.lease import LeaseKeeper, StopRequest, stop_on_signals
@@ -89,18 +89,6 @@ def _trial_dirname(trial: Any) -> str:
     if not isinstance(number, int):
         return f"member-{trial.config.get(MEMBER)}-{trial.trial_id}"
     return f"trial-{number}-{trial.trial_id}"
-
-
-def trial_kind(checkpoint: str | None) -> Callable[[dict[str, Any]], dict[str, Any]]:
-    """The function a study's trials run, chosen once by the driver: training (`run_trial`), or
-    for a study of a trained model, dynamic evaluation of it (`tuner.sweeps.dyneval.trial`)."""
-    if checkpoint:
-        from tuner.sweeps.dyneval.trial import run_dyneval_trial
-
-        return run_dyneval_trial
-    from tuner.sweeps.trial.trainable import run_trial
-
-    return run_trial
 
 
 def all_failed(study: optuna.Study) -> str | None:
@@ -182,25 +170,31 @@ def _start_cluster(
     return started_ray, parallel, notes + gpu_lines
 
 
-def _run(
+@dataclass
+class _Driver:
+    """What drives one run of Tune: the study's searcher, the progress table, the trackers and the
+    kind's wiring (tuner.sweeps.drive.wiring)."""
+
+    searcher: Any
+    progress: Any
+    trackers: Any
+    wiring: Any
+
+
+def _driver(
     plan: SweepPlan,
     study: optuna.Study,
     storage_url: str,
-    request: StopRequest,
     options: RunOptions,
     fence: LeaseKeeper | None,
     parallel: int,
     notes: list[str],
-) -> SweepOutcome:
-    """Tune's run of the plan and the study's final status."""
-    from ray import tune
-
-    from tuner.policies.schedulers import make_scheduler
-    from tuner.sweeps.drive.population import PopulationEvents, population_search
+) -> _Driver:
+    """The searcher, progress table, trackers and the kind's wiring of this run; the header printed."""
     from tuner.sweeps.drive.progress import ProgressTable
-    from tuner.sweeps.drive.searcher import METRIC, StudySearcher
+    from tuner.sweeps.drive.searcher import StudySearcher
     from tuner.sweeps.drive.tracking import TrackerCallback, open_trackers
-    from tuner.sweeps.drive.trial_events import TrialEvents
+    from tuner.sweeps.drive.wiring import wire
 
     spec, out = plan.spec, options.out
     pin_storage = open_storage(storage_url) if spec.keep_top else None
@@ -225,56 +219,74 @@ def _run(
     )
     progress = ProgressTable(study, searcher, plan.target, parallel, out)
     progress.header(plan.header(parallel, notes))
-    # Only the adaptive scheduler starts from the study's finished curves: no read for the others.
-    history = finished_curves(study) if plan.scheduler == "adaptive" else None
     trackers = TrackerCallback(
         searcher,
         open_trackers(spec, plan.name, plan.root),
         lambda line: print(line, file=out or sys.stderr, flush=True),
     )
-    stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%d-%H%M%S")
-    callbacks: list[Any] = [TrialEvents(searcher), progress, trackers]
-    members = None  # a population's members asked (None: a searcher asks trials as Tune runs them)
-    if plan.population is not None:  # PBT/PB2 take no search algorithm: the members are asked now
-        search: dict[str, Any] = population_search(plan, searcher)
-        members = search.pop("members")
-        if (note := search.pop("note")) is not None:
-            print(note, file=out or sys.stderr, flush=True)
-        callbacks.insert(0, PopulationEvents(searcher))
-    else:
-        search = dict(
-            search_alg=searcher,
-            scheduler=make_scheduler(
-                plan.scheduler, plan.space.fixed, spec.early_stopping(), history, spec.goals()
-            ),
-            num_samples=plan.budget,
-        )
-    tuner = tune.Tuner(
-        tune.with_resources(options.trainable or trial_kind(spec.checkpoint), plan.resources),
-        param_space=search.pop("param_space", None),
+    wiring = wire(plan, study, searcher)
+    if wiring.note is not None:
+        print(wiring.note, file=out or sys.stderr, flush=True)
+    return _Driver(searcher, progress, trackers, wiring)
+
+
+def _tuner(
+    plan: SweepPlan,
+    study: optuna.Study,
+    request: StopRequest,
+    options: RunOptions,
+    parallel: int,
+    driver: _Driver,
+) -> Any:
+    """Tune's Tuner of the plan: the kind's wiring, then the settings every kind shares."""
+    from ray import tune
+
+    from tuner.sweeps.drive.searcher import METRIC
+    from tuner.sweeps.drive.trial_events import TrialEvents
+
+    wiring, stamp = driver.wiring, dt.datetime.now(dt.UTC).strftime("%Y%m%d-%H%M%S")
+    callbacks = [*wiring.callbacks, TrialEvents(driver.searcher), driver.progress, driver.trackers]
+    return tune.Tuner(
+        tune.with_resources(options.trainable or wiring.trainable, plan.resources),
+        param_space=wiring.param_space,
         tune_config=tune.TuneConfig(
             metric=METRIC,
             mode="min",
             max_concurrent_trials=parallel,
             reuse_actors=True,
             trial_dirname_creator=_trial_dirname,
-            **search,
+            **wiring.search,
         ),
         run_config=tune.RunConfig(
             name=f"run-{stamp}",
             storage_path=str(plan.root / "ray"),
-            stop=SweepStopper(study, request, searcher),
+            stop=SweepStopper(study, request, driver.searcher),
             callbacks=callbacks,
-            failure_config=tune.FailureConfig(max_failures=spec.max_retries),
+            failure_config=tune.FailureConfig(max_failures=plan.spec.max_retries),
             checkpoint_config=tune.CheckpointConfig(num_to_keep=CHECKPOINTS_KEPT),
             verbose=1 if options.verbose else 0,
         ),
     )
+
+
+def _run(
+    plan: SweepPlan,
+    study: optuna.Study,
+    storage_url: str,
+    request: StopRequest,
+    options: RunOptions,
+    fence: LeaseKeeper | None,
+    parallel: int,
+    notes: list[str],
+) -> SweepOutcome:
+    """Tune's run of the plan and the study's final status."""
+    driver = _driver(plan, study, storage_url, options, fence, parallel, notes)
+    tuner, searcher = _tuner(plan, study, request, options, parallel, driver), driver.searcher
     status: study_attrs.Status = "failed"
     error = None
     try:
-        if request.reason is None and members != 0:  # a stop while Ray started needs no trial
-            with stop_on_signals(request):  # again: ray.init() replaced our SIGTERM handler with its own
+        if request.reason is None and driver.wiring.members != 0:  # a stop while Ray started needs no
+            with stop_on_signals(request):  # trial again: ray.init() replaced our SIGTERM handler
                 tuner.fit()
         status = "finished" if finished_count(study) >= plan.target or searcher.ended_early else "stopped"
         if status == "finished" and (error := all_failed(study)) is not None:
@@ -287,8 +299,8 @@ def _run(
         interrupted = searcher.interrupt_all(request.reason or "the sweep ended while the trial ran")
         if request.reason is not None and status not in ("failed", "finished"):
             status = "stopped"
-        progress.refresh(final=True)
-        failures = trackers.close(status)
+        driver.progress.refresh(final=True)
+        failures = driver.trackers.close(status)
         if searcher.writable:  # a driver that lost its lease leaves the status to the next one
             set_status(study, status)
             count_tracker_failures(study, failures)

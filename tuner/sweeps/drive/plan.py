@@ -18,9 +18,8 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from tuner.policies import procedure
-from tuner.policies.early_stopping import ASHA_SCHEDULERS
+from tuner.policies.kinds import SweepKind, kind_of
 from tuner.policies.population import PopulationPlan, plan_population
-from tuner.policies.rank_agreement import describe_adaptive
 from tuner.space import SearchSpace
 from tuner.spec import SweepSpec
 from tuner.storage.study import StudyError, redact_url
@@ -62,7 +61,7 @@ class SweepPlan:
     root: Path  # the study's storage folder
     target: int  # the study's trial count
     budget: int  # trials this run asks for
-    scheduler: str  # "none" for a study of a trained model: each trial is one evaluation
+    kind: SweepKind  # the kind it runs as (tuner.policies.kinds): its scheduler, checks and wiring
     resources: dict[str, float]  # per trial, as Ray Tune takes them
     # Ray's async Hyperband draws each trial's bracket from numpy's global RNG, PBT its perturbations
     # from Python's and PB2 its fits from numpy's (seeded in execute.driver_process)
@@ -72,6 +71,11 @@ class SweepPlan:
     lines: list[str] = field(default_factory=list)  # the header after the study line
     driver_env: dict[str, str] = field(default_factory=lambda: dict(DRIVER_ENV))
     torch_threads: int = DRIVER_TORCH_THREADS
+
+    @property
+    def scheduler(self) -> str:
+        """The scheduler's name: "none" for a study of a trained model (each trial one evaluation)."""
+        return self.kind.name
 
     def header(self, parallel: int, notes: Sequence[str]) -> list[str]:
         """The sweep's header once the cluster said how many trials run at once: `notes` (warnings,
@@ -94,14 +98,9 @@ def merge_spec(stored: SweepSpec, changes: Mapping[str, Any] | None, done: int, 
     return spec
 
 
-def early_stopping_line(spec: SweepSpec, space: SearchSpace, scheduler: str) -> str:
-    """The header's `early stopping:` line."""
-    early = spec.early_stopping().describe(*grid(space)) if scheduler in ASHA_SCHEDULERS else scheduler
-    if scheduler == "adaptive":
-        early += "; " + describe_adaptive()
-    if spec.checkpoint:
-        early += f" (each trial evaluates {spec.checkpoint} once, trains nothing)"
-    return f"early stopping: {early}"
+def kind_line(spec: SweepSpec, space: SearchSpace, kind: SweepKind) -> str:
+    """The header's line of the kind (`early stopping: ...`, or the population's)."""
+    return kind.describe(spec, *grid(space))
 
 
 def plan_sweep(
@@ -120,9 +119,11 @@ def plan_sweep(
     sweep left RUNNING, now failed and retried; `warm_start`: (prior trials, their studies)."""
     from trainer import MUTABLE_SETTINGS
 
-    scheduler = "none" if spec.checkpoint else spec.scheduler
-    population = plan_population(
-        scheduler, space.params, MUTABLE_SETTINGS, spec.perturbation_interval, *grid(space)
+    kind = kind_of(spec)
+    population = (
+        plan_population(kind.name, space.params, MUTABLE_SETTINGS, spec.perturbation_interval, *grid(space))
+        if kind.population
+        else None
     )
     policy = spec.early_stopping()
     stops = spec.study_stop().describe(grid(space)[0])
@@ -130,7 +131,7 @@ def plan_sweep(
     retried = f"; {len(zombies)} left RUNNING by a dead sweep marked FAIL and retried: {list(zombies)}"
     lines = [
         *([line] if (line := procedure.describe(spec.procedure)) else []),
-        population.describe(spec.n_trials) if population else early_stopping_line(spec, space, scheduler),
+        population.describe(spec.n_trials) if population else kind_line(spec, space, kind),
         *([f"ends early on: {stops}"] if stops else []),
         f"db {redact_url(storage_url)}  storage {root}",
         *tracker_lines,
@@ -148,9 +149,9 @@ def plan_sweep(
         root=root,
         target=spec.n_trials,
         budget=budget,
-        scheduler=scheduler,
+        kind=kind,
         resources={"cpu": spec.cpus_per_trial, "gpu": spec.gpus_per_trial},
-        numpy_seed=spec.seed if population or (policy.brackets and policy.brackets > 1) else None,
+        numpy_seed=spec.seed if kind.draws_randomly(policy) else None,
         population=population,
         keep_diverged=procedure.keeps_diverged(spec.procedure),
         lines=lines,

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import optuna
 
+from tuner.policies.kinds import kind_of
 from tuner.policies.retention import keep_top
 from tuner.policies.study_stop import compute_hours, steps_trained
 from tuner.spec import SweepSpec
@@ -47,7 +48,7 @@ class SweepPolicies:
         self._gpus = spec.gpus_per_trial  # --budget-hours counts GPU-hours of GPU trials
         self._hours_before = compute_hours(before, self.started, self._gpus)
         self._sizes: dict[str, int] = {}  # finished trials' folder sizes, for keep_top
-        self._dyneval = spec.checkpoint is not None  # a study of a trained model: keep its best setting
+        self._dyneval = kind_of(spec).evaluates_only  # a study of a trained model: keep its best setting
 
     def describe(self) -> str:
         """The stop rules this run applies, for the sweep's header ("" when none)."""

@@ -16,8 +16,8 @@ from typing import Any
 from ray import tune
 from ray.tune import Callback
 
+from tuner.policies.kinds import SchedulerInputs
 from tuner.policies.population import MEMBER, first_sync
-from tuner.policies.population_schedulers import make_population_scheduler
 from tuner.sweeps.drive.plan import SweepPlan
 from tuner.sweeps.drive.searcher import StudySearcher, folder_state
 from tuner.sweeps.study.create import grid
@@ -42,13 +42,10 @@ def population_search(plan: SweepPlan, searcher: StudySearcher) -> dict[str, Any
     return dict(
         param_space=space,
         num_samples=1,
-        scheduler=make_population_scheduler(
-            plan.population.scheduler,
-            plan.population.ranges,
-            plan.population.interval,
-            max_steps,
-            on_copy=searcher.copied,
-            starts=starts,
+        scheduler=plan.kind.build(
+            SchedulerInputs(
+                plan.space.fixed, population=plan.population, on_copy=searcher.copied, starts=tuple(starts)
+            )
         ),
         members=len(configs),
         note=resume_note(starts, plan.population.interval, max_steps),

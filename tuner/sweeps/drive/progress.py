@@ -11,6 +11,7 @@ import optuna
 from optuna.trial import FrozenTrial, TrialState
 from ray.tune import Callback
 
+from tuner.policies.population_history import params_in_force
 from tuner.storage import trial_attrs
 from tuner.storage.study import best_trial, counts_towards_total, value_of
 from tuner.sweeps.drive.searcher import StudySearcher
@@ -26,6 +27,12 @@ def fmt_value(value: Any) -> str:
 
 def fmt_params(params: dict[str, Any]) -> str:
     return " ".join(f"{k}={fmt_value(v)}" for k, v in params.items())
+
+
+def trained_params(t: FrozenTrial) -> dict[str, Any]:
+    """The params a trial's model was trained with: a population member's in force at its end
+    (after its copies, the shape copied included), else Optuna's."""
+    return params_in_force(t.params, trial_attrs.PBT_HISTORY.of(t.user_attrs))
 
 
 def fmt_duration(seconds: float) -> str:
@@ -46,7 +53,7 @@ def trial_row(t: FrozenTrial) -> str:
         extra = f"retry of #{retry_of} {extra}".strip()
     row = (
         f"  #{t.number:<4} {t.state.name:<8} {value:>9}  step {steps!s:>6}  "
-        f"{fmt_duration(wall) if wall is not None else '-':>6}  {fmt_params(t.params)}"
+        f"{fmt_duration(wall) if wall is not None else '-':>6}  {fmt_params(trained_params(t))}"
     )
     return f"{row}  {extra}" if extra else row
 
@@ -98,7 +105,7 @@ class ProgressTable(Callback):
         ]
         if self._best is not None:
             parts.append(
-                f"best {value_of(self._best):.4f} (#{self._best.number}: {fmt_params(self._best.params)})"
+                f"best {value_of(self._best):.4f} (#{self._best.number}: {fmt_params(trained_params(self._best))})"
             )
         remaining = self._n_trials - done
         if tally.wall_times and remaining > 0:

@@ -12,7 +12,9 @@ in-place retries after a worker died.
 Fencing: every `ask` first passes the driver's fence (`Fence.check`, the lease renewed at this
 driver's epoch in one compare-and-set), and every write goes through the fenced `StudyWriter`
 (writer.py); once the lease is lost nothing more is written, and the trials in flight stay
-RUNNING for the driver that takes the study over to mark FAIL and retry. A retry found WAITING (its driver died between enqueueing and asking it) resumes like any
+RUNNING for the driver that takes the study over to mark FAIL and retry. A setting that breaks a
+bound known before training (`num_params<=24e6`) is told to the study as refused when it is asked
+and asked again (`_next_trial`, docs/sweeps.md): Ray Tune never starts it and it uses up no trial. A retry found WAITING (its driver died between enqueueing and asking it) resumes like any
 retry: from its attempt's run folder and `last.pt`, with the attempt's curve.
 """
 
@@ -32,7 +34,8 @@ from ray.tune.search import Searcher
 from tuner.errors import LeaseLost
 from tuner.objectives.goals import Goals
 from tuner.objectives.measures import MEASURES
-from tuner.policies.population import copy_took_place, settings_in_force
+from tuner.policies.population import copy_took_place
+from tuner.policies.population_history import copy_segment, settings_in_force
 from tuner.space import SearchSpace
 from tuner.storage import trial_attrs
 from tuner.storage.confine import resolve_within
@@ -40,6 +43,7 @@ from tuner.storage.study import pending_retries
 from tuner.sweeps.drive.ask_ahead import MIN_DEPTH, AskAhead
 from tuner.sweeps.drive.policies import SweepPolicies
 from tuner.sweeps.drive.writer import DB_ERRORS, Fence, LiveTrial, StudyWriter, Tally
+from tuner.sweeps.trial.bounds import REFUSED, Refusal, refusal
 from tuner.sweeps.trial.lifecycle import METRIC, SEGMENT, Evaluation, TrialEnd, decide
 
 __all__ = ["METRIC", "Fence", "LiveTrial", "StudySearcher", "Tally"]
@@ -47,6 +51,11 @@ __all__ = ["METRIC", "Fence", "LiveTrial", "StudySearcher", "Tally"]
 # at once. The sweep driver sizes it to the trials in flight (`ask_ahead.depth_for`).
 ASK_AHEAD = MIN_DEPTH
 PENDING = "member-"  # the key of a population member asked but not yet started by Tune
+MAX_REFUSED = 200  # settings refused in a row before the sweep ends (a space outside the bound)
+
+
+class BoundUnreachable(Exception):
+    """Every setting asked lately broke a bound known before training: the sweep ends early."""
 
 
 class StudySearcher(Searcher):
@@ -148,6 +157,9 @@ class StudySearcher(Searcher):
                 live = self._ahead.take() or self._ask()
         except BaseException as err:  # nothing was asked: uncount it, then stop or re-raise
             self._asked -= 1
+            if isinstance(err, BoundUnreachable):
+                self.ended_early = str(err)  # no new trial; the ones in flight finish
+                return Searcher.FINISHED
             if not isinstance(err, LeaseLost):
                 raise
             self.stop_reason = str(err)
@@ -187,13 +199,33 @@ class StudySearcher(Searcher):
             return self._next_trial()
 
     def _next_trial(self) -> LiveTrial:
+        """The next setting that keeps the bounds known before training; those that break one are
+        told to the study as refused (`StudyWriter.refuse`) and asked again, so they teach the
+        sampler and use up no trial of the budget. BoundUnreachable after `MAX_REFUSED` in a row."""
+        for _ in range(MAX_REFUSED):
+            if (live := self._asked_trial()) is not None:
+                return live
+        raise BoundUnreachable(
+            f"{MAX_REFUSED} settings in a row broke {', '.join(self._bounds)} before training: "
+            "the search space may lie outside the bound"
+        )
+
+    def _asked_trial(self) -> LiveTrial | None:
+        """One asked trial: a retry resumed from its attempt, or a new setting checked against the
+        bounds (None when it broke one and was told refused)."""
         trial = self._study.ask()
         params = self._space.suggest(trial)
         live = LiveTrial(trial=trial, params=params, run_dir=str(self._root / f"trial-{trial.number}"))
         retry_of = trial_attrs.RETRY_OF.of(trial.user_attrs)
         if retry_of is not None:
             self._resume_from(live, self._study.get_trials(deepcopy=False)[int(retry_of)])
-        return live
+            return live
+        settings = self._space.trial_config(params, live.run_dir)
+        if self._checkpoint or (refused := refusal(settings, self._bounds)) is None:
+            return live
+        if self._writer.refuse(trial, refused.measures, refused.reason) is None:
+            raise LeaseLost("the study's lease was lost while a refused setting was told")
+        return None
 
     def _ask_retry(self, old: FrozenTrial) -> LiveTrial:
         """A new trial with the same params as a dead attempt, its curve so far, and its run folder
@@ -263,24 +295,16 @@ class StudySearcher(Searcher):
         self, ray_trial_id: str, source_id: str, step: int, value: float | None, config: dict[str, Any]
     ) -> None:
         """The population scheduler made member `ray_trial_id` copy `source_id`'s checkpoint at
-        `step` (whose loss there was `value`) and go on with `config`: its history says so before
-        the member restarts."""
+        `step` (whose loss there was `value`) and go on with `config` (the source's, perturbed):
+        its history says so, the shape it copied included, before the member restarts."""
         live = self._live.get(ray_trial_id)
         if live is None:
             return
-        settings = {
-            name: float(config["trainer"][name])
-            for name in settings_in_force(trial_attrs.PBT_HISTORY.of(live.attrs))
-        }
-        self._writer.segment(
-            live,
-            {
-                "step": step,
-                "from_trial": self._members.get(source_id),
-                "from_value": value,
-                "settings": settings,
-            },
+        mutable = (config.get("population") or {}).get("mutable", ())
+        segment = copy_segment(
+            step, self._members.get(source_id), value, config["trainer"], mutable, self._space.param_names
         )
+        self._writer.segment(live, segment)
 
     def on_trial_result(self, trial_id: str, result: dict[str, Any]) -> None:
         live = self._live.get(trial_id)
@@ -297,6 +321,10 @@ class StudySearcher(Searcher):
             return
         live = self._live.pop(trial_id, None)
         if live is None or not self.writable:
+            return
+        if result and result.get(REFUSED):  # refused by the trainable (the driver could not size it)
+            refused = Refusal(float(result["num_params"]), str(result[REFUSED]))
+            self._writer.refuse(live.trial, refused.measures, refused.reason)
             return
         if result:
             if result.get(SEGMENT):

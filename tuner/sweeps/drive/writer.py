@@ -25,10 +25,11 @@ from optuna.trial import FrozenTrial, TrialState
 from tuner.errors import LeaseLost
 from tuner.objectives.goals import Goals
 from tuner.objectives.measures import PRIMARY, finite
-from tuner.policies.population import add_segment, settings_in_force
+from tuner.policies.population_history import add_segment, settings_in_force
 from tuner.samplers.cost import COST_ATTR, step_cost
 from tuner.storage import trial_attrs
 from tuner.sweeps.trial.lifecycle import FINAL, Evaluation, Outcome, Verdict
+from tuner.upstream import optuna_private
 
 # A database out of reach, as SQLAlchemy raises it or as Optuna wraps it on commit.
 DB_ERRORS = (sa.exc.SQLAlchemyError, optuna.exceptions.StorageInternalError)
@@ -83,7 +84,7 @@ class LiveTrial:
     started: float = field(default_factory=time.monotonic)
     curve: dict[int, float] = field(default_factory=dict)
     attrs: dict[str, Any] = field(default_factory=dict)
-    settings: dict[str, float] = field(default_factory=dict)  # a population member's, in force now
+    settings: dict[str, Any] = field(default_factory=dict)  # a population member's, in force now
     last_step: int = 0
     measures: Measured = field(default_factory=lambda: Measured())
 
@@ -100,6 +101,7 @@ class Tally:
     pruned: int = 0
     failed: int = 0
     retried: int = 0
+    refused: int = 0  # settings refused before training for a bound (not trials of `n_trials`)
     wall_times: list[float] = field(default_factory=list)
     finished: list[FrozenTrial] = field(default_factory=list)
 
@@ -168,8 +170,9 @@ class StudyWriter:
                 live.attrs[attr] = new
 
     def segment(self, live: LiveTrial, segment: Mapping[str, Any]) -> None:
-        """A population member (re)started: its history gets the segment when it copied another
-        member or changed settings (tuner.policies.population.add_segment)."""
+        """A population member (re)started or copied another: its history gets the segment when it
+        changes what the member trains (tuner.policies.population_history.add_segment, which
+        takes the events in whatever order Ray delivers them)."""
         history = add_segment(trial_attrs.PBT_HISTORY.of(live.attrs), segment)
         if history is None or not self.writable:
             return
@@ -213,6 +216,25 @@ class StudyWriter:
         for key, excess in self.goals.excesses(measures).items():
             live.trial.set_constraint(key, excess)
         return measures
+
+    def refuse(self, trial: optuna.Trial, measures: Mapping[str, float], reason: str) -> FrozenTrial | None:
+        """A setting refused before training for a bound it breaks: its known measures, the reason
+        (`refused`), every constraint's value, then COMPLETE with `Goals.refused_values`, so every
+        sampler reads it as infeasible (docs/sweeps.md). Not a finished trial of the sweep: no
+        tracker hears of it and no stop rule counts it. None when the lease is lost."""
+        try:
+            self.check()
+        except LeaseLost:
+            return None
+        for key, number in measures.items():
+            trial_attrs.write(trial, key, number)
+        trial_attrs.REFUSED.write(trial, reason[:ERROR_CHARS])
+        for key, excess in self.goals.refused_excesses(measures).items():
+            trial.set_constraint(key, excess)
+        values = self.goals.refused_values(measures)
+        frozen = self.study.tell(trial, values if self.goals.several else values[0])
+        self.tally.refused += 1
+        return frozen
 
     def fail(
         self, live: LiveTrial, message: str, *, needs_retry: bool, wall: bool = False
@@ -264,8 +286,8 @@ def report(trial: optuna.Trial, value: float, step: int) -> None:
     """`trial.report(value, step)`, also in a study with several objectives, where Optuna refuses
     `report` (it has no pruner for them); rnntune's curves are the validation loss alone, so it
     stores them through the storage call `report` itself makes (`Trial.storage`, public; the trial's
-    id is Optuna's private `_trial_id`, checked by tests/tuner/sweeps/drive/test_writer.py)."""
+    id is Optuna's private `_trial_id`, read through `tuner.upstream.optuna_private.trial_id`)."""
     if len(trial.study.directions) == 1:
         trial.report(value, step)
     else:
-        trial.storage.set_trial_intermediate_value(trial._trial_id, step, value)
+        trial.storage.set_trial_intermediate_value(optuna_private.trial_id(trial), step, value)

@@ -31,7 +31,8 @@ from tuner.storage.study import best_trial, value_of
 
 # Settings a checkpoint study's space may fix besides SETTINGS: where the data is, which device
 # evaluates, how many validation tokens a trial reads. The model's own settings are the checkpoint's.
-EVALUATION_SETTINGS = frozenset({"dyneval", "data_dir", "device", "max_eval_tokens"})
+# dyneval_stats_batches: how many training windows the gradient statistics read (lamb: 500).
+EVALUATION_SETTINGS = frozenset({"dyneval", "data_dir", "device", "max_eval_tokens", "dyneval_stats_batches"})
 
 
 def check(

@@ -31,6 +31,39 @@ from tuner.sweeps.study import warm_start as warm
 from tuner.sweeps.trackers.installed import check_available
 
 
+def _checked(
+    spec: SweepSpec | Mapping[str, Any] | None,
+    fields: Mapping[str, Any],
+    storage_url: str,
+    data_roots: tuple[Path, ...] | None,
+) -> tuple[SweepSpec, SearchSpace]:
+    """The study's spec, resolved, and its space (create_study's arguments); StudyError or
+    SpaceError naming what is wrong."""
+    given = {**(spec.model_dump() if isinstance(spec, SweepSpec) else dict(spec or {})), **fields}
+    explicit = explicit_fields(spec, fields)
+    loaded = given.get("space") if isinstance(given.get("space"), SearchSpace) else None
+    if loaded is not None:
+        given["space"] = loaded.name
+    try:
+        raw = {k: v for k, v in given.items() if v is not None}
+        checked = validate(raw)
+        space = resolve_space(
+            loaded or checked.space, checked.overrides.model_dump() if _given(checked) else None
+        )
+        # The space's own search (`sweep:` in its file); `procedure: paper` takes it whole.
+        chosen = {k: v for k, v in raw.items() if k in explicit}
+        if from_block := procedure.space_fields(checked.procedure, space.sweep.given(), chosen):
+            checked = validate({**raw, **from_block})
+        checked = resolve(checked, space)
+        checked, space = dyneval_study.check(checked, space, data_roots)
+        check_available(checked, storage_url)
+        return checked, with_absolute_data_dir(space)
+    except (StudyError, SpaceError):
+        raise
+    except InvalidInput as err:
+        raise StudyError(str(err)) from None
+
+
 def create_study(
     name: str | None,
     spec: SweepSpec | Mapping[str, Any] | None = None,
@@ -47,27 +80,7 @@ def create_study(
     Raises StudyExistsError if the name is taken, SpaceError for a bad space, StudyError naming a
     bad field. `data_roots` (the API's): a trained model's dataset folder must lie inside them.
     """
-    given = {**(spec.model_dump() if isinstance(spec, SweepSpec) else dict(spec or {})), **fields}
-    explicit = explicit_fields(spec, fields)
-    loaded = given.get("space") if isinstance(given.get("space"), SearchSpace) else None
-    if loaded is not None:
-        given["space"] = loaded.name
-    try:
-        raw = {k: v for k, v in given.items() if v is not None}
-        spec = validate(raw)
-        space = resolve_space(loaded or spec.space, spec.overrides.model_dump() if _given(spec) else None)
-        # The space's own search (`sweep:` in its file); `procedure: paper` takes it whole.
-        chosen = {k: v for k, v in raw.items() if k in explicit}
-        if from_block := procedure.space_fields(spec.procedure, space.sweep.given(), chosen):
-            spec = validate({**raw, **from_block})
-        spec = resolve(spec, space)
-        spec, space = dyneval_study.check(spec, space, data_roots)
-        check_available(spec, storage_url)
-        space = with_absolute_data_dir(space)
-    except (StudyError, SpaceError):
-        raise
-    except InvalidInput as err:
-        raise StudyError(str(err)) from None
+    spec, space = _checked(spec, fields, storage_url, data_roots)
     name = name or generate_study_name(space.name)
     if not re.fullmatch(NAME_PATTERN, name):
         raise StudyError(

@@ -4,8 +4,13 @@ Every evaluation is sent with `tune.report`; the driver (the searcher) writes it
 trial workers never need the database or its credentials. A trainer exception (bad config, missing
 data, divergence past its restores) does not raise out of the trial: it becomes a final result with
 `error` (and `diverged_at`, the step, for a divergence), which the searcher stores as FAIL with that
-message, or under `procedure: paper` a divergence as COMPLETE at its best value (lifecycle.decide).
+message, or under `procedure: paper` a divergence as COMPLETE at its best value (lifecycle.decide);
+a NaN under the trainer's `divergence: lamb` (`TrainingInfeasible`) is a FAIL with no value, as lamb
+reports it infeasible.
 Only a dead worker reaches Ray Tune's retry machinery, the one case where a retry can help.
+A setting that breaks a bound known before training (the driver refuses those before Ray starts
+them, bounds.py; this is the check where the driver could not size the model) returns at once
+with `refused`, which the searcher tells the study as an infeasible setting, never trained.
 
 Placement (placement.py): the device `auto` means, or a FAIL with the cause when the trial reserved
 a GPU it cannot use. Every result carries the assigned ids (`gpu_ids`), the device used and the
@@ -20,8 +25,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from tuner.objectives.goals import Constraint, Goals
 from tuner.sweeps.trial import member
+from tuner.sweeps.trial.bounds import REFUSED, refusal
 from tuner.sweeps.trial.lifecycle import FINAL, SEGMENT
 from tuner.sweeps.trial.placement import GPUUnusable, failed_placement, placement
 
@@ -33,24 +38,6 @@ def _numeric(metrics: dict[str, Any]) -> dict[str, Any]:
         if isinstance(value, (bool, numbers.Number, str)) or value is None or flat_counts:
             keep[key] = value  # a dict of numbers (cuda_path_calls) reaches the driver as "key/name" entries
     return keep
-
-
-def _infeasible(settings: dict[str, Any], bounds: list[str]) -> dict[str, Any] | None:
-    """The result of a trial whose config breaks a bound known before training (its model's
-    size against `num_params<=...`): FAIL with the reason, without training a step. None when it
-    keeps them (or the config is bad: training then says why)."""
-    from trainer import make_config, model_size
-
-    try:
-        size = model_size(make_config(settings))
-    except Exception:  # a bad config or missing data: the trainer reports it, as for any trial
-        return None
-    broken = Goals(constraints=tuple(Constraint.parse(b) for b in bounds)).violated_before_training(
-        {"num_params": size}
-    )
-    if not broken:
-        return None
-    return {"num_params": size, "error": f"Infeasible: {'; '.join(broken)}; not trained"}
 
 
 def _member_settings(settings: dict[str, Any], own_id: str) -> tuple[dict[str, Any], int | None]:
@@ -73,12 +60,12 @@ def _member_settings(settings: dict[str, Any], own_id: str) -> tuple[dict[str, A
 def run_trial(config: dict[str, Any]) -> dict[str, Any]:
     """Train the trial described by `config["trainer"]`; return the final summary result. (A study
     of a trained model runs `tuner.sweeps.dyneval.trial.run_dyneval_trial` instead: the driver
-    picks the trial kind once, `drive.execute.trial_kind`.) With `config["population"]` (scheduler
+    picks the trial kind once, `drive.wiring.trainable`.) With `config["population"]` (scheduler
     pbt/pb2) the trial is a population member: it starts from the Ray checkpoint the scheduler
     gives it and reports checkpoints at each perturbation step (member.py)."""
     from ray import tune
 
-    from trainer import Trainer, TrainingDiverged, make_config, train
+    from trainer import Trainer, TrainingDiverged, TrainingInfeasible, make_config, train
 
     settings = dict(config["trainer"])
     try:
@@ -87,8 +74,8 @@ def run_trial(config: dict[str, Any]) -> dict[str, Any]:
         return failed_placement(err)
     settings["device"] = where["device"]
     last: dict[str, Any] = {"step": 0, "val_loss": math.inf, **where}
-    if config.get("bounds") and (infeasible := _infeasible(settings, config["bounds"])) is not None:
-        return {**last, **infeasible, FINAL: True}
+    if (refused := refusal(settings, config.get("bounds") or ())) is not None:  # the driver could not size it
+        return {**last, **refused.measures, REFUSED: refused.reason, FINAL: True}
 
     started = time.monotonic()
     population = config.get("population")
@@ -127,8 +114,20 @@ def run_trial(config: dict[str, Any]) -> dict[str, Any]:
                 pending_segment = member.segment(trainer.step, mutable)
             result = trainer.run(report)
     except Exception as err:  # every trainer failure is the trial's FAIL reason, not a worker crash
-        diverged = {"diverged_at": err.step} if isinstance(err, TrainingDiverged) else {}
+        # `divergence: lamb`'s NaN is infeasible with no value (lamb/main.py): a FAIL, never kept at
+        # its best loss as `procedure: paper` keeps a divergence.
+        diverged = (
+            {"diverged_at": err.step}
+            if isinstance(err, TrainingDiverged) and not isinstance(err, TrainingInfeasible)
+            else {}
+        )
         return {**last, FINAL: True, "error": f"{type(err).__name__}: {err}", **diverged}
+    return _summary(last, pending_segment, result)
+
+
+def _summary(last: dict[str, Any], pending_segment: str, result: Any) -> dict[str, Any]:
+    """A trial's final result: its last evaluation, a member's segment not yet sent, the run's
+    summary (`trainer.TrainResult`)."""
     return {
         **last,
         **({SEGMENT: pending_segment} if pending_segment else {}),

@@ -1,6 +1,7 @@
 """The study page of a population-based-training study in headless Chromium: one curve per member
 with a marker per copy (hover naming the trial copied), the best member's schedule as one step
-chart per setting, and no Population section on a study that is not a population."""
+chart per setting, the trial table showing a member's settings in force (its initial ones only
+labelled as such), and no Population section on a study that is not a population."""
 
 from __future__ import annotations
 
@@ -54,6 +55,14 @@ def test_the_population_and_the_best_members_schedule_are_drawn(browser, tmp_pat
         ]
         assert "the best member is trial #2 (4)" in (page.text_content("#population-note") or "")
         assert '"run_dir": "runs/replay-trial-2"' in (page.text_content("#population-replay pre") or "")
+        # Member #2 copied #1's model (hidden_size 24): its row shows that, its first sampled 16
+        # only as the labelled initial setting.
+        page.wait_for_selector("#trials td[data-initial]", timeout=60_000)
+        changed = page.evaluate(
+            "() => [...document.querySelectorAll('#trials td[data-initial]')]"
+            ".map((td) => [td.parentElement.firstChild.textContent, td.textContent, td.dataset.initial, td.title])"
+        )
+        assert ["2", "24", "16", "initial setting: 16"] in changed
         ARTIFACTS.mkdir(exist_ok=True)
         page.screenshot(path=str(ARTIFACTS / "population.png"), full_page=True)
         page.goto(f"{url}/web/studies/fixed")  # not a population: the section stays hidden

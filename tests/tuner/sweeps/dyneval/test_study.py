@@ -78,7 +78,7 @@ def test_the_checkpoint_is_stored_absolute_and_the_space_tunes_table_2_6(quick, 
     space = study.user_attrs["space_def"]
     assert tuple(space["params"]) == SETTINGS
     _, cfg = load_checkpoint(quick)
-    assert space["fixed"] == {"dyneval": True, "data_dir": str(cfg.data_dir)}
+    assert space["fixed"] == {"dyneval": True, "dyneval_stats_batches": 500, "data_dir": str(cfg.data_dir)}
 
 
 @pytest.mark.parametrize(
@@ -121,7 +121,10 @@ def test_the_sweep_command_refuses_dyneval_without_a_checkpoint(tmp_path, capsys
     db = f"sqlite:///{tmp_path / 'studies.db'}"
     assert main(["sweep", "--space", "dyneval", "--db", db, "--name", "dv"]) == 2
     assert "checkpoint: space dyneval tunes dynamic-evaluation settings" in capsys.readouterr().err
-    assert load_space("dyneval").fixed == {"dyneval": True}
+    assert load_space("dyneval").fixed == {
+        "dyneval": True,
+        "dyneval_stats_batches": 500,
+    }  # lamb: tune_dyneval.sh
 
 
 def test_a_study_of_a_file_that_is_no_checkpoint_answers_the_same_whatever_the_file(tmp_path: Path):

@@ -1,5 +1,6 @@
 """Issue 45 end to end: a tiny sweep with two objectives (val_loss, num_params) and a bound on the
-model's size. No infeasible trial trains (FAIL before a step, its size stored); every trial stores
+model's size. No infeasible setting trains (refused when asked: an infeasible COMPLETE trial with
+its size stored, not one of the 8 trials); every trained trial stores
 its measures; the study has two directions; `GET /pareto` over real HTTP returns exactly the
 non-dominated feasible COMPLETE trials, checked against a brute-force computation."""
 
@@ -51,9 +52,14 @@ def test_two_objectives_and_a_size_bound(tmp_path, ray_cluster):
     infeasible = [t for t in study.trials if t.user_attrs["num_params"] > BOUND]
     feasible = [t for t in study.trials if t.user_attrs["num_params"] <= BOUND]
     assert infeasible and feasible, "the seed must draw both sides of the bound"
-    for t in infeasible:  # refused before training: no evaluation, no checkpoint
-        assert t.state == TrialState.FAIL and t.user_attrs["error"].startswith("Infeasible: num_params=")
-        assert t.intermediate_values == {} and "checkpoint" not in t.user_attrs
+    assert len(feasible) == 8, "refused settings use up no trial"
+    for t in infeasible:  # refused before training: no evaluation, no checkpoint, no run folder
+        assert t.state == TrialState.COMPLETE and t.user_attrs["refused"].startswith("num_params=")
+        assert t.values == [float("inf"), t.user_attrs["num_params"]]
+        assert t.constraints == {f"num_params<={BOUND}": t.user_attrs["num_params"] - BOUND}
+        assert (
+            t.intermediate_values == {} and "checkpoint" not in t.user_attrs and "run_dir" not in t.user_attrs
+        )
     for t in feasible:
         assert t.state == TrialState.COMPLETE and t.values[1] == t.user_attrs["num_params"]
         assert t.values[0] == pytest.approx(min(t.intermediate_values.values()))
@@ -75,6 +81,7 @@ def test_two_objectives_and_a_size_bound(tmp_path, ray_cluster):
         {"name": "num_params", "direction": "minimize"},
     ]
     assert answer["constraints"] == [f"num_params<={BOUND}"]
-    assert {p["number"] for p in answer["trials"]} == set(points)
+    assert {p["number"] for p in answer["trials"] if p["feasible"]} == set(points)
+    assert {p["number"] for p in answer["trials"] if not p["feasible"]} == {t.number for t in infeasible}
     assert chosen["chosen"] == min(brute, key=lambda n: (points[n][1], n))
     assert bad.status_code == 422 and "rule" in bad.text

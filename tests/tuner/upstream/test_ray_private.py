@@ -1,0 +1,121 @@
+"""The behaviour of Ray Tune's private names that rnntune relies on (tuner.upstream.ray_private),
+checked against Ray's own PopulationBasedTraining and PB2, not a model of them: an upgrade of Ray
+that changes any of it fails here (docs/contracts.md, "What an upgrade of Ray must re-check")."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+from ray import tune
+from ray.tune.schedulers import PopulationBasedTraining, TrialScheduler
+from ray.tune.schedulers.pb2 import PB2
+
+from tuner.upstream import ray_private as private
+
+
+class _Trial:
+    """What PBT reads of a Ray trial here (hashable: its state is kept by trial)."""
+
+    def __init__(self, config: dict, trial_id: str) -> None:
+        self.config, self.trial_id, self.status = config, trial_id, "RUNNING"
+        self.experiment_tag = trial_id
+
+    def is_finished(self) -> bool:
+        return False
+
+
+class _Controller:
+    def __init__(self, trials: list) -> None:
+        self.trials = trials
+
+    def get_live_trials(self) -> list:
+        return self.trials
+
+    def get_trials(self) -> list:
+        return self.trials
+
+
+def _pbt(cls: type = PopulationBasedTraining) -> PopulationBasedTraining:
+    if cls is PB2:
+        return PB2(
+            time_attr="step",
+            metric="val_loss",
+            mode="min",
+            perturbation_interval=20,
+            synch=True,
+            hyperparam_bounds={"lr": [0.0, 1.0]},
+        )
+    return cls(
+        time_attr="step",
+        metric="val_loss",
+        mode="min",
+        perturbation_interval=20,
+        synch=True,
+        hyperparam_mutations={"lr": tune.uniform(0.0, 1.0)},
+    )
+
+
+def test_the_ray_installed_is_the_one_the_private_names_were_read_from() -> None:
+    private.check_ray(_pbt())
+    with pytest.raises(private.RayPrivateError, match=r"Ray 2\.61\.0 is installed .*ray\[tune\]==2\.60\.0"):
+        private.check_ray(_pbt(), version="2.61.0")
+
+
+def test_a_scheduler_without_the_private_state_is_refused_with_the_pin() -> None:
+    with pytest.raises(private.RayPrivateError, match=r"_next_perturbation_sync .*ray\[tune\]==2.60.0"):
+        private.check_ray(SimpleNamespace(_trial_state={}, _perturbation_interval=20))
+
+
+class _Hooked(private.CopyHook, PopulationBasedTraining):
+    seen: list
+
+    def copy_config(self, trial, source, new):
+        self.seen = [trial.trial_id, source.trial_id, new]
+        return {**new, "kept": trial.config["trial_number"]}
+
+
+def test_rays_new_config_clones_the_sources_whole_config_and_the_hook_sees_both_members() -> None:
+    """What `CopyHook` relies on: Ray builds a copy's config from the source's whole config (its
+    identity included, hence `keep_identity`), perturbs only the mutations, and calls
+    `_get_new_config(trial, trial_to_clone)` for it; the hook sees both and its config is Ray's."""
+    scheduler = _Hooked(
+        time_attr="step", metric="val_loss", mode="min", hyperparam_mutations={"lr": tune.uniform(0, 1)}
+    )
+    own = _Trial({"trial_number": 1, "hidden": 8, "lr": 0.5}, "a")
+    source = _Trial({"trial_number": 4, "hidden": 64, "lr": 0.25}, "b")
+    new, operations = scheduler._get_new_config(own, source)
+    assert scheduler.seen[:2] == ["a", "b"]
+    assert scheduler.seen[2]["trial_number"] == 4 and scheduler.seen[2]["hidden"] == 64
+    assert new["kept"] == 1 and "lr" in operations and new["lr"] != 0.25
+    assert source.config == {"trial_number": 4, "hidden": 64, "lr": 0.25}  # a copy, not the source's
+
+
+@pytest.mark.parametrize("cls", [PopulationBasedTraining, PB2])
+def test_rays_sync_mode_waits_for_members_behind_the_next_sync_point_and_moves_it(cls) -> None:
+    """What the release of waiting members relies on: Ray's synchronous mode pauses a member at a
+    sync point while a live member's `_trial_state[...].last_train_time` is behind
+    `_next_perturbation_sync` (no round), and once none is, runs the round and moves the point."""
+    scheduler = _pbt(cls)
+    a, b = _Trial({"lr": 0.5}, "a"), _Trial({"lr": 0.2}, "b")
+    for trial in (a, b):
+        scheduler._trial_state[trial] = SimpleNamespace(
+            orig_tag=trial.trial_id,
+            last_score=None,
+            last_checkpoint=None,
+            last_perturbation_time=0,
+            last_train_time=20,
+            last_result=None,
+        )
+    private.set_next_sync(scheduler, 40)
+    both = _Controller([a, b])
+    assert scheduler.on_trial_result(both, a, {"step": 40, "val_loss": 3.0}) == TrialScheduler.PAUSE
+    assert private.next_sync(scheduler) == 40 and private.last_train_time(scheduler, a) == 40
+    assert private.last_result(scheduler, a)["val_loss"] == 3.0
+    assert private.train_times(scheduler, [a, b]) == [40, 20] and private.interval(scheduler) == 20
+    # b ended: a alone is at the sync point, the round runs and the point moves on.
+    scheduler._trial_state.pop(b)
+    assert (
+        scheduler.on_trial_result(_Controller([a]), a, {"step": 40, "val_loss": 3.0}) == TrialScheduler.PAUSE
+    )
+    assert private.next_sync(scheduler) == 60

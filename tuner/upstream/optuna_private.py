@@ -1,0 +1,119 @@
+"""Every private part of Optuna that rnntune uses, in one module, with why and a start-up check.
+
+Why one module: Optuna's underscore modules and attributes carry no compatibility promise, and an
+upgrade may move or change any of them. With every such use here, an upgrade is one file to
+re-check (docs/contracts.md, "What an upgrade of Optuna must re-check"); `check` runs when this
+module is imported (first by the GP samplers), so an Optuna that lacks them stops rnntune at
+start-up, naming the version, never mid-sweep. tests/tuner/upstream/test_optuna_private.py checks
+the behaviour relied on, not only the names.
+
+What, and why no public API serves:
+
+* `gp`, `prior`, `acqf`, `optim_mixed`, `search_space` (`optuna._gp`): Optuna 5's GP (kernel fit,
+  priors, (q-)logEI, constrained (q-)logCEI, (q-)logEHVI, the mixed acquisition optimiser, the
+  normalisation of a search space). rnntune's GPSampler fits them over observations Optuna's
+  GPSampler never sees (pruned trials at their last step, prior trials, the union space), and
+  Optuna's GPSampler has no hook for that.
+* `standardize_values` (`optuna.samplers._gp.sampler._standardize_values`): Optuna's target
+  standardisation, infinities clipped to the finite extremes first, so rnntune's targets are what
+  Optuna's GP is tuned for.
+* `LazyRandomState` (`optuna.samplers._lazy_random_state`): the random state Optuna's samplers keep,
+  created on first use so a sampler can be pickled and re-seeded.
+* `is_pareto_front` (`optuna.study._multi_objective._is_pareto_front`): the non-dominated mask of a
+  loss matrix, as Optuna computes it for its own fronts.
+* `trial_id` (`Trial._trial_id`): the storage's id of a trial, to store an intermediate value in a
+  study of several objectives, where Optuna's `Trial.report` refuses (tuner.sweeps.drive.writer).
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from typing import Any
+
+import optuna
+from optuna._gp import acqf, gp, optim_mixed, prior, search_space
+from optuna.samplers._gp.sampler import _standardize_values as standardize_values
+from optuna.samplers._lazy_random_state import LazyRandomState
+from optuna.study._multi_objective import _is_pareto_front as is_pareto_front
+
+__all__ = [
+    "SUPPORTED",
+    "LazyRandomState",
+    "acqf",
+    "check",
+    "gp",
+    "is_pareto_front",
+    "optim_mixed",
+    "prior",
+    "search_space",
+    "standardize_values",
+    "trial_id",
+]
+
+SUPPORTED = "5.0."  # the Optuna release line whose private parts these are (pyproject pins 5.0.0)
+
+# The keyword parameters rnntune passes to each private callable.
+_SIGNATURES: dict[Callable[..., Any], set[str]] = {
+    gp.fit_kernel_params: {
+        "X",
+        "Y",
+        "is_categorical",
+        "log_prior",
+        "minimum_noise",
+        "gpr_cache",
+        "deterministic_objective",
+    },
+    optim_mixed.optimize_acqf_mixed: {
+        "warmstart_normalized_params_array",
+        "n_preliminary_samples",
+        "n_local_search",
+        "tol",
+        "rng",
+    },
+    acqf.LogEI: {"gpr", "search_space", "threshold"},
+    acqf.qLogEI: {"normalized_params_of_running_trials", "n_qmc_samples", "qmc_seed"},
+    acqf.LogCEI: {"gpr", "search_space", "threshold", "constraints_gpr_list", "constraints_threshold_list"},
+    acqf.qLogCEI: {
+        "constraints_gpr_list",
+        "constraints_threshold_list",
+        "normalized_params_of_running_trials",
+        "n_qmc_samples",
+        "qmc_seed",
+    },
+    acqf.LogEHVI: {"gpr_list", "search_space", "Y_train", "n_qmc_samples", "qmc_seed"},
+    acqf.qLogEHVI: {
+        "gpr_list",
+        "Y_train",
+        "normalized_params_of_running_trials",
+        "n_qmc_samples",
+        "qmc_seed",
+    },
+    search_space.SearchSpace.get_normalized_params: {"trials"},
+    is_pareto_front: {"assume_unique_lexsorted"},
+}
+_NAMES = {prior: ("default_log_prior", "DEFAULT_MINIMUM_NOISE_VAR")}
+
+
+def trial_id(trial: optuna.Trial) -> int:
+    """The storage's id of a live trial (Optuna keeps it private: `Trial._trial_id`)."""
+    return int(trial._trial_id)
+
+
+def check(version: str = optuna.__version__) -> None:
+    """RuntimeError naming the installed Optuna unless it is of the `SUPPORTED` line and has every
+    private callable with the parameters rnntune passes and every private constant it reads."""
+    problems = [] if version.startswith(SUPPORTED) else [f"rnntune is written against Optuna {SUPPORTED}x"]
+    for function, names in _SIGNATURES.items():
+        if missing := names - set(inspect.signature(function).parameters):
+            problems.append(f"{function.__qualname__} lacks {sorted(missing)}")
+    for module, attrs in _NAMES.items():
+        problems += [f"{module.__name__}.{a} is gone" for a in attrs if not hasattr(module, a)]
+    if problems:
+        raise RuntimeError(
+            f"optuna {version}: {'; '.join(problems)}. Pin optuna==5.0.* or re-check its private parts "
+            "(docs/contracts.md, 'What an upgrade of Optuna must re-check')"
+        )
+
+
+check()

@@ -1,0 +1,126 @@
+"""The one place rnntune touches Ray's private names: why each is needed, and the check, at a
+sweep's start, that the Ray installed is the one they were read from.
+
+Ray's PBT and PB2 (ray/tune/schedulers/pbt.py, pb2.py) give no public hook that sees both members
+of a copy, nor the synchronous mode's state, and rnntune needs both:
+
+- `_get_new_config(trial, trial_to_clone) -> (config, operations)`: Ray's PBT builds the config a
+  member goes on with by cloning the whole config of the member it copies, identity included (the
+  study trial it reports to, its run folder). `CopyHook` wraps it so a subclass sees both members
+  and the new config (`copy_config`) and can keep the member's identity and record the copy.
+- `_trial_state[trial].last_train_time` / `.last_result`: the step and result of a member's last
+  perturbation-step result, as Ray's sync mode compares them (the step a copy is of, and the loss
+  the checkpoint copied held).
+- `_next_perturbation_sync` and `_perturbation_interval`: the synchronous mode's next sync point,
+  which rnntune moves past the members' start steps (a resumed population) and past a finished
+  member (which Ray would otherwise wait for forever).
+
+- `ray._raylet.GcsClient.get_all_node_info` with a node selector (`alive_in_gcs`): the question
+  Ray's own `/api/healthz` asks of the GCS for a node (ray/dashboard/modules/reporter/utils.py,
+  `HealthChecker.check_local_raylet_liveness`). The container health check (tuner.deploy.health)
+  asks it without the dashboard agent, which this image does not run; Ray's public API has no call
+  that names one node's liveness without a connected driver.
+
+No other module names these (tests/tuner/upstream/test_ray_private.py checks the behaviour
+each is relied on for against Ray's own classes); docs/contracts.md, "What an upgrade of Ray must
+re-check", lists what to re-read when `RAY_VERSION` moves.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Iterable
+from typing import Any
+
+import ray
+
+from tuner.errors import InvalidInput
+
+RAY_VERSION = "2.60.0"  # the Ray whose pbt.py and pb2.py the names here were read from
+STATE = ("_trial_state", "_next_perturbation_sync", "_perturbation_interval")
+_PIN = f"(rnntune's population schedulers were written for Ray {RAY_VERSION}; pin ray[tune]=={RAY_VERSION})"
+
+
+class RayPrivateError(InvalidInput):
+    """The Ray installed lacks, or may have changed, a private name rnntune relies on."""
+
+
+def check_ray(scheduler: Any, version: str | None = None) -> None:
+    """Refuse to run a population on another Ray than `RAY_VERSION`, or one whose PBT or PB2 lacks
+    the private method, or whose `scheduler` lacks the private state, used here."""
+    # Imported here: the container health check imports this module and must stay light.
+    from ray.tune.schedulers import PopulationBasedTraining
+    from ray.tune.schedulers.pb2 import PB2
+
+    found = ray.__version__ if version is None else version
+    if found != RAY_VERSION:
+        raise RayPrivateError(f"Ray {found} is installed {_PIN}")
+    for cls in (PopulationBasedTraining, PB2):
+        method = cls.__dict__.get("_get_new_config")
+        parameters = list(inspect.signature(method).parameters) if method is not None else []
+        if parameters != ["self", "trial", "trial_to_clone"]:
+            raise RayPrivateError(
+                f"this Ray's {cls.__name__} has no _get_new_config(trial, trial_to_clone) {_PIN}"
+            )
+    for name in STATE:
+        if not hasattr(scheduler, name):
+            raise RayPrivateError(f"this Ray's PopulationBasedTraining has no {name} {_PIN}")
+
+
+class CopyHook:
+    """Put before Ray's PBT or PB2 in a subclass's bases: `copy_config` sees every copy Ray's
+    scheduler decides, with both members, and returns the config the member goes on with."""
+
+    def _get_new_config(self, trial: Any, trial_to_clone: Any) -> tuple[dict, dict]:
+        new, operations = super()._get_new_config(trial, trial_to_clone)  # type: ignore[misc]
+        return self.copy_config(trial, trial_to_clone, new), operations
+
+    def copy_config(self, trial: Any, source: Any, new: dict) -> dict:
+        """The config member `trial` goes on with after copying `source` (`new`: Ray's)."""
+        return new
+
+
+def last_result(scheduler: Any, trial: Any) -> dict[str, Any]:
+    """A member's last perturbation-step result as the scheduler kept it ({} before one)."""
+    state = scheduler._trial_state.get(trial)
+    return dict(state.last_result or {}) if state is not None else {}
+
+
+def last_train_time(scheduler: Any, trial: Any) -> int:
+    """The step of a member's last perturbation-step result as the scheduler kept it."""
+    return int(scheduler._trial_state[trial].last_train_time)
+
+
+def train_times(scheduler: Any, trials: Iterable[Any]) -> list[float]:
+    """The scheduler's last step of each of `trials` it holds a state for."""
+    return [scheduler._trial_state[t].last_train_time for t in trials if t in scheduler._trial_state]
+
+
+def next_sync(scheduler: Any) -> float:
+    """The synchronous mode's next sync point."""
+    return float(scheduler._next_perturbation_sync)
+
+
+def set_next_sync(scheduler: Any, step: float) -> None:
+    """Move the synchronous mode's next sync point."""
+    scheduler._next_perturbation_sync = step
+
+
+def interval(scheduler: Any) -> int:
+    """The scheduler's perturbation interval."""
+    return int(scheduler._perturbation_interval)
+
+
+def alive_in_gcs(gcs_address: str, node_id: str, timeout_s: float) -> bool:
+    """Whether the GCS at `gcs_address` answers and holds node `node_id` (hex) as alive, asked as
+    Ray's `HealthChecker.check_local_raylet_liveness` asks it."""
+    # Ray's compiled and generated modules, which carry no type stubs for these names.
+    from ray._raylet import GcsClient, NodeID  # type: ignore[attr-defined]
+    from ray.core.generated.gcs_pb2 import GcsNodeInfo  # type: ignore[attr-defined]
+    from ray.core.generated.gcs_service_pb2 import GetAllNodeInfoRequest  # type: ignore[attr-defined]
+
+    selector = GetAllNodeInfoRequest.NodeSelector(node_id=NodeID.from_hex(node_id).binary())
+    nodes = GcsClient(address=gcs_address).get_all_node_info(
+        timeout=timeout_s, node_selectors=[selector], state_filter=GcsNodeInfo.GcsNodeState.ALIVE
+    )
+    return len(nodes) > 0
