@@ -130,6 +130,12 @@ class StudySummary(BaseModel):
         description="Why this server cannot read the study's stored attributes (naming the attribute); "
         "its own page answers 409 with the same text. Null for a readable study.",
     )
+    sweep_family: Literal["early_stopped", "population", "trained_model"] | None = Field(
+        None,
+        description="How the sweep runs (its kind's family, tuner.policies.kinds): trials stopped "
+        "early or not, a population (pbt, pb2), or trials of a trained model (dynamic evaluation). "
+        "Null for an unreadable study.",
+    )
 
 
 class TrialSummary(BaseModel):

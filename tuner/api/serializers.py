@@ -7,6 +7,7 @@ from typing import Any
 
 from tuner.analysis.reads import StudyRow, TrialRecord
 from tuner.errors import InvalidInput
+from tuner.policies import kinds
 from tuner.spec import SweepSpec
 from tuner.storage import study_attrs, trial_attrs
 from tuner.storage.stored_json import Unreadable
@@ -70,6 +71,7 @@ def study_summary(row: StudyRow, handle: Handle | None) -> dict[str, Any]:
         "best_value": finite(row.best_value),
         "progress": min(1.0, finished / n_trials) if n_trials else None,
         "problem": problem,
+        "sweep_family": kinds.kind_of(spec).family if spec else None,
     }
 
 

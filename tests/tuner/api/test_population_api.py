@@ -190,3 +190,12 @@ def test_the_python_api_gives_the_same_schedule_and_replay(served):
     assert best["params"]["hidden_size"] == 24 and best["initial_params"]["hidden_size"] == 16
     make_config(best["replay_config"])
     assert "schedule" not in python_api.best("fixed", db=db)
+
+
+def test_each_study_says_its_sweep_family_from_the_kinds_registry(served):
+    """The web view shows the population section from `sweep_family` (the registry's), not from a
+    list of scheduler names of its own."""
+    url, _ = served
+    listed = {s["name"]: s["sweep_family"] for s in httpx.get(f"{url}/studies", timeout=30).json()["items"]}
+    assert listed["pbt"] == listed["young"] == "population" and listed["fixed"] == "early_stopped"
+    assert httpx.get(f"{url}/studies/pbt", timeout=30).json()["sweep_family"] == "population"

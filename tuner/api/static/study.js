@@ -40,7 +40,7 @@ function renderFacts(study) {
   if (attrs.ended_early) facts.push(["ended early", attrs.ended_early]);
   const spec = attrs.spec || {};
   view.hasFront = (spec.objectives || []).length > 1 || (spec.constraints || []).length > 0;
-  view.isPopulation = ["pbt", "pb2"].includes(spec.scheduler);
+  view.isPopulation = study.sweep_family === "population";
   document.getElementById("population-section").hidden = !view.isPopulation;
   if (view.hasFront) facts.push(["objectives", `${spec.objectives.join(", ")}${spec.constraints.length ? ` under ${spec.constraints.join(", ")}` : ""}`]);
   renderObjectiveChoice((spec.objectives || []).map((o) => o.split(":")[0]));
