@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.replication_doc import document
-from bench.replication_rows import SCALES, SEEDS, TAIL_STARTS, Row, Seeds, rows
+from bench.replication_rows import SCALES, SEEDS, TAIL_STARTS, Row, Seeds, rows, tuned
 
 # --- running ---------------------------------------------------------------------------------
 
@@ -323,9 +323,12 @@ def build_report(chosen: list[Row], plan: dict, results: dict) -> dict[str, Any]
     """Per row: each arm's values over the seeds, the comparison and the verdict."""
     out = []
     for row in chosen:
-        values, errors, pending = {}, [], 0
+        values, validation, errors, pending = {}, {}, [], 0
         for label in row.arms:
             vals: Seeds = []
+            validation[label] = [
+                (results.get(key) or {}).get("final_val_2ta") for key in plan[(row.name, label)]
+            ]
             for key in plan[(row.name, label)]:
                 run = results.get(key)
                 if run is None:
@@ -337,6 +340,8 @@ def build_report(chosen: list[Row], plan: dict, results: dict) -> dict[str, Any]
                 else:
                     vals.append(values_for(row, label, run))
             values[label] = vals
+        for label, arms in row.extra.get("tuned", {}).items():  # chosen on validation, per seed
+            values[label] = tuned(values, validation, arms)
         if errors:
             comparison, agrees = f"not run: {errors[0]}", "not run"
         elif pending:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from bench.replication_rows import ALPHA, REVERSE_COPY, TAIL_STARTS, fmt
+from bench.replication_rows import ALPHA, PARITY_MARGIN, REVERSE_COPY, SWITCH_PATIENCES, TAIL_STARTS, fmt
 
 TITLE = "# A small-scale replication of the papers' orderings"
 
@@ -49,6 +49,7 @@ def how_it_works(meta: dict[str, Any]) -> str:
     rcs = rc["settings"]
     tails = ", ".join(f"{s:g}" for s in TAIL_STARTS)
     lengths = ", ".join(str(n) for n in rc["lengths"])
+    patiences = ", ".join(str(p) for p in SWITCH_PATIENCES)
     dataset = "the built-in character-level corpus (`dataset: builtin`, the reference documentation every CPython ships)"
     if base["dataset"] != "builtin":
         dataset = f"`dataset: {base['dataset']}`"
@@ -69,10 +70,12 @@ def how_it_works(meta: dict[str, Any]) -> str:
   the end (so it is, if anything, favoured). The averaging row compares, on the *test* split, the
   weights each method chooses on validation at the end: 2TA's (Algorithm 2's final choice, which is
   the raw iterate whenever that is better on validation), the last raw iterate, and the best tail.
-* **Averaging switch vs 2TA**: the Mogrifier LSTM trained twice on the same budget (steps,
-  evaluations, seeds), once with `averaging: switch` (the Mogrifier paper's switch to a tail
-  average after `averaging_patience` evaluations without improvement, or at 80% of the steps),
-  once with 2TA; test loss of each run's best checkpoint.
+* **Averaging switch vs 2TA**: the Mogrifier LSTM trained on the same budget (steps, evaluations,
+  seeds) with 2TA and with `averaging: switch` (the Mogrifier paper's switch to a tail average
+  after `averaging_patience` evaluations without improvement, or at 80% of the steps) at each
+  patience of {{{patiences}}}; the switch's patience is tuned as thesis §3.6 tunes Tail Averaging's
+  start: per seed, the patience whose final validation loss is lowest ("switch"); test loss of each
+  run's best checkpoint. (Results measured before the tuning have one patience, 50.)
 * **Dynamic evaluation**: the trainer's (trainer/dyneval.py, thesis §4.5), at the softmax
   temperature estimated as lamb's `tune_dyneval.sh` does, against the static test loss of the same run.
 * **Reverse copy** (Mogrifier paper §4.3): the trainer's encoder–decoder (`dataset: reverse_copy`,
@@ -89,13 +92,19 @@ def how_it_works(meta: dict[str, Any]) -> str:
 * **Verdict**: the stated test is a two-sided Welch t-test across the seeds (unequal variances) at
   {ALPHA:g}: "yes" when the difference of the means is in the paper's direction with p < {ALPHA:g};
   "no" when it is the other way with p < {ALPHA:g}; otherwise "within noise" with the direction, or
-  "within noise (equal means)" for a tie. Each comparison prints its p. The rounds row agrees when
-  the curve's minimum is at r = 5 or 6 (the Mogrifier paper's optimum, §4.1: r ∈ {{5, 6}}) and below
-  r = 0 by that test ("partly" when it is below r = 0 elsewhere). Both averaging rows read "2TA
-  against well-tuned Tail Averaging" the same way: on par (within noise) agrees; a clear difference
-  either way does not (thesis §3.6: the final losses are "very close"; Circling Back §5: 2TA "does
-  not improve" on well-tuned Tail Averaging). The averaging row also needs 2TA below the raw
-  iterate: both halves agreeing is "yes", either contradicted "no", otherwise "partly"."""
+  "within noise (equal means)" for a tie. Each comparison prints its p. A comparison the test cannot
+  make (no spread across seeds on either side, e.g. 0.000 ± 0.000 against 0.000 ± 0.000, or one run
+  a side) is "not testable", with no p. The rounds row agrees when the curve's minimum is at r = 5
+  or 6 (the Mogrifier paper's optimum, §4.1: r ∈ {{5, 6}}) and below r = 0 by that test ("partly"
+  when it is below r = 0 elsewhere). Both averaging rows read "2TA against well-tuned Tail
+  Averaging" the same way, as a claim of parity that has to be shown: two one-sided Welch tests
+  (TOST) against a margin of ±{PARITY_MARGIN:g} bpc (Circling Back §7 calls a gain "less than 0.01
+  bpc" not worth its cost; the Mogrifier paper's rerun noise, App. B, is about half of it) at
+  {ALPHA:g}: within the margin agrees ("yes"); apart by Welch's test and not within it, "no";
+  otherwise "inconclusive" (a large Welch p is no evidence of parity). A row of several parts
+  (RLSTM, averaging) is "yes" when every part passes its test, "no" when one is contradicted,
+  "partly" only when some part passes, and otherwise what its parts say ("within noise",
+  "inconclusive")."""
 
 
 def where_measured(meta: dict[str, Any]) -> str:
@@ -143,6 +152,7 @@ READING = {
     "yes": "agrees: what the paper reports shows up, by the stated test.",
     "partly": "partly: part of the claim shows up by the stated test, part does not (see the comparison).",
     "no": "does not agree: the stated test finds the opposite of the paper's claim at this scale.",
+    "inconclusive": "inconclusive: parity is neither shown within the margin nor contradicted.",
     "pending": "pending: some of its runs have not finished.",
     "not run": "not run: a run of this row failed (the comparison names the error).",
 }
@@ -172,6 +182,8 @@ def reading(report_rows: list[dict[str, Any]]) -> str:
         meaning = READING.get(r["agrees"], r["agrees"])
         if r["agrees"].startswith("within noise"):
             meaning = "inconclusive: the difference is within noise by the stated test."
+        if r["agrees"].startswith("not testable"):
+            meaning = "not testable: the seeds give the test nothing to work with; no verdict."
         caveat = CAVEATS.get(r["name"], "")
         lines.append(f"* **{r['claim']}** — {meaning} {r['comparison']}. {caveat}".rstrip())
     return "\n".join(lines)

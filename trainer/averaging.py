@@ -12,6 +12,9 @@ The switch (`SwitchAveraging`) evaluates the raw weights until they have not imp
 later iterate: Tail Averaging, thesis §3.2 eq. (3.2), with s the step of that evaluation.
 
 `averaging: none` (`NoAveraging`) averages nothing: Maupomé & Meurs keep the best raw weights (§5.1).
+
+Thesis §3.6's baselines (Figure 3.3): `ema` and `tail` (averaging_baselines.py), and `2ta_train`
+(`TrainLossTwoTailedAverage`), 2TA switching on training rather than validation losses.
 """
 
 from __future__ import annotations
@@ -19,67 +22,16 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
 import torch
 from torch import Tensor
 
+from .averaging_baselines import ExponentialAverage, FixedTailAverage
 from .config import TrainConfig
+from .tail import Decision, Tail, to_device
 
-# An average is "stagnating" (Algorithm 2, lines 3 and 6) when its loss has not improved on its
-# best for this many consecutive evaluations. The thesis says "a few evaluations"; 3 keeps a
-# reset quick after a change of basin while tolerating evaluation noise.
-STAGNATION_PATIENCE = 3
 # Mogrifier paper §3.3: averaging starts "at 80% of the training time at the latest".
 SWITCH_AT_LATEST = 0.8
-
-
-@dataclass
-class _Tail:
-    """One running average: its length, its mean weights and its loss history since (re)start."""
-
-    length: int = 0
-    weights: list[Tensor] | None = None
-    best: float = math.inf
-    since_best: int = 0
-
-    def add(self, params: list[Tensor]) -> None:
-        # θ ← θ + (θ_t − θ)/(n + 1) (Algorithm 1, lines 4-5)
-        self.length += 1
-        if self.weights is None or self.length == 1:
-            self.weights = [p.detach().clone() for p in params]
-        else:
-            w = 1.0 / self.length
-            for avg, p in zip(self.weights, params):
-                avg.lerp_(p.detach(), w)
-
-    def observe(self, loss: float) -> None:
-        if loss < self.best:
-            self.best, self.since_best = loss, 0
-        else:
-            self.since_best += 1
-
-    @property
-    def stagnating(self) -> bool:
-        return self.since_best >= STAGNATION_PATIENCE
-
-    def reset(self) -> None:
-        self.length, self.weights, self.best, self.since_best = 0, None, math.inf, 0
-
-
-@dataclass
-class Decision:
-    """What one evaluate_and_adapt call returns: the chosen loss, which weights, and their length."""
-
-    loss: float
-    source: str  # "long" (θ^L) or "raw" (the current iterate)
-    length: int
-    raw_loss: float
-    short_loss: float
-    long_loss: float
-    switched: bool = False
-    reset_short: bool = False
-    reinitialized: bool = False
 
 
 @dataclass
@@ -87,8 +39,8 @@ class TwoTailedAverage:
     """2TA state over a fixed list of parameters; `eval_every` is E of Algorithm 1."""
 
     eval_every: int
-    short: _Tail = field(default_factory=_Tail)
-    long: _Tail = field(default_factory=_Tail)
+    short: Tail = field(default_factory=Tail)
+    long: Tail = field(default_factory=Tail)
 
     def add_weights(self, params: list[Tensor]) -> None:
         """Algorithm 1, add_weights: θ_t enters both averages."""
@@ -97,7 +49,7 @@ class TwoTailedAverage:
 
     def _switch(self) -> None:
         """Algorithm 1, switch: S, L, θ^L ← 0, S, θ^S — the short average continues as the long one."""
-        self.long, self.short = self.short, _Tail()
+        self.long, self.short = self.short, Tail()
 
     def evaluate_and_adapt(self, f: Callable[[list[Tensor] | None], float], step: int = 0) -> Decision:
         """Algorithm 2. `f(weights)` is the validation loss of those weights (None: the raw iterate).
@@ -130,7 +82,7 @@ class TwoTailedAverage:
         return d
 
     def state_dict(self) -> dict:
-        def tail(t: _Tail) -> dict:
+        def tail(t: Tail) -> dict:
             return {"length": t.length, "weights": t.weights, "best": t.best, "since_best": t.since_best}
 
         return {"eval_every": self.eval_every, "short": tail(self.short), "long": tail(self.long)}
@@ -139,7 +91,9 @@ class TwoTailedAverage:
         self.eval_every = state["eval_every"]
         for name in ("short", "long"):
             s = state[name]
-            setattr(self, name, _Tail(s["length"], _to(s["weights"], device), s["best"], s["since_best"]))
+            setattr(
+                self, name, Tail(s["length"], to_device(s["weights"], device), s["best"], s["since_best"])
+            )
 
 
 @dataclass
@@ -155,7 +109,7 @@ class SwitchAveraging:
 
     patience: int
     latest_step: int
-    long: _Tail = field(default_factory=_Tail)
+    long: Tail = field(default_factory=Tail)
     on: bool = False
     best: float = math.inf
     since_best: int = 0
@@ -195,7 +149,7 @@ class SwitchAveraging:
         if state.get("kind") != "switch":
             raise ValueError("the checkpoint's averaging state is not averaging: switch")
         self.on, self.best, self.since_best = state["on"], state["best"], state["since_best"]
-        self.long = _Tail(state["long"]["length"], _to(state["long"]["weights"], device))
+        self.long = Tail(state["long"]["length"], to_device(state["long"]["weights"], device))
 
 
 @dataclass
@@ -219,15 +173,43 @@ class NoAveraging:
             raise ValueError("the checkpoint's averaging state is not averaging: none")
 
 
-Averager = TwoTailedAverage | SwitchAveraging | NoAveraging
+@dataclass(kw_only=True)
+class TrainLossTwoTailedAverage(TwoTailedAverage):
+    """2TA whose switching logic compares training losses, reporting validation losses (`averaging:
+    2ta_train`): thesis §3.6, "the switching logic was based on comparison of the training losses of
+    the short and long averages instead of the validation losses, but the true validation losses
+    were reported". Algorithm 2 runs unchanged on `train_loss(weights)`; the weights it picks (the
+    long average or the raw iterate, line 11) are then evaluated by `f`, the validation loss."""
+
+    train_loss: Callable[[list[Tensor] | None], float]
+
+    def evaluate_and_adapt(self, f: Callable[[list[Tensor] | None], float], step: int = 0) -> Decision:
+        picked = super().evaluate_and_adapt(self.train_loss, step)
+        f_raw = f(None)
+        loss = f(self.long.weights) if picked.source == "long" else f_raw
+        return Decision(loss, picked.source, picked.length, f_raw, math.inf, loss, picked.switched)
 
 
-def make_averaging(cfg: TrainConfig) -> Averager:
-    """The averaging `cfg.averaging` names: 2TA every `eval_every` steps, the paper's switch, or none."""
+Averager = TwoTailedAverage | SwitchAveraging | NoAveraging | ExponentialAverage | FixedTailAverage
+
+
+def make_averaging(
+    cfg: TrainConfig, train_loss: Callable[[list[Tensor] | None], float] | None = None
+) -> Averager:
+    """The averaging `cfg.averaging` names: 2TA every `eval_every` steps, the paper's switch, none,
+    or a thesis §3.6 baseline (EMA, fixed-start Tail Averaging, 2TA switching on `train_loss`)."""
     if cfg.averaging == "switch":
         return SwitchAveraging(cfg.averaging_patience, math.ceil(SWITCH_AT_LATEST * cfg.max_steps))
     if cfg.averaging == "none":
         return NoAveraging()
+    if cfg.averaging == "ema":
+        return ExponentialAverage(cfg.ema_decay)
+    if cfg.averaging == "tail":
+        return FixedTailAverage(cfg.tail_start)
+    if cfg.averaging == "2ta_train":
+        if train_loss is None:
+            raise ValueError("averaging: 2ta_train needs the training loss of given weights")
+        return TrainLossTwoTailedAverage(cfg.eval_every, train_loss=train_loss)
     return TwoTailedAverage(cfg.eval_every)
 
 
@@ -236,13 +218,6 @@ def chosen_weights(averager: Averager, decision: Decision) -> list[Tensor] | Non
     if decision.source == "long" and not isinstance(averager, NoAveraging):
         return averager.long.weights
     return None
-
-
-def _to(weights: Any, device: torch.device | str | None) -> Any:
-    """Saved averaged weights on `device` (None: where they are)."""
-    if weights is None or device is None:
-        return weights
-    return [w.to(device) for w in weights]
 
 
 def swap_in(params: list[Tensor], weights: list[Tensor]) -> list[Tensor]:

@@ -27,7 +27,7 @@ Cell = Literal["lstm", "mogrifier_lstm", "rlstm", "mlstm", "tmlstm", "mgru", "tm
 Architecture = Literal["residual", "skip"]
 Dataset = Literal["builtin", "ptb", "ptb_char", "wikitext2", "enwik8", "text8", "mwc", "reverse_copy"]
 Optimizer = Literal["radam", "adam"]
-Averaging = Literal["2ta", "switch", "none"]
+Averaging = Literal["2ta", "switch", "none", "ema", "tail", "2ta_train"]
 MultiplicativeForm = Literal["default", "corrected", "printed"]
 InputEncoding = Literal["embedding", "one_hot"]
 # The cells whose bias holds a forget gate b_f (blocks i, j, f, o): what `forget_bias` sets.
@@ -134,6 +134,11 @@ class TrainConfig(BaseModel):
     mogrifier_rank: int = tunable(
         40, ge=-1000, le=10000, description="rank k of Q^i, R^i; k <= 0 means full rank"
     )
+    mogrifier_zigzag: bool = Field(
+        True,
+        description="false: the Mogrifier LSTM of the no-zigzag ablation (Mogrifier paper §4.1, Figure 2, "
+        "Table 3), every round gated by the original x and h_prev; runs eagerly; cell mogrifier_lstm only",
+    )
     t_max: float = tunable(
         math.exp(3.0),
         gt=2.0,
@@ -208,7 +213,23 @@ class TrainConfig(BaseModel):
         "2ta",
         description="2ta (thesis §3.4 Algorithm 2), switch (Mogrifier paper §3.3: the raw weights until "
         "averaging_patience evaluations without improvement or 80% of max_steps, then their tail average) "
-        "or none (the raw weights at every evaluation, the best kept: Maupomé & Meurs §5.1)",
+        "or none (the raw weights at every evaluation, the best kept: Maupomé & Meurs §5.1); thesis §3.6's "
+        "baselines: ema (eq. 3.1, decay ema_decay), tail (eq. 3.2 from step tail_start) and 2ta_train "
+        "(2TA switching on the training loss of max_eval_tokens training tokens, validation loss reported)",
+    )
+    ema_decay: float = tunable(
+        0.999,
+        gt=0.0,
+        lt=1.0,
+        description="averaging: ema's constant β of thesis eq. (3.1): θ̄_t = (1 - β)θ_t + βθ̄_{t-1}; "
+        "tuned in thesis §3.6",
+    )
+    tail_start: int = tunable(
+        1,
+        ge=1,
+        le=MAX_STEPS,
+        description="averaging: tail's start s of thesis eq. (3.2): the iterates of steps >= s are "
+        "averaged, the raw weights reported before; tuned in thesis §3.6",
     )
     drop_state_probability: float = Field(
         0.0,
@@ -389,6 +410,11 @@ class TrainConfig(BaseModel):
                 "mogrifier_kernel fused runs on the compiled and graphed CUDA paths; with cuda_path eager it "
                 "would never run: set cuda_path auto or graphs, or mogrifier_kernel torch"
             )
+        if not self.mogrifier_zigzag and (self.cell != "mogrifier_lstm" or self.mogrifier_kernel == "fused"):
+            raise ValueError(
+                "mogrifier_zigzag false is the Mogrifier LSTM's no-zigzag ablation (Mogrifier paper §4.1): "
+                "cell mogrifier_lstm, mogrifier_kernel torch (it runs eagerly)"
+            )
         if self.forget_bias != 0.0 and self.chrono_init:
             raise ValueError("forget_bias and chrono_init both set the forget-gate bias: use one")
         if self.forget_bias != 0.0 and self.cell not in FORGET_GATE_CELLS:
@@ -413,6 +439,8 @@ class TrainConfig(BaseModel):
                 raise ValueError("dropout_samples must be 1 for dataset reverse_copy (no dropout)")
             if self.dyneval:
                 raise ValueError("dyneval does not apply to dataset reverse_copy")
+            if self.averaging == "2ta_train":
+                raise ValueError("averaging 2ta_train needs a training text: not dataset reverse_copy")
         return self
 
     @model_validator(mode="after")

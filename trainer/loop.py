@@ -85,7 +85,8 @@ class Trainer:
             # lamb's final test reads one stream (experiment/test.sh); rnntune's, eval_batch_size.
             test_streams = 1 if cfg.test_streams == "one" else cfg.eval_batch_size
             self.test_data = batchify(self.corpus.test, test_streams).to(self.device)
-        self.averaging = make_averaging(cfg)  # 2TA, the Mogrifier paper's switch, or none
+        # 2TA, the Mogrifier paper's switch, none, or a thesis §3.6 baseline (averaging_baselines.py)
+        self.averaging = make_averaging(cfg, self._train_loss_of)
         # data_order lamb: lamb's training streams (trainer/order.py); fixed: train_data's columns.
         self.order = (
             LambOrder(self.corpus.train, cfg.batch_size, cfg.seed, separator_id(self.corpus.vocab))
@@ -310,6 +311,19 @@ class Trainer:
             return run()
         finally:
             swap_in(self.params, saved)
+
+    def _train_loss_of(self, weights: list[Tensor] | None) -> float:
+        """The training loss (nats/token, temperature 1, dropout off) of `weights` (None: the raw
+        iterate) over the first `max_eval_tokens` training tokens: what `averaging: 2ta_train`
+        switches on (thesis §3.6)."""
+        cfg = self.cfg
+        assert isinstance(self.model, LanguageModel)
+        saved = swap_in(self.params, weights) if weights is not None else None
+        try:
+            return evaluate(self.model, self.train_data, cfg.bptt, (1.0,), cfg.max_eval_tokens)[0]
+        finally:
+            if saved is not None:
+                swap_in(self.params, saved)
 
     def evaluate_2ta(self) -> Decision:
         self.accuracies.clear()

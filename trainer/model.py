@@ -73,6 +73,7 @@ class LanguageModel(nn.Module):
                 multiplicative_form=cfg.multiplicative_form,
                 cuda_path=cfg.cuda_path,
                 mogrifier_kernel=cfg.mogrifier_kernel,
+                mogrifier_zigzag=cfg.mogrifier_zigzag,
             )
             for layer in range(cfg.num_layers)
         )

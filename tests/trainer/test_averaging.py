@@ -6,7 +6,8 @@ import math
 
 import torch
 
-from trainer.averaging import STAGNATION_PATIENCE, TwoTailedAverage
+from trainer.averaging import TwoTailedAverage
+from trainer.tail import STAGNATION_PATIENCE
 
 
 def test_long_average_beats_raw_iterate_on_noisy_quadratic():

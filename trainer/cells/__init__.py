@@ -15,7 +15,7 @@ from .base import RecurrentCell, State, chrono_init_
 from .lstm import LSTMCell
 from .mgru import MGRUCell
 from .mlstm import MLSTMCell
-from .mogrifier import MogrifierLSTMCell
+from .mogrifier import MogrifierLSTMCell, NoZigzagMogrifierLSTMCell
 from .paths import CUDA_PATHS, MOGRIFIER_KERNELS, CudaPath, MogrifierKernel
 from .rlstm import MogrifierRLSTMCell, RLSTMCell
 from .tmgru import TMGRUCell
@@ -65,6 +65,7 @@ def make_cell(
     multiplicative_form: str = "default",
     cuda_path: CudaPath = "auto",
     mogrifier_kernel: MogrifierKernel = "torch",
+    mogrifier_zigzag: bool = True,
 ) -> RecurrentCell:
     """Build the cell called `name` (a TrainConfig.cell value) for one layer.
 
@@ -79,7 +80,8 @@ def make_cell(
     graphed path of cuda_graphs.py, falling back to eager for the process on any failure), "graphs"
     (the same, a failure is an error) or "eager"; it changes nothing on CPU, and the multiplicative
     cells run eagerly. `mogrifier_kernel` "fused" runs those paths' Mogrifier rounds in one Triton
-    kernel per step (cuda_rounds.py), "torch" as torch ops.
+    kernel per step (cuda_rounds.py), "torch" as torch ops. `mogrifier_zigzag` False builds the
+    Mogrifier LSTM of the "no zigzag" ablation (Mogrifier paper §4.1, Table 3), which runs eagerly.
     """
     if name not in CELLS:
         raise ValueError(f"cell must be one of {sorted(CELLS)}, not {name!r}")
@@ -92,9 +94,8 @@ def make_cell(
     chrono = t_max if chrono_init else None
     cell: RecurrentCell
     if name == "mogrifier_lstm":
-        cell = MogrifierLSTMCell(
-            input_size, hidden_size, t_max=chrono, rounds=mogrifier_rounds, rank=mogrifier_rank
-        )
+        kind = MogrifierLSTMCell if mogrifier_zigzag else NoZigzagMogrifierLSTMCell
+        cell = kind(input_size, hidden_size, t_max=chrono, rounds=mogrifier_rounds, rank=mogrifier_rank)
     elif name == "rlstm" and mogrifier_rounds > 0:
         cell = MogrifierRLSTMCell(
             input_size, hidden_size, t_max=chrono, rounds=mogrifier_rounds, rank=mogrifier_rank
@@ -104,7 +105,7 @@ def make_cell(
     else:
         cell = CELLS[name](input_size, hidden_size, t_max=chrono)
     if isinstance(cell, LSTMCell | RLSTMCell):  # the cells with a graphed CUDA path
-        cell.cuda_path = cuda_path
+        cell.cuda_path = "eager" if isinstance(cell, NoZigzagMogrifierLSTMCell) else cuda_path
         cell.mogrifier_kernel = mogrifier_kernel
     return cell
 

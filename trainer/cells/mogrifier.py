@@ -14,7 +14,7 @@ from torch import Tensor, nn
 from . import cuda_graphs
 from .base import State
 from .cpu_fused import CappedLSTMWindow
-from .cuda_windows import Config, fused_lstm_window, lstm_window
+from .cuda_windows import Config, fused_lstm_window, lstm_step, lstm_window
 from .lstm import LSTMCell
 
 
@@ -76,6 +76,19 @@ def mogrify(x: Tensor, h: Tensor, gates: nn.ModuleList) -> tuple[Tensor, Tensor]
     return x, h
 
 
+def mogrify_no_zigzag(x: Tensor, h: Tensor, gates: nn.ModuleList) -> tuple[Tensor, Tensor]:
+    """x↑, h↑ of the "no zigzag" ablation (Mogrifier paper §4.1, Figure 2, Table 3): every gate reads
+    the original inputs, x^i = 2σ(Q^i h^0) ⊙ x^{i-2} for odd i and h^i = 2σ(R^i x^{-1}) ⊙ h^{i-2} for
+    even i, instead of the latest update of the other side (eqs. (1)-(2))."""
+    x0, h0 = x, h
+    for i, gate in enumerate(gates, start=1):
+        if i % 2 == 1:
+            x = 2.0 * torch.sigmoid(gate(h0)) * x
+        else:
+            h = 2.0 * torch.sigmoid(gate(x0)) * h
+    return x, h
+
+
 class MogrifierLSTMCell(LSTMCell):
     """LSTM(x↑, c_prev, h↑_prev) after r rounds of mutual gating (Mogrifier paper §2 eqs. (1)-(2)).
 
@@ -111,3 +124,21 @@ class MogrifierLSTMCell(LSTMCell):
             x, self.w_x, self.w_h, self.bias, h, c, state_mask, ranks, *params
         )
         return h_seq, (h, c)
+
+
+class NoZigzagMogrifierLSTMCell(MogrifierLSTMCell):
+    """The Mogrifier LSTM of the "no zigzag" ablation (Mogrifier paper §4.1, Table 3: 55.0 validation
+    perplexity against the Mogrifier's 54.1): the same gates and LSTM, with `mogrify_no_zigzag` for
+    the rounds. It runs eagerly, step by step under autograd, on every device: the fused CPU
+    Function and the CUDA windows implement the zigzag rounds only (make_cell sets `eager`)."""
+
+    def own_forward(self, x: Tensor, state: State, state_mask: Tensor | None = None) -> tuple[Tensor, State]:
+        h, c = state
+        outs = []
+        for x_t in x.unbind(0):
+            h_hat = h if state_mask is None else h * state_mask  # ĥ = h ⊙ M^state (thesis §4.2 eq. 1)
+            x_up, h_up = mogrify_no_zigzag(x_t, h_hat, self.gates)
+            g = torch.addmm(self.bias, torch.cat([x_up, h_up], dim=1), torch.cat([self.w_x, self.w_h]))
+            h, c, _ = lstm_step(g, c, None)
+            outs.append(h)
+        return torch.stack(outs), (h, c)

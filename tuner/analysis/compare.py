@@ -56,9 +56,9 @@ class NotComparable(InvalidStudy):
 
 
 def _defaults() -> dict[str, Any]:
-    from trainer.config import TrainConfig
+    from tuner.space.settings import setting_default
 
-    return {key: TrainConfig.model_fields[key].default for key in TASK_KEYS}
+    return {key: setting_default(key) for key in TASK_KEYS}
 
 
 def task_of(name: str, attrs: Mapping[str, Any]) -> dict[str, Any]:
@@ -101,9 +101,9 @@ def model_of(attrs: Mapping[str, Any], task: Mapping[str, Any]) -> str:
 
 
 def _cell_default() -> str:
-    from trainer.config import TrainConfig
+    from tuner.space.settings import setting_default
 
-    return str(TrainConfig.model_fields["cell"].default)
+    return str(setting_default("cell"))
 
 
 def _seconds(trial: TrialRecord) -> float | None:

@@ -6,11 +6,11 @@ from __future__ import annotations
 import argparse
 import sys
 
-from trainer import TrainConfig
 from trainer.config import ConfigError, parse_assignment, parse_set
 from tuner.policies.early_stopping import DEFAULT_BRACKETS, EarlyStopping
 from tuner.space import SearchSpace, SpaceError, list_spaces, load_space, space_dirs
 from tuner.space.schema import json_schema_text
+from tuner.space.settings import max_steps_and_eval_every
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -63,9 +63,7 @@ def render_space(space: SearchSpace) -> str:
             ["fixed setting", "value"],
         )
     )
-    steps = [
-        int(space.fixed.get(k, TrainConfig.model_fields[k].default)) for k in ("max_steps", "eval_every")
-    ]
+    steps = max_steps_and_eval_every(space.fixed)
     out += [
         "",
         f"default early stopping (change with --grace-steps/--reduction-factor/--brackets): {EarlyStopping().describe(*steps)}; brackets {DEFAULT_BRACKETS}",

@@ -12,6 +12,9 @@ import math
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from tuner.storage import trial_attrs
+from tuner.storage.attr_registry import Key
+
 Direction = Literal["minimize", "maximize"]
 
 
@@ -27,21 +30,29 @@ class Measure:
     help: str = ""
 
 
+PRIMARY = "val_loss"
+_HOLDS = {a.key: a.holds for a in trial_attrs.ALL}
+
+
+def _stored(key: Key[float], better: Direction, unit: str, before_training: bool = False) -> Measure:
+    """The measure stored as trial attribute `key`: its name and help are the attribute's."""
+    return Measure(str(key), better, unit, before_training, _HOLDS[key])
+
+
+# The trial's value, then the measures it stores as attributes (trial_attrs.MEASURE_KEYS).
+_TRAITS: dict[str, tuple[Direction, str, bool]] = {
+    trial_attrs.NUM_PARAMS: ("minimize", "weights", True),
+    trial_attrs.TOKENS_PER_S: ("maximize", "tokens/s", False),
+    trial_attrs.PEAK_MEMORY: ("minimize", "bytes", False),
+    trial_attrs.WALL_TIME: ("minimize", "s", False),
+}
 MEASURES: dict[str, Measure] = {
     m.name: m
     for m in (
-        Measure("val_loss", "minimize", "nats/token", help="the 2TA validation loss (the trial's value)"),
-        Measure(
-            "num_params", "minimize", "weights", before_training=True, help="trainable weights of the model"
-        ),
-        Measure("tokens_per_s", "maximize", "tokens/s", help="training throughput, median over evaluations"),
-        Measure(
-            "peak_memory", "minimize", "bytes", help="peak memory of the trial (CUDA allocator, else RSS)"
-        ),
-        Measure("wall_time", "minimize", "s", help="seconds from the trial's start to its end"),
+        Measure(PRIMARY, "minimize", "nats/token", help="the 2TA validation loss (the trial's value)"),
+        *(_stored(key, *_TRAITS[key]) for key in trial_attrs.MEASURE_KEYS),
     )
 }
-PRIMARY = "val_loss"
 
 
 def measure(name: str) -> Measure:

@@ -3,6 +3,7 @@
 * `tunable`: which trainer config fields a space may tune, and how (derived from `TrainConfig`).
 * `params`: one hyperparameter's sampling spec, a union tagged by `scale` (linear, log, int, categorical).
 * `model`: `SpaceFile` (the file format) and `SearchSpace` (validated, named; `to_dict`/`from_dict`).
+* `settings`: a trainer setting's value under the fixed settings (`fixed_setting`), the one way to read it.
 * `files`: finding spaces by name or path, and `resolve_space`, the one way in for study creation.
 * `schema`: the JSON schema of a space file.
 

@@ -26,6 +26,7 @@ from pydantic import (
 from trainer import ConfigError, TrainConfig, make_config
 from tuner.space.errors import SpaceError, describe
 from tuner.space.params import ParamSpec, fmt
+from tuner.space.settings import fixed_setting
 from tuner.space.tunable import RESERVED_SETTINGS, TUNABLES
 
 # Space and study names end up in paths and URLs: letters, digits, _ . - only, and not `..`.
@@ -48,10 +49,6 @@ def _fixed_schema() -> dict[str, Any]:
 
 
 FixedSettings = Annotated[dict[str, Any], WithJsonSchema(_fixed_schema())]
-
-
-def _default(setting: str) -> Any:
-    return TrainConfig.model_fields[setting].default
 
 
 MAX_TEXT = 2000  # characters of a space's description, source or recipe
@@ -195,10 +192,10 @@ def _check_conditions(params: Mapping[str, Any], fixed: Mapping[str, Any]) -> No
                         f"parameter {name}: condition {key} in {list(allowed)} never holds; "
                         f"{key} ranges over {subject.describe_range()}"
                     )
-            elif fixed.get(key, _default(key)) not in allowed:
+            elif fixed_setting(fixed, key) not in allowed:
                 raise ValueError(
                     f"parameter {name}: condition {key} in {list(allowed)} never holds; "
-                    f"{key} is fixed to {fixed.get(key, _default(key))!r}"
+                    f"{key} is fixed to {fixed_setting(fixed, key)!r}"
                 )
 
 
@@ -248,8 +245,7 @@ class SearchSpace(SpaceFile):
     def is_active(self, spec: Any, values: Mapping[str, Any]) -> bool:
         """Whether a conditional param applies given the values sampled so far and the fixed settings."""
         return all(
-            values.get(key, self.fixed.get(key, _default(key))) in allowed
-            for key, allowed in spec.when.items()
+            values.get(key, fixed_setting(self.fixed, key)) in allowed for key, allowed in spec.when.items()
         )
 
     def suggest(self, trial: Any) -> dict[str, Any]:

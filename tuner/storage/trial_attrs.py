@@ -80,6 +80,9 @@ PEAK_MEMORY: Key[float] = _attr(
 WALL_TIME: Key[float] = _attr(
     "wall_time", float, "the driver, when the trial ends", "seconds from start to end (the measure)"
 )
+# Their one declaration of name and meaning: tuner.objectives.measures adds each one's direction
+# and unit to these.
+MEASURE_KEYS: tuple[Key[float], ...] = (NUM_PARAMS, TOKENS_PER_S, PEAK_MEMORY, WALL_TIME)
 BEST_STEP: Key[int] = _attr(
     "best_step",
     int,

@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, seed, settings
 from hypothesis import strategies as st
 
 from tests.tuner.api.fixtures import live_app
-from tests.tuner.api.test_population_api import MEMBERS, make_pbt_study
+from tests.tuner.api.test_population_api import make_pbt_study
 from tuner.api import ApiSettings, create_app
 from tuner.storage import trial_attrs
 
@@ -65,7 +65,12 @@ def original(env, key: str) -> str | None:
 
 
 @seed(20261129)
-@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=120,
+    deadline=None,
+    database=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
 @given(key=st.sampled_from(KEYS), value_json=STORED)
 def test_any_value_in_any_trial_attribute_is_never_a_5xx(env, key, value_json) -> None:
     kept = original(env, key)

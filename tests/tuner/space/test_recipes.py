@@ -31,6 +31,18 @@ CIRCLING_BACK = {  # Circling Back §7 / thesis §4.6 on PTB: (cell, mogrified)
     "circling_back_ptb_mogrifier_lstm": ("mogrifier_lstm", True),
     "circling_back_ptb_mogrifier_rlstm": ("rlstm", True),
 }
+# The trial lamb published for each Mogrifier paper space, the id in its path
+# (lamb/experiment/mogrifier/config/<study>/trial_<id>/config): the study ran at least that many.
+LAMB_BEST_TRIAL = {
+    "mogrifier_paper_ptb_lstm": 833,  # 786252db3825+_tune_ptb_24m_lstm_d2_arms
+    "mogrifier_paper_ptb_mogrifier_lstm": 483,  # 786252db3825+_tune_ptb_24m_lstm_fm_d2_arms
+    "mogrifier_paper_wt2_lstm": 763,  # c51c838b33a5+_tune_wikitext-2_35m_lstm_mos2_d2_arms
+    "mogrifier_paper_wt2_mogrifier_lstm": 747,  # c51c838b33a5+_tune_wikitext-2_35m_lstm_mos2_fm_d2_arms
+    "mogrifier_paper_enwik8_lstm": 400,  # 4d0a9a5bdb04+_tune_enwik8_48m_lstm_d4_arms
+    "mogrifier_paper_enwik8_mogrifier_lstm": 234,  # 4d0a9a5bdb04+_tune_enwik8_48m_lstm_fm_d4_arms
+    "mogrifier_paper_ptb_char_mogrifier_lstm": 596,  # 0393c7dc3532+_tune_ptb_char_24m_lstm_fm_d2_asgd_ts150
+    "mogrifier_paper_mwc_mogrifier_lstm": 422,  # 9e20581d3dad+_tune_mwc_en_24m_lstm_fm_d2_arms
+}
 # The other datasets' recipes: (dataset, layers, BPTT, batch, D) as each paper states them.
 OTHER_DATASETS = {
     "mogrifier_paper_ptb_char_mogrifier_lstm": ("ptb_char", 2, 150, 128, 1),  # Mogrifier §3.3
@@ -91,6 +103,8 @@ def test_mogrifier_paper_recipe(name):
     assert cfg.mos_components == (2 if dataset == "wikitext2" else 1)
     assert cfg.downprojected_output_dropout is None and "downprojected_output_dropout" not in space.params
     assert cfg.drop_state_probability == 0.01  # every published lamb config
+    # Vizier's GP bandit (§3.3); at least as many trials as the id lamb published.
+    assert space.sweep.given() == {"sampler": "gp", "n_trials": LAMB_BEST_TRIAL[name]}
     assert ('"d2, MoS2"' in (BUILTIN_SPACES_DIR / f"{name}.yaml").read_text()) == (dataset == "wikitext2")
 
 
@@ -115,6 +129,8 @@ def test_circling_back_recipe(name):
     assert "input_embedding_ratio" not in space.params and cfg.input_embedding_ratio == 1.0
     assert "m = n" in (BUILTIN_SPACES_DIR / f"{name}.yaml").read_text()
     assert ("mogrifier_rounds" in space.params) == mogrified
+    # §7: "everything else is the same as in the baseline": its state dropping and its GP tuner.
+    assert cfg.drop_state_probability == 0.01 and space.sweep.given() == {"sampler": "gp"}
     if cell == "rlstm" and not mogrified:
         assert cfg.mogrifier_rounds == 0  # the plain RLSTM
 
@@ -192,10 +208,13 @@ def test_other_dataset_recipes_fix_what_their_paper_states(name):
     )
     # Enwik8 and Text8: "selected from a random pool of 60 candidates" (Circling Back §7).
     pool = dataset in ("enwik8", "text8")
-    assert space.sweep.given() == ({"sampler": "random", "n_trials": 60} if pool else {})
+    if circling_back:  # elsewhere "the black-box hyperparameter tuner" (thesis §4.6), count unknown
+        assert space.sweep.given() == ({"sampler": "random", "n_trials": 60} if pool else {"sampler": "gp"})
+        assert cfg.drop_state_probability == 0.01  # the baseline's (§7: "everything else ... the same")
     if pool:
         assert cfg.max_steps == 200 * 2747  # 200 epochs of 2,747 windows of 256 in 128 streams
     if not circling_back:  # lamb's character-level scripts: 25 turns of patience, one evaluation a turn
+        assert space.sweep.given() == {"sampler": "gp", "n_trials": LAMB_BEST_TRIAL[name]}
         assert (cfg.averaging_patience, cfg.eval_every, cfg.drop_state_probability) == (25, 100, 0.01)
 
 

@@ -8,7 +8,6 @@ from typing import Any, Literal
 
 from ray.tune.schedulers import TrialScheduler
 
-from trainer import TrainConfig
 from tuner.objectives.goals import Goals
 from tuner.policies.early_stopping import EarlyStopping
 from tuner.policies.population import PopulationPlan
@@ -34,11 +33,6 @@ class SchedulerInputs:
     population: PopulationPlan | None = None
     on_copy: OnCopy | None = None
     starts: tuple[int, ...] = ()
-
-
-def task_grid(fixed: Mapping[str, Any]) -> tuple[int, int]:
-    """(max_steps, eval_every) of a task's fixed settings (the trainer's defaults where unset)."""
-    return tuple(int(fixed.get(n, TrainConfig.model_fields[n].default)) for n in ("max_steps", "eval_every"))  # type: ignore[return-value]
 
 
 def accepts(spec: Any) -> str | None:

@@ -10,16 +10,17 @@ from typing import Any
 from ray.tune.schedulers import ASHAScheduler, FIFOScheduler, MedianStoppingRule, TrialScheduler
 
 from tuner.policies.early_stopping import TIME_RESULT_KEY, EarlyStopping
-from tuner.policies.kinds.base import SchedulerInputs, SweepKind, task_grid
+from tuner.policies.kinds.base import SchedulerInputs, SweepKind
 from tuner.policies.pareto_rungs import ParetoASHA
 from tuner.policies.rank_agreement import AdaptiveASHA, describe_adaptive
+from tuner.space.settings import max_steps_and_eval_every
 
 DEFAULT = "adaptive"
 
 
-def grid(inputs: SchedulerInputs) -> tuple[int, int, EarlyStopping]:
+def steps_and_policy(inputs: SchedulerInputs) -> tuple[int, int, EarlyStopping]:
     """(max_steps, eval_every, the policy resolved on that grid) of the task's settings."""
-    max_steps, every = task_grid(inputs.fixed)
+    max_steps, every = max_steps_and_eval_every(inputs.fixed)
     return max_steps, every, (inputs.policy or EarlyStopping()).resolved(max_steps, every)
 
 
@@ -27,7 +28,7 @@ def pareto(inputs: SchedulerInputs) -> TrialScheduler | None:
     """MO-ASHA when the study has several objectives, else None."""
     if inputs.goals is None or not inputs.goals.several:
         return None
-    max_steps, every, policy = grid(inputs)
+    max_steps, every, policy = steps_and_policy(inputs)
     return ParetoASHA(
         [(o.name, o.direction) for o in inputs.goals.objectives],
         max_steps=max_steps,
@@ -38,12 +39,12 @@ def pareto(inputs: SchedulerInputs) -> TrialScheduler | None:
 
 
 def _adaptive(inputs: SchedulerInputs) -> TrialScheduler:
-    max_steps, every, policy = grid(inputs)
+    max_steps, every, policy = steps_and_policy(inputs)
     return pareto(inputs) or AdaptiveASHA(policy, max_steps, every, inputs.history)
 
 
 def _asha(inputs: SchedulerInputs) -> TrialScheduler:
-    max_steps, every, policy = grid(inputs)
+    max_steps, every, policy = steps_and_policy(inputs)
     return pareto(inputs) or ASHAScheduler(
         time_attr=TIME_RESULT_KEY,
         max_t=max_steps,
@@ -59,7 +60,7 @@ def _median(inputs: SchedulerInputs) -> TrialScheduler:
     a trainer that keeps its own checkpoints)."""
     return MedianStoppingRule(
         time_attr=TIME_RESULT_KEY,
-        grace_period=int(grid(inputs)[2].grace_steps or grid(inputs)[1]),
+        grace_period=int(steps_and_policy(inputs)[2].grace_steps or steps_and_policy(inputs)[1]),
         min_samples_required=3,
         min_time_slice=math.inf,  # type: ignore[arg-type]  # Ray annotates int; inf = never pause
         hard_stop=True,

@@ -16,7 +16,7 @@ from ray.tune.schedulers import ASHAScheduler, TrialScheduler
 
 from tuner.policies.early_stopping import TIME_RESULT_KEY, EarlyStopping
 from tuner.policies.kinds.base import SchedulerInputs, SweepKind
-from tuner.policies.kinds.early import grid, pareto
+from tuner.policies.kinds.early import pareto, steps_and_policy
 
 # The policy's bound on brackets (EarlyStopping.brackets' `le`).
 MAX_BRACKETS = next(m.le for m in EarlyStopping.model_fields["brackets"].metadata if hasattr(m, "le"))
@@ -29,7 +29,7 @@ def every_bracket(policy: EarlyStopping, max_steps: int, eval_every: int) -> Ear
 
 
 def _build(inputs: SchedulerInputs) -> TrialScheduler:
-    max_steps, every, policy = grid(inputs)
+    max_steps, every, policy = steps_and_policy(inputs)
     policy = every_bracket(policy, max_steps, every)
     hedged = SchedulerInputs(inputs.fixed, policy, inputs.history, inputs.goals)
     return pareto(hedged) or ASHAScheduler(

@@ -11,9 +11,10 @@ from ray import tune
 from ray.tune.schedulers import PopulationBasedTraining
 
 from tuner.policies.early_stopping import TIME_RESULT_KEY
-from tuner.policies.kinds.base import OnCopy, SchedulerInputs, SweepKind, task_grid
+from tuner.policies.kinds.base import OnCopy, SchedulerInputs, SweepKind
 from tuner.policies.population import QUANTILE, Mutable, explore_into, first_sync
 from tuner.policies.population_schedulers import MemberPB2, MemberPBT
+from tuner.space.settings import max_steps_and_eval_every
 from tuner.upstream import ray_private as private
 
 NAMES = ("pbt", "pb2")
@@ -74,7 +75,12 @@ def _build(inputs: SchedulerInputs) -> PopulationBasedTraining:
     plan = inputs.population
     assert plan is not None, "a population kind runs a planned population"
     return make_population_scheduler(
-        plan.scheduler, plan.ranges, plan.interval, task_grid(inputs.fixed)[0], inputs.on_copy, inputs.starts
+        plan.scheduler,
+        plan.ranges,
+        plan.interval,
+        max_steps_and_eval_every(inputs.fixed)[0],
+        inputs.on_copy,
+        inputs.starts,
     )
 
 

@@ -24,6 +24,7 @@ from optuna.trial import FrozenTrial, TrialState
 from ray.tune.stopper import Stopper
 
 from tuner.policies.population import CHECKPOINTS_KEPT, MEMBER
+from tuner.space.settings import max_steps_and_eval_every
 from tuner.storage import study_attrs, trial_attrs
 from tuner.storage.study import best_trial, finished_count, open_storage, set_status
 from tuner.sweeps.cluster import mps
@@ -32,7 +33,6 @@ from tuner.sweeps.drive.lease import LeaseKeeper, StopRequest, stop_on_signals
 from tuner.sweeps.drive.plan import RunOptions, SweepPlan
 from tuner.sweeps.drive.policies import SweepPolicies
 from tuner.sweeps.dyneval.study import referenced_checkpoints
-from tuner.sweeps.study.create import grid
 from tuner.sweeps.trackers.guard import count_tracker_failures
 from tuner.sweeps.trackers.installed import check_available
 
@@ -202,7 +202,7 @@ def _driver(
         study,
         plan.root,
         spec,
-        max_steps=grid(plan.space)[0],
+        max_steps=max_steps_and_eval_every(plan.space.fixed)[0],
         pins=(lambda: referenced_checkpoints(pin_storage)) if pin_storage is not None else frozenset,
     )
     searcher = StudySearcher(

@@ -21,9 +21,9 @@ from tuner.policies import procedure
 from tuner.policies.kinds import SweepKind, kind_of
 from tuner.policies.population import PopulationPlan, plan_population
 from tuner.space import SearchSpace
+from tuner.space.settings import max_steps_and_eval_every
 from tuner.spec import SweepSpec
 from tuner.storage.study import StudyError, redact_url
-from tuner.sweeps.study.create import grid
 
 # What the driving process sets while it runs Ray Tune (restored afterwards, execute.py).
 DRIVER_ENV = {
@@ -100,7 +100,7 @@ def merge_spec(stored: SweepSpec, changes: Mapping[str, Any] | None, done: int, 
 
 def kind_line(spec: SweepSpec, space: SearchSpace, kind: SweepKind) -> str:
     """The header's line of the kind (`early stopping: ...`, or the population's)."""
-    return kind.describe(spec, *grid(space))
+    return kind.describe(spec, *max_steps_and_eval_every(space.fixed))
 
 
 def plan_sweep(
@@ -121,12 +121,18 @@ def plan_sweep(
 
     kind = kind_of(spec)
     population = (
-        plan_population(kind.name, space.params, MUTABLE_SETTINGS, spec.perturbation_interval, *grid(space))
+        plan_population(
+            kind.name,
+            space.params,
+            MUTABLE_SETTINGS,
+            spec.perturbation_interval,
+            *max_steps_and_eval_every(space.fixed),
+        )
         if kind.population
         else None
     )
     policy = spec.early_stopping()
-    stops = spec.study_stop().describe(grid(space)[0])
+    stops = spec.study_stop().describe(max_steps_and_eval_every(space.fixed)[0])
     budget = spec.n_trials - done
     retried = f"; {len(zombies)} left RUNNING by a dead sweep marked FAIL and retried: {list(zombies)}"
     lines = [

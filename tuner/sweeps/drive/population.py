@@ -10,6 +10,7 @@ it and forwards its results and end to the searcher, which writes them as for an
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -18,23 +19,28 @@ from ray.tune import Callback
 
 from tuner.policies.kinds import SchedulerInputs
 from tuner.policies.population import MEMBER, first_sync
+from tuner.space.settings import max_steps_and_eval_every
 from tuner.sweeps.drive.plan import SweepPlan
 from tuner.sweeps.drive.searcher import StudySearcher, folder_state
-from tuner.sweeps.study.create import grid
+from tuner.sweeps.trial.trial_config import Membership, TrialConfig
 
 
 def member_configs(plan: SweepPlan, searcher: StudySearcher) -> list[dict[str, Any]]:
     """Each member's trial config: the searcher's, with what the trainable needs to be a member."""
     assert plan.population is not None
-    population = {"interval": plan.population.interval, "mutable": sorted(plan.population.ranges)}
-    return [{**config, "population": population} for config in searcher.population(plan.budget)]
+    member = Membership(plan.population.interval, tuple(sorted(plan.population.ranges)))
+    configs = (TrialConfig.from_tune(config) for config in searcher.population(plan.budget))
+    return [replace(config, population=member).to_tune() for config in configs]
 
 
 def population_search(plan: SweepPlan, searcher: StudySearcher) -> dict[str, Any]:
     """Tune's settings for a population sweep: the members as its parameter space, the scheduler."""
     assert plan.population is not None
     configs = member_configs(plan, searcher)
-    starts, max_steps = [start_step(config) for config in configs], grid(plan.space)[0]
+    starts, max_steps = (
+        [start_step(config) for config in configs],
+        max_steps_and_eval_every(plan.space.fixed)[0],
+    )
     keys = sorted({key for config in configs for key in config})
     space: dict[str, Any] = {MEMBER: tune.grid_search(list(range(len(configs))))}
     for key in keys:

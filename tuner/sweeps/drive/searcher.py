@@ -37,6 +37,7 @@ from tuner.objectives.measures import MEASURES
 from tuner.policies.population import copy_took_place
 from tuner.policies.population_history import copy_segment, settings_in_force
 from tuner.space import SearchSpace
+from tuner.space.settings import max_steps_and_eval_every
 from tuner.storage import trial_attrs
 from tuner.storage.confine import resolve_within
 from tuner.storage.study import pending_retries
@@ -45,6 +46,7 @@ from tuner.sweeps.drive.policies import SweepPolicies
 from tuner.sweeps.drive.writer import DB_ERRORS, Fence, LiveTrial, StudyWriter, Tally
 from tuner.sweeps.trial.bounds import REFUSED, Refusal, refusal
 from tuner.sweeps.trial.lifecycle import METRIC, SEGMENT, Evaluation, TrialEnd, decide
+from tuner.sweeps.trial.trial_config import TrialConfig
 
 __all__ = ["METRIC", "Fence", "LiveTrial", "StudySearcher", "Tally"]
 # Trials kept asked ahead of Ray Tune's requests by default (ask_ahead.py): a free slot starts one
@@ -96,7 +98,7 @@ class StudySearcher(Searcher):
         self._live: dict[str, LiveTrial] = {}
         self._members: dict[str, int] = {}  # a population's members: Ray's id -> study trial number
         self._retries: deque[FrozenTrial] = deque(pending_retries(study))
-        self._max_steps = int(space.fixed.get("max_steps", _default("max_steps")))
+        self._max_steps = max_steps_and_eval_every(space.fixed)[0]
         self.stop_reason: str | None = None
         self.ended_early: str | None = None  # the study-level stop rule ended the sweep: why
         self._asking = threading.Lock()  # one ask of the study at a time (this thread or ask-ahead's)
@@ -169,13 +171,13 @@ class StudySearcher(Searcher):
         self._writer.started(live, trial_id)
         self._live[trial_id] = live
         self._ahead.refill()  # the next trial is sampled while this one trains
-        return {
-            "trial_number": live.trial.number,
+        return TrialConfig(
             # a population member's retry goes on with the settings in force, not those first sampled
-            "trainer": {**self._space.trial_config(live.params, live.run_dir), **live.settings},
-            **({"checkpoint": self._checkpoint} if self._checkpoint else {}),
-            **({"bounds": self._bounds} if self._bounds else {}),
-        }
+            trainer={**self._space.trial_config(live.params, live.run_dir), **live.settings},
+            trial_number=live.trial.number,
+            checkpoint=self._checkpoint or None,
+            bounds=tuple(self._bounds),
+        ).to_tune()
 
     def _may_ask_ahead(self, count: int) -> bool:
         """Whether one more trial may be asked ahead with `count` already ready or being asked:
@@ -300,9 +302,10 @@ class StudySearcher(Searcher):
         live = self._live.get(ray_trial_id)
         if live is None:
             return
-        mutable = (config.get("population") or {}).get("mutable", ())
+        sent = TrialConfig.from_tune(config)
+        mutable = sent.population.mutable if sent.population else ()
         segment = copy_segment(
-            step, self._members.get(source_id), value, config["trainer"], mutable, self._space.param_names
+            step, self._members.get(source_id), value, sent.trainer, mutable, self._space.param_names
         )
         self._writer.segment(live, segment)
 
@@ -396,9 +399,3 @@ def folder_state(run_dir: Path) -> tuple[str | None, int | None]:
         return None, None
     config, step = saved_header(run_dir / "last.pt")
     return str(Path(config["run_dir"]).resolve()), step
-
-
-def _default(name: str) -> Any:
-    from trainer import TrainConfig
-
-    return TrainConfig.model_fields[name].default

@@ -59,7 +59,8 @@ class Measured:
     peak_memory: float | None = None
 
     def add(self, result: Mapping[str, Any]) -> None:
-        size, speed, peak = (finite(result.get(k)) for k in ("num_params", "tokens_per_s", "peak_memory"))
+        keys = (trial_attrs.NUM_PARAMS, trial_attrs.TOKENS_PER_S, trial_attrs.PEAK_MEMORY)
+        size, speed, peak = (finite(result.get(k)) for k in keys)
         self.num_params = size if size is not None else self.num_params
         if speed is not None and not result.get(FINAL):
             self.throughputs.append(speed)
@@ -68,9 +69,13 @@ class Measured:
 
     def as_attrs(self, wall: float) -> dict[str, float]:
         """The measures known, under their names, with the trial's wall time."""
-        out = {"num_params": self.num_params, "peak_memory": self.peak_memory, "wall_time": round(wall, 3)}
+        out = {
+            trial_attrs.NUM_PARAMS: self.num_params,
+            trial_attrs.PEAK_MEMORY: self.peak_memory,
+            trial_attrs.WALL_TIME: round(wall, 3),
+        }
         if self.throughputs:
-            out["tokens_per_s"] = float(statistics.median(self.throughputs))
+            out[trial_attrs.TOKENS_PER_S] = float(statistics.median(self.throughputs))
         return {k: v for k, v in out.items() if v is not None}
 
 

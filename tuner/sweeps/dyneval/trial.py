@@ -21,25 +21,27 @@ from typing import Any
 
 from tuner.sweeps.trial.lifecycle import FINAL
 from tuner.sweeps.trial.placement import GPUUnusable, failed_placement, placement
+from tuner.sweeps.trial.trial_config import TrialConfig
 
 
 def run_dyneval_trial(config: dict[str, Any]) -> dict[str, Any]:
-    """Dynamic evaluation of `config["checkpoint"]` on validation under the trial's settings."""
+    """Dynamic evaluation of the `TrialConfig`'s checkpoint on validation under its settings."""
     from trainer import load_checkpoint, make_config
     from trainer.data import load_corpus
     from trainer.dyneval import run_dynamic_evaluation
     from trainer.model import LanguageModel
 
-    settings = {k: v for k, v in config["trainer"].items() if k != "run_dir"}
+    sent = TrialConfig.from_tune(config)
+    settings = {k: v for k, v in sent.trainer.items() if k != "run_dir"}
     try:
         where = placement(str(settings.pop("device", "auto")))
     except GPUUnusable as err:
         return failed_placement(err)
     result: dict[str, Any] = {"step": 0, **where}
     try:
-        model, cfg = load_checkpoint(config["checkpoint"], device=where["device"])
+        model, cfg = load_checkpoint(str(sent.checkpoint), device=where["device"])
         if not isinstance(model, LanguageModel):  # creation refuses reverse_copy models
-            raise TypeError(f"{config['checkpoint']} is not a language model")
+            raise TypeError(f"{sent.checkpoint} is not a language model")
         cfg = make_config({**cfg.to_dict(), **settings, "device": where["device"]})
         corpus = load_corpus(cfg)
         valid = corpus.valid if cfg.max_eval_tokens is None else corpus.valid[: cfg.max_eval_tokens + 1]

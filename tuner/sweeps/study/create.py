@@ -18,10 +18,10 @@ from typing import Any
 
 import optuna
 
-from trainer import TrainConfig
 from tuner.errors import InvalidInput, StudyError, StudyExistsError
 from tuner.policies import procedure
 from tuner.space import SearchSpace, SpaceError, resolve_space
+from tuner.space.settings import max_steps_and_eval_every
 from tuner.spec import NAME_PATTERN, SweepSpec
 from tuner.spec.sweep_spec import validate
 from tuner.storage import study_attrs
@@ -138,18 +138,9 @@ def _given(spec: SweepSpec) -> bool:
     return bool(spec.overrides.ranges or spec.overrides.set)
 
 
-def grid(space: SearchSpace) -> tuple[int, int]:
-    """The task's (max_steps, eval_every): the grid the early-stopping rungs lie on."""
-
-    def setting(key: str) -> int:
-        return int(space.fixed.get(key, TrainConfig.model_fields[key].default))
-
-    return setting("max_steps"), setting("eval_every")
-
-
 def resolve(spec: SweepSpec, space: SearchSpace) -> SweepSpec:
     """The spec with its early-stopping policy resolved on the space's eval grid, for a sweep of
     `n_trials` within its budget (grace period and brackets made explicit)."""
-    max_steps, eval_every = grid(space)
+    max_steps, eval_every = max_steps_and_eval_every(space.fixed)
     policy = spec.early_stopping().resolved(max_steps, eval_every, spec.n_trials, spec.budget)
     return spec.model_copy(update=policy.model_dump())

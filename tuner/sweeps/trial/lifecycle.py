@@ -13,9 +13,10 @@ from __future__ import annotations
 import enum
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
+from trainer.result import TrainResult
 from tuner.storage import trial_attrs
 
 # The key of a trial process's last result: its summary (`TrialEnd`), not an evaluation.
@@ -37,16 +38,59 @@ EVALUATION_ATTRS = (
     ),  # graphs, compiled, eager or cpu (trainer/cells/paths.py)
     (trial_attrs.CUDA_PATH_CALLS, "cuda_path_calls"),  # training calls per path
 )
-# Summary fields stored as user attrs (of the same name) when present.
-SUMMARY_ATTRS = (
-    trial_attrs.BEST_STEP,
-    trial_attrs.TEST_LOSS,
-    trial_attrs.DYNEVAL_VAL_LOSS,
-    trial_attrs.DYNEVAL_TEST_LOSS,
-    trial_attrs.MC_TEST_LOSS,  # with mc_dropout_samples > 0: Monte Carlo dropout's test loss,
-    trial_attrs.MC_TEMPERATURE,  # its temperature
-    trial_attrs.MC_DROPOUT_SCALE,  # and its dropout-rate scale, both chosen on validation (Mogrifier §3.3)
+# The trainer's result fields a trial does not report when training returns, and why. It reports
+# every other one (`REPORTED`, in `TrialReport`), so a field added to `TrainResult` reaches the
+# driver unless it is listed here.
+NOT_REPORTED: dict[str, str] = {
+    "steps": "the curve's last evaluation is the trial's step",
+    "temperature": "the trainer's own evaluation setting, in its result.json",
+    "dyneval_temperature": "the trainer's own evaluation setting, in its result.json",
+    "test_accuracy": "in the run folder's result.json only",
+    "cuda_path_calls": "reported at each evaluation (EVALUATION_ATTRS)",
+}
+REPORTED: tuple[str, ...] = tuple(f.name for f in fields(TrainResult) if f.name not in NOT_REPORTED)
+# Reported fields the driver stores otherwise than as the trial attribute of their name, and how.
+STORED_OTHERWISE: dict[str, str] = {
+    "best_val_loss": "the trial's value (TrialEnd.best_val_loss)",
+    "best_checkpoint": "trial attribute `checkpoint` (TrialEnd.checkpoint)",
+    "run_dir": "trial attribute `run_dir`, written when the trial starts",
+    "stopped": "why training stopped: in Ray's result log only",
+    "cuda_path_used": "stored from each evaluation (EVALUATION_ATTRS)",
+}
+# Summary fields stored as user attrs (of the same name) when present: every reported field the
+# driver does not store otherwise (best_step, the test, dynamic-evaluation and Monte Carlo dropout
+# losses; with mc_dropout_samples > 0 MC dropout's temperature and dropout-rate scale, both chosen
+# on validation, Mogrifier §3.3).
+_DECLARED = {a.key for a in trial_attrs.ALL}
+SUMMARY_ATTRS: tuple[str, ...] = tuple(
+    name for name in REPORTED if name not in STORED_OTHERWISE and name in _DECLARED
 )
+
+
+@dataclass(frozen=True)
+class TrialReport:
+    """A trial process's last message when training returns: the run's summary (the `REPORTED`
+    fields of `trainer.TrainResult`), a population member's segment not yet sent, and its last
+    evaluation's result, which the summary's fields override. Ray Tune reports dicts, so it crosses
+    Ray as one (`to_result`) and is read back with `from_result`."""
+
+    summary: dict[str, Any]
+    segment: str = ""
+    last: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, result: TrainResult, segment: str = "", last: Mapping[str, Any] | None = None) -> TrialReport:
+        return cls({name: getattr(result, name) for name in REPORTED}, segment, dict(last or {}))
+
+    def to_result(self) -> dict[str, Any]:
+        return {**self.last, **({SEGMENT: self.segment} if self.segment else {}), FINAL: True, **self.summary}
+
+    @classmethod
+    def from_result(cls, result: Mapping[str, Any]) -> TrialReport:
+        """The report a `to_result` dict carries (every reported field, None where absent)."""
+        summary = {name: result.get(name) for name in REPORTED}
+        last = {k: v for k, v in result.items() if k not in summary and k not in (FINAL, SEGMENT)}
+        return cls(summary, str(result.get(SEGMENT) or ""), last)
 
 
 class Verdict(enum.Enum):

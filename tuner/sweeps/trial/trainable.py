@@ -23,12 +23,16 @@ import math
 import numbers
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tuner.sweeps.trial import member
 from tuner.sweeps.trial.bounds import REFUSED, refusal
-from tuner.sweeps.trial.lifecycle import FINAL, SEGMENT
+from tuner.sweeps.trial.lifecycle import FINAL, SEGMENT, TrialReport
 from tuner.sweeps.trial.placement import GPUUnusable, failed_placement, placement
+from tuner.sweeps.trial.trial_config import TrialConfig
+
+if TYPE_CHECKING:
+    from trainer import TrainResult
 
 
 def _numeric(metrics: dict[str, Any]) -> dict[str, Any]:
@@ -58,27 +62,29 @@ def _member_settings(settings: dict[str, Any], own_id: str) -> tuple[dict[str, A
 
 
 def run_trial(config: dict[str, Any]) -> dict[str, Any]:
-    """Train the trial described by `config["trainer"]`; return the final summary result. (A study
-    of a trained model runs `tuner.sweeps.dyneval.trial.run_dyneval_trial` instead: the driver
-    picks the trial kind once, `drive.wiring.trainable`.) With `config["population"]` (scheduler
-    pbt/pb2) the trial is a population member: it starts from the Ray checkpoint the scheduler
-    gives it and reports checkpoints at each perturbation step (member.py)."""
+    """Train the trial `config` describes (a `TrialConfig` as Tune carries it); return its final
+    result (`TrialReport`). (A study of a trained model runs
+    `tuner.sweeps.dyneval.trial.run_dyneval_trial` instead: the driver picks the trial kind once,
+    `drive.wiring.trainable`.) With a `population` part (scheduler pbt/pb2) the trial is a
+    population member: it starts from the Ray checkpoint the scheduler gives it and reports
+    checkpoints at each perturbation step (member.py)."""
     from ray import tune
 
-    from trainer import Trainer, TrainingDiverged, TrainingInfeasible, make_config, train
+    from trainer import Trainer, make_config, train
 
-    settings = dict(config["trainer"])
+    sent = TrialConfig.from_tune(config)
+    settings = dict(sent.trainer)
     try:
         where = placement(str(settings.get("device", "auto")))
     except GPUUnusable as err:
         return failed_placement(err)
     settings["device"] = where["device"]
     last: dict[str, Any] = {"step": 0, "val_loss": math.inf, **where}
-    if (refused := refusal(settings, config.get("bounds") or ())) is not None:  # the driver could not size it
+    if (refused := refusal(settings, sent.bounds)) is not None:  # the driver could not size it
         return {**last, **refused.measures, REFUSED: refused.reason, FINAL: True}
 
     started = time.monotonic()
-    population = config.get("population")
+    population = sent.population
     own_id = tune.get_context().get_trial_id() if population else ""
     given = None  # a member's: the step of the Ray checkpoint it started from
     if population:
@@ -97,7 +103,7 @@ def run_trial(config: dict[str, Any]) -> dict[str, Any]:
         pending_segment = ""
         # The evaluation a member resumed at is reported again (the driver keeps the first value of
         # a step); a checkpoint goes with it only where the scheduler has none of that step.
-        if not member.sends_checkpoint(int(metrics["step"]), int(population["interval"]), given, start):
+        if not member.sends_checkpoint(int(metrics["step"]), population.interval, given, start):
             tune.report({**timed, **where, **extra})
             return
         with member.saved(Path(settings["run_dir"]), own_id, metrics) as checkpoint:
@@ -109,39 +115,27 @@ def run_trial(config: dict[str, Any]) -> dict[str, Any]:
         else:
             trainer = Trainer(make_config(settings), retune=True)
             start = trainer.step
-            mutable = {k: float(settings[k]) for k in population["mutable"] if k in settings}
+            mutable = {k: float(settings[k]) for k in population.mutable if k in settings}
             if trainer.step < trainer.cfg.max_steps:  # a start at the end trains nothing: no segment
                 pending_segment = member.segment(trainer.step, mutable)
             result = trainer.run(report)
     except Exception as err:  # every trainer failure is the trial's FAIL reason, not a worker crash
-        # `divergence: lamb`'s NaN is infeasible with no value (lamb/main.py): a FAIL, never kept at
-        # its best loss as `procedure: paper` keeps a divergence.
-        diverged = (
-            {"diverged_at": err.step}
-            if isinstance(err, TrainingDiverged) and not isinstance(err, TrainingInfeasible)
-            else {}
-        )
-        return {**last, FINAL: True, "error": f"{type(err).__name__}: {err}", **diverged}
+        return {**last, **_failure(err)}
     return _summary(last, pending_segment, result)
 
 
-def _summary(last: dict[str, Any], pending_segment: str, result: Any) -> dict[str, Any]:
+def _failure(err: Exception) -> dict[str, Any]:
+    """A trainer failure as the trial's final result: its error, and the step of a divergence
+    (which `procedure: paper` keeps at its best loss). `divergence: lamb`'s NaN is infeasible with
+    no value (lamb/main.py): no step, so it stays a FAIL."""
+    from trainer import TrainingDiverged, TrainingInfeasible
+
+    diverged = isinstance(err, TrainingDiverged) and not isinstance(err, TrainingInfeasible)
+    step = {"diverged_at": err.step} if isinstance(err, TrainingDiverged) and diverged else {}
+    return {FINAL: True, "error": f"{type(err).__name__}: {err}", **step}
+
+
+def _summary(last: dict[str, Any], pending_segment: str, result: TrainResult) -> dict[str, Any]:
     """A trial's final result: its last evaluation, a member's segment not yet sent, the run's
-    summary (`trainer.TrainResult`)."""
-    return {
-        **last,
-        **({SEGMENT: pending_segment} if pending_segment else {}),
-        FINAL: True,
-        "best_val_loss": result.best_val_loss,
-        "best_step": result.best_step,
-        "best_checkpoint": result.best_checkpoint,
-        "test_loss": result.test_loss,
-        "run_dir": result.run_dir,
-        "stopped": result.stopped,
-        "dyneval_val_loss": result.dyneval_val_loss,
-        "dyneval_test_loss": result.dyneval_test_loss,
-        "mc_test_loss": result.mc_test_loss,
-        "mc_temperature": result.mc_temperature,
-        "mc_dropout_scale": result.mc_dropout_scale,
-        "cuda_path_used": result.cuda_path_used,
-    }
+    summary (`TrialReport`, from `trainer.TrainResult`)."""
+    return TrialReport.of(result, pending_segment, last).to_result()
