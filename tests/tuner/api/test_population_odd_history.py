@@ -6,6 +6,7 @@ writes arbitrary JSON, history-shaped JSON and text that is not JSON into the be
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 
 import httpx
 import pytest
@@ -34,9 +35,9 @@ STORED = (
 )
 
 
-@pytest.fixture(scope="module")
-def env(tmp_path_factory):
-    root = tmp_path_factory.mktemp("odd-history")
+def served_pbt_study(tmp_path_factory, name: str) -> Iterator[dict]:
+    """A live app over a pbt study on SQLite, with an engine to write its rows straight."""
+    root = tmp_path_factory.mktemp(name)
     db = f"sqlite:///{root / 's.db'}"
     make_pbt_study(db, "pbt", root / "store" / "pbt")
     app = create_app(ApiSettings(db_url=db, storage_root=root / "store"))
@@ -46,8 +47,13 @@ def env(tmp_path_factory):
     engine.dispose()
 
 
-def store_history(env, value_json: str) -> None:
-    """Write the best member's `pbt_history` row as another tool would: straight into the table
+@pytest.fixture(scope="module")
+def env(tmp_path_factory):
+    yield from served_pbt_study(tmp_path_factory, "odd-history")
+
+
+def store_attr(env, key: str, value_json: str | None) -> None:
+    """Replace the best member's `key` row by `value_json` (None: remove it), as another tool would
     (Optuna refuses attributes on a finished trial)."""
     trial = "(SELECT trial_id FROM trials WHERE number = :n)"
     insert = f"INSERT INTO trial_user_attributes (trial_id, key, value_json) VALUES ({trial}, :k, :v)"
@@ -56,10 +62,15 @@ def store_history(env, value_json: str) -> None:
     # would reuse a deleted last id), which is how the API's snapshot sees a changed row at once.
     with env["engine"].begin() as conn:
         conn.execute(sa.text(insert), {"n": BEST, "k": "placeholder", "v": "null"})
-        conn.execute(sa.text(delete), {"n": BEST, "k": "pbt_history"})
-        conn.execute(sa.text(insert), {"n": BEST, "k": "pbt_history", "v": value_json})
+        conn.execute(sa.text(delete), {"n": BEST, "k": key})
+        if value_json is not None:
+            conn.execute(sa.text(insert), {"n": BEST, "k": key, "v": value_json})
         conn.execute(sa.text(delete), {"n": BEST, "k": "placeholder"})
     env["store"].invalidate("pbt")
+
+
+def store_history(env, value_json: str) -> None:
+    store_attr(env, "pbt_history", value_json)
 
 
 def _reads(env) -> dict[str, httpx.Response]:

@@ -43,7 +43,9 @@ def _adaptive(inputs: SchedulerInputs) -> TrialScheduler:
     return pareto(inputs) or AdaptiveASHA(policy, max_steps, every, inputs.history)
 
 
-def _asha(inputs: SchedulerInputs) -> TrialScheduler:
+def asha_scheduler(inputs: SchedulerInputs) -> TrialScheduler:
+    """Ray's ASHA on the policy's grace period, reduction factor and brackets (MO-ASHA with
+    several objectives)."""
     max_steps, every, policy = steps_and_policy(inputs)
     return pareto(inputs) or ASHAScheduler(
         time_attr=TIME_RESULT_KEY,
@@ -104,7 +106,7 @@ KINDS = (
         "asha",
         "early_stopped",
         "Ray's ASHA on the policy's rungs",
-        _asha,
+        asha_scheduler,
         rungs_line,
         reads_rungs=True,
         draws_randomly=_brackets,

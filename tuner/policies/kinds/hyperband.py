@@ -12,11 +12,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from ray.tune.schedulers import ASHAScheduler, TrialScheduler
+from ray.tune.schedulers import TrialScheduler
 
-from tuner.policies.early_stopping import TIME_RESULT_KEY, EarlyStopping
+from tuner.policies.early_stopping import EarlyStopping
 from tuner.policies.kinds.base import SchedulerInputs, SweepKind
-from tuner.policies.kinds.early import pareto, steps_and_policy
+from tuner.policies.kinds.early import asha_scheduler, steps_and_policy
 
 # The policy's bound on brackets (EarlyStopping.brackets' `le`).
 MAX_BRACKETS = next(m.le for m in EarlyStopping.model_fields["brackets"].metadata if hasattr(m, "le"))
@@ -30,16 +30,8 @@ def every_bracket(policy: EarlyStopping, max_steps: int, eval_every: int) -> Ear
 
 def _build(inputs: SchedulerInputs) -> TrialScheduler:
     max_steps, every, policy = steps_and_policy(inputs)
-    policy = every_bracket(policy, max_steps, every)
-    hedged = SchedulerInputs(inputs.fixed, policy, inputs.history, inputs.goals)
-    return pareto(hedged) or ASHAScheduler(
-        time_attr=TIME_RESULT_KEY,
-        max_t=max_steps,
-        grace_period=int(policy.grace_steps or every),
-        reduction_factor=policy.reduction_factor,
-        brackets=policy.brackets or 1,
-        stop_last_trials=False,
-    )
+    hedged = every_bracket(policy, max_steps, every)
+    return asha_scheduler(SchedulerInputs(inputs.fixed, hedged, inputs.history, inputs.goals))
 
 
 def _line(spec: Any, max_steps: int, eval_every: int) -> str:
