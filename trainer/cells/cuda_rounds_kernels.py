@@ -132,6 +132,8 @@ def rounds_backward(
 
     Back through V[i] = 2σ(z_i) ⊙ V[i-2] for i = R..1: dL/dV[i-2] = dL/dV[i] ⊙ 2σ(z_i),
     dL/dz_i = dL/dV[i] ⊙ V[i-2] ⊙ 2σ(z_i)(1 - σ(z_i)), dL/dV[i-1] += dL/dz_i G_i^T.
+    One kernel body, over 60 lines on purpose: a Triton kernel cannot hand its register tiles to a
+    helper kernel, and each split would be a launch and a round trip through global memory.
     """
     rows = tl.program_id(0) * BLOCK_B + tl.arange(0, BLOCK_B)
     plane = B * W
