@@ -49,8 +49,8 @@ def trials_frame(trials: Sequence[TrialRecord], goals: Goals | None = None) -> p
         "value": [t.value for t in ordered],
         "step_reached": [max((step for step, _ in t.curve), default=None) for t in ordered],
         "n_evaluations": [len(t.curve) for t in ordered],
-        "wall_time_s": [trial_attrs.WALL_TIME_S.of(t.user_attrs) for t in ordered],
-        "retry_of": [trial_attrs.RETRY_OF.of(t.user_attrs) for t in ordered],
+        "wall_time_s": [_number(trial_attrs.WALL_TIME_S.of(t.user_attrs), float) for t in ordered],
+        "retry_of": [_number(trial_attrs.RETRY_OF.of(t.user_attrs), int) for t in ordered],
         "datetime_start": pd.to_datetime([t.datetime_start for t in ordered]),
         "datetime_complete": pd.to_datetime([t.datetime_complete for t in ordered]),
     }
@@ -71,6 +71,14 @@ def trials_frame(trials: Sequence[TrialRecord], goals: Goals | None = None) -> p
                 dtype="boolean",
             )
     return frame
+
+
+def _number(value: Any, kind: type) -> Any:
+    """A stored value for a typed column: the number, or None where what is stored is not one
+    (written by another tool or by hand; its `user_attrs_*` column would show it as stored)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return kind(value) if kind is float or float(value).is_integer() else None
 
 
 def study_frame(storage: optuna.storages.RDBStorage, name: str) -> pd.DataFrame:

@@ -50,3 +50,15 @@ def test_any_value_in_any_trial_attribute_is_never_a_5xx(env, key, value_json) -
             assert response.status_code < 500, (key, value_json, route, response.text[:300])
     finally:
         store_attr(env, key, kept)
+
+
+@pytest.mark.parametrize(("key", "value"), [("wall_time_s", {"a": 1}), ("retry_of", 1.5), ("retry_of", "x")])
+def test_a_reproduced_odd_typed_column_is_no_500_on_the_export(env, key, value) -> None:
+    """Found by the test above in CI: a `wall_time_s` stored as a dict made `/trials.csv` a 500."""
+    kept = original(env, key)
+    try:
+        store_attr(env, key, json.dumps(value))
+        response = httpx.get(f"{env['url']}/studies/pbt/trials.csv", timeout=30)
+        assert response.status_code == 200, response.text[:300]
+    finally:
+        store_attr(env, key, kept)
