@@ -63,11 +63,10 @@ def _member_settings(settings: dict[str, Any], own_id: str) -> tuple[dict[str, A
 
 def run_trial(config: dict[str, Any]) -> dict[str, Any]:
     """Train the trial `config` describes (a `TrialConfig` as Tune carries it); return its final
-    result (`TrialReport`). (A study of a trained model runs
-    `tuner.sweeps.dyneval.trial.run_dyneval_trial` instead: the driver picks the trial kind once,
-    `drive.wiring.trainable`.) With a `population` part (scheduler pbt/pb2) the trial is a
-    population member: it starts from the Ray checkpoint the scheduler gives it and reports
-    checkpoints at each perturbation step (member.py)."""
+    result (`TrialReport`). A study of a trained model runs `run_dyneval_trial` instead
+    (`drive.wiring.trainable`). With a `population` part (pbt/pb2) the trial is a member: it starts
+    from the Ray checkpoint the scheduler gives it and reports checkpoints at each perturbation
+    step (member.py)."""
     from ray import tune
 
     from trainer import Trainer, make_config, train
@@ -130,8 +129,8 @@ def _failure(err: Exception) -> dict[str, Any]:
     no value (lamb/main.py): no step, so it stays a FAIL."""
     from trainer import TrainingDiverged, TrainingInfeasible
 
-    diverged = isinstance(err, TrainingDiverged) and not isinstance(err, TrainingInfeasible)
-    step = {"diverged_at": err.step} if isinstance(err, TrainingDiverged) and diverged else {}
+    kept = isinstance(err, TrainingDiverged) and not isinstance(err, TrainingInfeasible)
+    step = {"diverged_at": err.step} if kept and isinstance(err, TrainingDiverged) else {}
     return {FINAL: True, "error": f"{type(err).__name__}: {err}", **step}
 
 
