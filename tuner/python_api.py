@@ -27,7 +27,7 @@ import pandas as pd
 import yaml
 
 from tuner.analysis import importances as importance_estimates
-from tuner.analysis import population
+from tuner.analysis import lineage
 from tuner.analysis import sensitivity as neighbourhood
 from tuner.analysis.export import study_frame
 from tuner.analysis.front import best_record, choose, front, study_goals
@@ -180,10 +180,10 @@ def best(
         "config": config,
         "checkpoint": checkpoint if checkpoint and Path(checkpoint).is_file() else None,
     }
-    if population.population_spec(row.user_attrs) is None:
+    if lineage.population_spec(row.user_attrs) is None:
         return found
-    schedule = population.lineage(population.histories(snapshot.trials), chosen.number)
-    replay = population.replay_config(config, schedule) if config else None
+    schedule = lineage.lineage(lineage.histories(snapshot.trials), chosen.number)
+    replay = lineage.replay_config(config, schedule) if config else None
     initial = chosen.initial_params
     return {**found, "initial_params": initial, "schedule": schedule, "replay_config": replay}
 

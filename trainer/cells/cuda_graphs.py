@@ -36,7 +36,7 @@ from torch.autograd.function import once_differentiable
 from . import fallback
 from .base import State
 from .cuda_windows import Config, Steps, compiled_steps
-from .paths import Path
+from .paths import StepPath
 
 # Eager runs on a side stream before capture: torch.compile compiles, cuBLAS picks its kernels and
 # workspaces, and the allocator warms up, so that none of that happens inside the capture.
@@ -163,8 +163,8 @@ def capture_facts(cell: nn.Module, x: Tensor, state: State, mask: Tensor | None)
 
 
 def run(
-    cell: nn.Module, path: Path, x: Tensor, state: State, mask: Tensor | None, own: Callable[..., Any]
-) -> tuple[tuple[Tensor, State], Path]:
+    cell: nn.Module, path: StepPath, x: Tensor, state: State, mask: Tensor | None, own: Callable[..., Any]
+) -> tuple[tuple[Tensor, State], StepPath]:
     """The cell's window on `path` (compiled or graphs) and the path that ran: on a failure, the
     fallback the module docstring describes, whose call runs `own` (the cell's own forward)."""
     try:
@@ -176,7 +176,7 @@ def run(
                 "set cuda_path: auto to fall back to eager, or eager to train without it"
             ) from err
         fallback.fall_back(err)
-        return own(x, state, mask), Path.EAGER
+        return own(x, state, mask), StepPath.EAGER
 
 
 def _training_args(
@@ -195,7 +195,9 @@ def _training_key(cell: nn.Module, x: Tensor, state: State, mask: Tensor | None)
     return _key(window, config, _training_args(cell, x, state, mask))
 
 
-def _fast(cell: nn.Module, path: Path, x: Tensor, state: State, mask: Tensor | None) -> tuple[Tensor, State]:
+def _fast(
+    cell: nn.Module, path: StepPath, x: Tensor, state: State, mask: Tensor | None
+) -> tuple[Tensor, State]:
     """`compiled`: the window with the compiled steps (on CPU, a training key's first call runs them
     forward and backward on copies first, so that compilation fails here); `graphs`: captured on the
     key's first call, replayed after."""
@@ -210,7 +212,7 @@ def _fast(cell: nn.Module, path: Path, x: Tensor, state: State, mask: Tensor | N
     args = _training_args(cell, x, state, mask)
     captures = _CAPTURES.setdefault(cell, {})
     key = _key(window, config, args)
-    if path is Path.GRAPHS:
+    if path is StepPath.GRAPHS:
         capture = captures.get(key)
         if capture is None:
             capture = captures[key] = Capture(fn, args)

@@ -38,7 +38,7 @@ MAX_CAPTURES = 8
 FUSED_ROUNDS = "+fused_rounds"  # the suffix of a count whose window ran the fused rounds
 
 
-class Path(StrEnum):
+class StepPath(StrEnum):
     """A training path (module docstring); the value is what a trial records as `cuda_path_used`."""
 
     CPU = "cpu"
@@ -47,7 +47,7 @@ class Path(StrEnum):
     GRAPHS = "graphs"
 
 
-PathUsed = Literal["graphs", "compiled", "eager", "cpu"]  # Path's values, for typed attributes
+PathUsed = Literal["graphs", "compiled", "eager", "cpu"]  # StepPath's values, for typed attributes
 
 
 @dataclass(frozen=True)
@@ -65,17 +65,17 @@ class Call:
     busy: bool  # that capture's forward still awaits its backward
 
 
-def choose(call: Call) -> Path:
+def choose(call: Call) -> StepPath:
     """The path one call of a cell takes (module docstring)."""
     if not call.on_cuda and not call.forced_on_cpu:  # the switch makes the CPU take CUDA's decisions
-        return Path.CPU
+        return StepPath.CPU
     if call.setting == "eager" or (call.setting == "auto" and call.broken) or call.capturing:
-        return Path.EAGER
+        return StepPath.EAGER
     if not call.training or not call.on_cuda or call.busy:
-        return Path.COMPILED
+        return StepPath.COMPILED
     if not call.captured and call.captures >= MAX_CAPTURES:
-        return Path.EAGER
-    return Path.GRAPHS
+        return StepPath.EAGER
+    return StepPath.GRAPHS
 
 
 class _Record:
@@ -87,14 +87,16 @@ class _Record:
 _RECORD = _Record()
 
 
-def count_key(path: Path, fused_rounds: bool) -> str:
+def count_key(path: StepPath, fused_rounds: bool) -> str:
     """The name a call is counted under: the path, with FUSED_ROUNDS when the fused rounds ran."""
     return (
-        f"{path.value}{FUSED_ROUNDS}" if fused_rounds and path in (Path.COMPILED, Path.GRAPHS) else path.value
+        f"{path.value}{FUSED_ROUNDS}"
+        if fused_rounds and path in (StepPath.COMPILED, StepPath.GRAPHS)
+        else path.value
     )
 
 
-def note(path: Path, fused_rounds: bool = False) -> None:
+def note(path: StepPath, fused_rounds: bool = False) -> None:
     """Count one training call that took `path`."""
     with _RECORD.lock:
         _RECORD.counts[count_key(path, fused_rounds)] += 1
@@ -117,7 +119,7 @@ def path_used(on_cuda: bool, forced_on_cpu: bool = False) -> PathUsed:
     else the first of `graphs`, `compiled`, `cpu` that ran (counts() has the details); with no call
     counted (a cell without a fast path), `eager` on CUDA or under the test switch, else `cpu`."""
     taken = {key.removesuffix(FUSED_ROUNDS) for key in counts()}
-    for path in (Path.EAGER, Path.GRAPHS, Path.COMPILED, Path.CPU):
+    for path in (StepPath.EAGER, StepPath.GRAPHS, StepPath.COMPILED, StepPath.CPU):
         if path.value in taken:
             return cast(PathUsed, path.value)
     return "eager" if on_cuda or forced_on_cpu else "cpu"

@@ -15,7 +15,7 @@ from torch import Tensor, nn
 
 from . import cuda_graphs, fallback, paths
 from .base import State
-from .paths import Call, CudaPath, Path
+from .paths import Call, CudaPath, StepPath
 
 OwnForward = Callable[[Tensor, State, Tensor | None], tuple[Tensor, State]]
 
@@ -48,7 +48,7 @@ def forward(
 ) -> tuple[Tensor, State]:
     """Run one call of `cell` on the path paths.choose picks; `own` is the cell's own forward."""
     path = paths.choose(facts(cell, x, state, mask))
-    if path in (Path.CPU, Path.EAGER):
+    if path in (StepPath.CPU, StepPath.EAGER):
         out = own(x, state, mask)
     else:
         out, path = cuda_graphs.run(cell, path, x, state, mask, own)

@@ -15,6 +15,11 @@ on each result (ray/tune/execution/tune_controller.py, `_process_trial_result`),
 on a member's first result is heard before the start segment that result carries. `add_segment`
 therefore never lets a start drop a copy: a copy stays in the history at its step and a start
 only confirms (or corrects) the settings of the copy at its own step.
+
+A start also says which model the member's trainer really built (`params`: its folder's checkpoint
+decides the shape, member.py), and that wins over what the driver inferred from Ray's configs: a
+start whose params differ from those in force before it stores them, so what the study shows of a
+member is what it trained even where a copy's record and the folder disagree.
 """
 
 from __future__ import annotations
@@ -37,25 +42,55 @@ def is_copy(segment: Mapping[str, Any]) -> bool:
 
 
 def add_segment(
-    history: list[dict[str, Any]] | None, segment: Mapping[str, Any]
+    history: list[dict[str, Any]] | None,
+    segment: Mapping[str, Any],
+    initial: Mapping[str, Any] | None = None,
 ) -> list[dict[str, Any]] | None:
     """The history with `segment` (step, from_trial, from_value, settings[, params]) merged in, in
-    step order, or None when it adds nothing (a restart with the settings already in force:
-    synchronous PBT pauses and restarts every member at each perturbation).
+    step order, or None when it adds nothing (a restart with the settings and model already in
+    force: synchronous PBT pauses and restarts every member at each perturbation). `initial`: the
+    member's params as first sampled, in force before any segment brought params.
 
     A copy replaces what was at its step and the starts after it (a run it rolled back); a start
-    at a copy's step keeps the copy with the settings the member really started with; any other
-    start replaces the starts at and after its step, never a copy."""
+    at a copy's step keeps the copy with the settings (and params) the member really started
+    with; any other start replaces the starts at and after its step, never a copy, and keeps its
+    params only where they differ from those in force before it."""
     history, entry = list(history or []), _entry(segment)
     step, copy = entry["step"], is_copy(entry)
     kept = [s for s in history if s["step"] < step or (s["step"] > step and is_copy(s))]
     at = next((s for s in history if s["step"] == step and is_copy(s)), None)
     if not copy and at is not None:
-        entry = {**at, "settings": entry["settings"]}
-    elif not copy and _in_force_before(kept, step) == entry["settings"]:
-        return None if kept == history else kept  # a start with the settings in force
+        entry = {
+            **at,
+            "settings": entry["settings"],
+            **({"params": entry["params"]} if "params" in entry else {}),
+        }
+    elif not copy:
+        if _same_model(entry.get("params"), _params_before(kept, step, initial), entry["settings"]):
+            entry.pop("params", None)
+        if "params" not in entry and _in_force_before(kept, step) == entry["settings"]:
+            return None if kept == history else kept  # a start with the settings in force
     merged = sorted([*kept, entry], key=lambda s: s["step"])
     return None if merged == history and not copy else merged
+
+
+def _params_before(
+    history: list[dict[str, Any]], step: int, initial: Mapping[str, Any] | None
+) -> dict[str, Any] | None:
+    """The params the last segment before `step` that holds any brought (else `initial`)."""
+    brought = [s["params"] for s in history if s["step"] < step and s.get("params")]
+    if brought:
+        return dict(brought[-1])
+    return dict(initial) if initial is not None else None
+
+
+def _same_model(params: Any, before: Mapping[str, Any] | None, settings: Mapping[str, Any]) -> bool:
+    """Whether a start's `params` name the model already in force (`before`); the settings that
+    may change mid-run are the segment's own and are not compared, nor a name only one of them
+    holds (a conditional hyperparameter the sampler left out)."""
+    if params is None or before is None:
+        return params is None
+    return all(params[k] == before[k] for k in (set(params) & set(before)) - set(settings))
 
 
 def _in_force_before(history: list[dict[str, Any]], step: int) -> dict[str, Any] | None:

@@ -25,7 +25,7 @@ from ray.tune.schedulers.pb2 import PB2
 
 from tuner.objectives.measures import PRIMARY
 from tuner.policies.early_stopping import TIME_RESULT_KEY
-from tuner.policies.population import at_sync, keep_identity
+from tuner.policies.population_rules import at_sync, keep_identity
 from tuner.upstream import ray_private as private
 
 # Called when a member copies another: (its Ray id, the other's, the step, the other's loss there,

@@ -59,7 +59,10 @@ SECONDS_PER_STEP: Key[float] = _attr(
     "measured training seconds per step; cost-aware search fits it",
 )
 WALL_TIME_S: Key[float] = _attr(
-    "wall_time_s", float, "the driver, when the trial ends", "seconds from start to end"
+    "wall_time_s",
+    float,
+    "the driver, when the trial ends in any state",
+    "seconds from start to end of every trial, failed and pruned ones included (compute accounting)",
 )
 # The measures every trial records whatever its study optimises (tuner.objectives.measures).
 NUM_PARAMS: Key[float] = _attr(
@@ -78,7 +81,10 @@ PEAK_MEMORY: Key[float] = _attr(
     "bytes at the trial's peak (CUDA allocator, else RSS)",
 )
 WALL_TIME: Key[float] = _attr(
-    "wall_time", float, "the driver, when the trial ends", "seconds from start to end (the measure)"
+    "wall_time",
+    float,
+    "the driver, when the trial ends with its measures",
+    "the measure `wall_time` (objectives, constraints): the same seconds as wall_time_s",
 )
 # Their one declaration of name and meaning: tuner.objectives.measures adds each one's direction
 # and unit to these.
@@ -103,8 +109,8 @@ PBT_HISTORY: Key[list[dict]] = _attr(
     "a population member's segments (scheduler pbt/pb2), in step order: `step` it took effect, "
     "`from_trial` the member whose checkpoint it copied there (null: its own), `from_value` that "
     "checkpoint's validation loss, `settings` (the mutable ones) in force from that step on, and on "
-    "a copy `params`: every tuned hyperparameter from then on, the shape copied included "
-    "(docs/population.md)",
+    "a copy (or a start whose trainer built another model than recorded) `params`: every tuned "
+    "hyperparameter from then on, the shape copied included (docs/population.md)",
 )
 TEST_LOSS: Key[float] = _attr(
     "test_loss", float, "the trial's summary", "the test loss of its best checkpoint"

@@ -8,7 +8,7 @@ import dataclasses
 import pytest
 
 from trainer.cells import paths
-from trainer.cells.paths import MAX_CAPTURES, Call, Path
+from trainer.cells.paths import MAX_CAPTURES, Call, StepPath
 
 # A training call on CUDA with cuda_path auto, nothing captured yet: the graphed path.
 BASE = Call(
@@ -27,21 +27,27 @@ BASE = Call(
 @pytest.mark.parametrize(
     ("changes", "expected"),
     [
-        ({}, Path.GRAPHS),
-        ({"setting": "graphs"}, Path.GRAPHS),
-        ({"captured": True, "captures": MAX_CAPTURES}, Path.GRAPHS),  # a known key past the bound replays
-        ({"on_cuda": False}, Path.CPU),
-        ({"on_cuda": False, "setting": "eager"}, Path.CPU),
-        ({"on_cuda": False, "forced_on_cpu": True}, Path.COMPILED),  # the test switch: CUDA's decisions
-        ({"on_cuda": False, "forced_on_cpu": True, "setting": "eager"}, Path.EAGER),
-        ({"setting": "eager"}, Path.EAGER),
-        ({"broken": True}, Path.EAGER),
-        ({"broken": True, "setting": "graphs"}, Path.GRAPHS),  # graphs: a failure is an error, not a fallback
-        ({"capturing": True}, Path.EAGER),  # inside a caller's capture
-        ({"training": False}, Path.COMPILED),  # evaluation
-        ({"captured": True, "captures": 1, "busy": True}, Path.COMPILED),  # a second forward before backward
-        ({"captures": MAX_CAPTURES}, Path.EAGER),  # a new key past the bound (was counted `graphs`)
-        ({"captures": MAX_CAPTURES - 1}, Path.GRAPHS),
+        ({}, StepPath.GRAPHS),
+        ({"setting": "graphs"}, StepPath.GRAPHS),
+        ({"captured": True, "captures": MAX_CAPTURES}, StepPath.GRAPHS),  # a known key past the bound replays
+        ({"on_cuda": False}, StepPath.CPU),
+        ({"on_cuda": False, "setting": "eager"}, StepPath.CPU),
+        ({"on_cuda": False, "forced_on_cpu": True}, StepPath.COMPILED),  # the test switch: CUDA's decisions
+        ({"on_cuda": False, "forced_on_cpu": True, "setting": "eager"}, StepPath.EAGER),
+        ({"setting": "eager"}, StepPath.EAGER),
+        ({"broken": True}, StepPath.EAGER),
+        (
+            {"broken": True, "setting": "graphs"},
+            StepPath.GRAPHS,
+        ),  # graphs: a failure is an error, not a fallback
+        ({"capturing": True}, StepPath.EAGER),  # inside a caller's capture
+        ({"training": False}, StepPath.COMPILED),  # evaluation
+        (
+            {"captured": True, "captures": 1, "busy": True},
+            StepPath.COMPILED,
+        ),  # a second forward before backward
+        ({"captures": MAX_CAPTURES}, StepPath.EAGER),  # a new key past the bound (was counted `graphs`)
+        ({"captures": MAX_CAPTURES - 1}, StepPath.GRAPHS),
     ],
 )
 def test_choose(changes, expected):
@@ -54,11 +60,11 @@ def test_counts_and_the_recorded_path():
     assert paths.path_used(on_cuda=True) == "eager"  # no counted call (a cell without a fast path)
     assert paths.path_used(on_cuda=False) == "cpu"
     for _ in range(3):
-        paths.note(Path.GRAPHS, fused_rounds=True)
-    paths.note(Path.COMPILED)
+        paths.note(StepPath.GRAPHS, fused_rounds=True)
+    paths.note(StepPath.COMPILED)
     assert paths.counts() == {"compiled": 1, "graphs+fused_rounds": 3}
     assert paths.path_used(on_cuda=True) == "graphs"
-    paths.note(Path.EAGER, fused_rounds=True)  # an eager call never ran the kernel
+    paths.note(StepPath.EAGER, fused_rounds=True)  # an eager call never ran the kernel
     assert paths.counts()["eager"] == 1
     assert paths.path_used(on_cuda=True) == "eager"
     paths.begin_run()
@@ -66,4 +72,4 @@ def test_counts_and_the_recorded_path():
 
 
 def test_path_values_are_the_recorded_names():
-    assert {p.value for p in Path} == set(paths.PathUsed.__args__)  # type: ignore[attr-defined]
+    assert {p.value for p in StepPath} == set(paths.PathUsed.__args__)  # type: ignore[attr-defined]

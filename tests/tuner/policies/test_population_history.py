@@ -60,6 +60,41 @@ def test_a_start_corrects_the_settings_of_the_copy_at_its_step_and_keeps_the_sou
     assert corrected[-1]["settings"] == {"learning_rate": 3e-3}
 
 
+def test_a_start_names_the_model_its_trainer_built_where_the_record_says_otherwise() -> None:
+    """The folder decides a member's model (member.py): a start whose params differ from those in
+    force (a copy recorded with a shape its checkpoint did not hold, a retry whose folder holds
+    another model) stores them, and the params in force follow; a start with the model in force
+    adds nothing, its mutable settings aside."""
+    initial = {"learning_rate": 1e-3, "mogrifier_rank": 40}
+    first = add_segment(None, {"step": 0, "settings": OWN, "params": initial}, initial)
+    assert first == [{"step": 0, "from_trial": None, "from_value": None, "settings": OWN}]
+    copied = add_segment(first, _copy(20, OTHER, learning_rate=2e-3, mogrifier_rank=15), initial)
+    assert params_in_force(initial, copied) == {"learning_rate": 2e-3, "mogrifier_rank": 15}
+    # A start at the copy's step with the model the trainer really built corrects the copy's.
+    built = {"learning_rate": 2e-3, "mogrifier_rank": 40}
+    at_copy = add_segment(copied, {"step": 20, "settings": OTHER, "params": built}, initial)
+    assert at_copy is not None and at_copy[-1]["from_trial"] == 0
+    assert params_in_force(initial, at_copy) == built
+    # A later start (a retry from the folder) with another model than the record stores it.
+    later = add_segment(copied, {"step": 40, "settings": OTHER, "params": built}, initial)
+    assert later is not None and later[-1] == {
+        "step": 40,
+        "from_trial": None,
+        "from_value": None,
+        "settings": OTHER,
+        "params": built,
+    }
+    assert params_in_force(initial, later) == built and settings_in_force(later)["mogrifier_rank"] == 40
+    # The model in force again, with other mutable settings only: a settings change, no params.
+    same = add_segment(
+        later, {"step": 60, "settings": {"learning_rate": 4e-3}, "params": {**built, "learning_rate": 4e-3}}
+    )
+    assert same is not None and "params" not in same[-1]
+    assert params_in_force(initial, same) == {"learning_rate": 4e-3, "mogrifier_rank": 40}
+    # A restart with the model and the settings in force adds nothing.
+    assert add_segment(same, {"step": 80, "settings": {"learning_rate": 4e-3}, "params": built}) is None
+
+
 def test_a_copy_replaces_the_starts_of_a_run_it_rolled_back() -> None:
     history = [
         {"step": 0, "from_trial": None, "from_value": None, "settings": OWN},

@@ -9,7 +9,7 @@ from ray.tune.schedulers import PopulationBasedTraining, TrialScheduler
 from ray.tune.schedulers.pb2 import PB2
 
 from tuner.policies.kinds.population import make_population_scheduler
-from tuner.policies.population import Mutable
+from tuner.policies.population_rules import Mutable
 from tuner.policies.population_schedulers import MemberPB2, MemberPBT, ends_training, release_point
 
 RANGES = {

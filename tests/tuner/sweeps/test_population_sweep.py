@@ -25,7 +25,7 @@ from tests.tuner.sweeps.ray_pbt_record import experiments, ray_copies
 from trainer import make_config, train
 from tuner import python_api
 from tuner.analysis.reads import StudyStore
-from tuner.policies.population import CHECKPOINTS_KEPT
+from tuner.policies.population_rules import CHECKPOINTS_KEPT
 from tuner.storage import trial_attrs
 from tuner.storage.study import load_study
 

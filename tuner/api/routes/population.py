@@ -9,7 +9,7 @@ from typing import Any
 from fastapi import APIRouter, Depends, Request
 from pydantic import BaseModel, Field
 
-from tuner.analysis import population
+from tuner.analysis import lineage
 from tuner.analysis.front import best_record, study_goals
 from tuner.analysis.reads import StudySnapshot, TrialRecord
 from tuner.api import checkpoint, serializers
@@ -83,12 +83,12 @@ def get_population(request: Request, name: StudyName) -> dict:
     state = state_of(request)
     store = state.store
     row = readable_row(state, name)
-    spec = population.population_spec(row.user_attrs)
+    spec = lineage.population_spec(row.user_attrs)
     if spec is None:
         raise Conflict(f"study {name!r} is not a population study (scheduler pbt or pb2)")
     snapshot = store.snapshot(row)
     try:
-        listed = population.members(snapshot.trials)
+        listed = lineage.members(snapshot.trials)
     except ValueError as err:  # a malformed stored history: the study's data, not a server error
         raise Conflict(f"study {name!r}: {err}") from None
     best = best_record(snapshot.trials, study_goals(row.user_attrs), snapshot.best)
@@ -116,10 +116,10 @@ def _replay(request: Request, name: str, snapshot: StudySnapshot, trial: TrialRe
     """The trial's lineage and the config replaying it (None without its run config); 409 when
     the histories it follows are not all stored."""
     try:
-        lineage = population.lineage(population.histories(snapshot.trials), trial.number)
+        schedule = lineage.lineage(lineage.histories(snapshot.trials), trial.number)
     except ValueError as err:
         raise Conflict(f"study {name!r}: trial {trial.number} cannot be replayed: {err}") from None
     settings = state_of(request).settings
     base = checkpoint.run_config(trial.user_attrs, (settings.storage_root,), settings.storage_root / name, {})
-    config = population.replay_config(base, lineage) if base else None
-    return {"lineage": lineage, "config": serializers.clean(config)}
+    config = lineage.replay_config(base, schedule) if base else None
+    return {"lineage": schedule, "config": serializers.clean(config)}

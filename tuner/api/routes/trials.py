@@ -13,7 +13,7 @@ from pydantic import Field
 from starlette.concurrency import run_in_threadpool
 
 from tuner.analysis.front import best_record, choose, front, study_goals
-from tuner.analysis.population import population_spec
+from tuner.analysis.lineage import population_spec
 from tuner.analysis.reads import SORT_KEYS, StudySnapshot, TrialRecord
 from tuner.api import checkpoint, serializers
 from tuner.api.auth import require_read

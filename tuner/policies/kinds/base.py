@@ -10,7 +10,7 @@ from ray.tune.schedulers import TrialScheduler
 
 from tuner.objectives.goals import Goals
 from tuner.policies.early_stopping import EarlyStopping
-from tuner.policies.population import PopulationPlan
+from tuner.policies.population_rules import PopulationPlan
 from tuner.policies.rank_agreement import Curves
 
 # How Tune runs a kind (tuner.sweeps.drive.wiring): trials asked by the study's searcher as Tune

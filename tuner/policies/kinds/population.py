@@ -1,4 +1,4 @@
-"""The population kinds: `pbt` and `pb2` (tuner.policies.population: the rules; population_schedulers:
+"""The population kinds: `pbt` and `pb2` (tuner.policies.population_rules: the rules; population_schedulers:
 Ray's schedulers with the members' rules). Their members are asked at once and trained together;
 a population trains one objective, never a trained model, never cost-aware."""
 
@@ -12,7 +12,7 @@ from ray.tune.schedulers import PopulationBasedTraining
 
 from tuner.policies.early_stopping import TIME_RESULT_KEY
 from tuner.policies.kinds.base import OnCopy, SchedulerInputs, SweepKind
-from tuner.policies.population import QUANTILE, Mutable, explore_into, first_sync
+from tuner.policies.population_rules import QUANTILE, Mutable, explore_into, first_sync
 from tuner.policies.population_schedulers import MemberPB2, MemberPBT
 from tuner.space.settings import max_steps_and_eval_every
 from tuner.upstream import ray_private as private

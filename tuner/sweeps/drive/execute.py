@@ -23,7 +23,7 @@ import optuna
 from optuna.trial import FrozenTrial, TrialState
 from ray.tune.stopper import Stopper
 
-from tuner.policies.population import CHECKPOINTS_KEPT, MEMBER
+from tuner.policies.population_rules import CHECKPOINTS_KEPT, MEMBER
 from tuner.space.settings import max_steps_and_eval_every
 from tuner.storage import study_attrs, trial_attrs
 from tuner.storage.study import best_trial, finished_count, open_storage, set_status
@@ -31,7 +31,7 @@ from tuner.sweeps.cluster import mps
 from tuner.sweeps.drive import ask_ahead
 from tuner.sweeps.drive.lease import LeaseKeeper, StopRequest, stop_on_signals
 from tuner.sweeps.drive.plan import RunOptions, SweepPlan
-from tuner.sweeps.drive.policies import SweepPolicies
+from tuner.sweeps.drive.study_rules import StudyRules
 from tuner.sweeps.dyneval.study import referenced_checkpoints
 from tuner.sweeps.trackers.guard import count_tracker_failures
 from tuner.sweeps.trackers.installed import check_available
@@ -198,7 +198,7 @@ def _driver(
 
     spec, out = plan.spec, options.out
     pin_storage = open_storage(storage_url) if spec.keep_top else None
-    policies = SweepPolicies(
+    policies = StudyRules(
         study,
         plan.root,
         spec,

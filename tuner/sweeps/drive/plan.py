@@ -19,7 +19,7 @@ from typing import Any, TextIO
 
 from tuner.policies import procedure
 from tuner.policies.kinds import SweepKind, kind_of
-from tuner.policies.population import PopulationPlan, plan_population
+from tuner.policies.population_rules import PopulationPlan, plan_population
 from tuner.space import SearchSpace
 from tuner.space.settings import max_steps_and_eval_every
 from tuner.spec import SweepSpec

@@ -34,15 +34,15 @@ from ray.tune.search import Searcher
 from tuner.errors import LeaseLost
 from tuner.objectives.goals import Goals
 from tuner.objectives.measures import MEASURES
-from tuner.policies.population import copy_took_place
 from tuner.policies.population_history import copy_segment, settings_in_force
+from tuner.policies.population_rules import copy_took_place
 from tuner.space import SearchSpace
 from tuner.space.settings import max_steps_and_eval_every
 from tuner.storage import trial_attrs
 from tuner.storage.confine import resolve_within
 from tuner.storage.study import pending_retries
 from tuner.sweeps.drive.ask_ahead import MIN_DEPTH, AskAhead
-from tuner.sweeps.drive.policies import SweepPolicies
+from tuner.sweeps.drive.study_rules import StudyRules
 from tuner.sweeps.drive.writer import DB_ERRORS, Fence, LiveTrial, StudyWriter, Tally
 from tuner.sweeps.trial.bounds import REFUSED, Refusal, refusal
 from tuner.sweeps.trial.lifecycle import METRIC, SEGMENT, Evaluation, TrialEnd, decide
@@ -69,7 +69,7 @@ class StudySearcher(Searcher):
         space: SearchSpace,
         storage_root: Path,
         budget: int,
-        policies: SweepPolicies | None = None,
+        policies: StudyRules | None = None,
         fence: Fence | None = None,
         checkpoint: str | None = None,
         ask_ahead: int = ASK_AHEAD,
@@ -290,8 +290,12 @@ class StudySearcher(Searcher):
             self._members[ray_trial_id] = trial_number
 
     def _segment(self, live: LiveTrial, raw: str) -> None:
-        """A member's start as its trainable reported it: the step and the settings in force."""
-        self._writer.segment(live, {**json.loads(raw), "from_trial": None, "from_value": None})
+        """A member's start as its trainable reported it: the step, the settings in force and the
+        tuned params of the model it built (what its folder holds, which the history then shows)."""
+        start = json.loads(raw)
+        names = set(self._space.param_names)
+        params = {k: v for k, v in (start.get("params") or {}).items() if k in names}
+        self._writer.segment(live, {**start, "params": params, "from_trial": None, "from_value": None})
 
     def copied(
         self, ray_trial_id: str, source_id: str, step: int, value: float | None, config: dict[str, Any]

@@ -65,7 +65,7 @@ def _searched(plan: SweepPlan, study: optuna.Study, searcher: StudySearcher) -> 
 
 def _population(plan: SweepPlan, searcher: StudySearcher) -> Wiring:
     """PBT/PB2 take no search algorithm: the members are asked now."""
-    from tuner.sweeps.drive.population import PopulationEvents, population_search
+    from tuner.sweeps.drive.members import PopulationEvents, population_search
 
     search = population_search(plan, searcher)
     members, note, space = search.pop("members"), search.pop("note"), search.pop("param_space")

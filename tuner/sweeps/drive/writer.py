@@ -178,7 +178,7 @@ class StudyWriter:
         """A population member (re)started or copied another: its history gets the segment when it
         changes what the member trains (tuner.policies.population_history.add_segment, which
         takes the events in whatever order Ray delivers them)."""
-        history = add_segment(trial_attrs.PBT_HISTORY.of(live.attrs), segment)
+        history = add_segment(trial_attrs.PBT_HISTORY.of(live.attrs), segment, live.params)
         if history is None or not self.writable:
             return
         try:

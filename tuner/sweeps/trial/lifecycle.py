@@ -22,7 +22,7 @@ from tuner.storage import trial_attrs
 # The key of a trial process's last result: its summary (`TrialEnd`), not an evaluation.
 FINAL = "final"
 # The key of a population member's first result after each start: its segment, as JSON (step, the
-# Ray trial it copied, that checkpoint's loss, the settings in force; tuner.policies.population).
+# Ray trial it copied, that checkpoint's loss, the settings in force; tuner.policies.population_rules).
 SEGMENT = "segment"
 METRIC = "val_loss"
 # Evaluation fields stored as the trial's user attrs: (attr, result key).

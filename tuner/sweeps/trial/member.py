@@ -95,6 +95,11 @@ def saved(run_dir: Path, own_id: str, metrics: dict[str, Any]) -> Iterator[Any]:
         yield Checkpoint.from_directory(tmp)
 
 
-def segment(step: int, settings: dict[str, float]) -> str:
-    """The segment a member reports after a start (JSON: Ray flattens nested results)."""
-    return json.dumps({"step": step, "settings": settings})
+def segment(step: int, settings: dict[str, float], trainer: dict[str, Any]) -> str:
+    """The segment a member reports after a start (JSON: Ray flattens nested results): its step,
+    its mutable `settings`, and as `params` the scalar settings of the model its trainer built
+    (`trainer`, its folder's shape included: the driver keeps the tuned ones)."""
+    params = {
+        k: v for k, v in trainer.items() if isinstance(v, (bool, int, float, str)) and k not in settings
+    }
+    return json.dumps({"step": step, "settings": settings, "params": {**params, **settings}})

@@ -116,7 +116,7 @@ def run_trial(config: dict[str, Any]) -> dict[str, Any]:
             start = trainer.step
             mutable = {k: float(settings[k]) for k in population.mutable if k in settings}
             if trainer.step < trainer.cfg.max_steps:  # a start at the end trains nothing: no segment
-                pending_segment = member.segment(trainer.step, mutable)
+                pending_segment = member.segment(trainer.step, mutable, settings)
             result = trainer.run(report)
     except Exception as err:  # every trainer failure is the trial's FAIL reason, not a worker crash
         return {**last, **_failure(err)}

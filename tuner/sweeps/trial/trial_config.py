@@ -15,7 +15,7 @@ from typing import Any
 @dataclass(frozen=True)
 class Membership:
     """A population member's part (scheduler pbt/pb2): the perturbation interval in steps and the
-    mutable settings (tuner.policies.population)."""
+    mutable settings (tuner.policies.population_rules)."""
 
     interval: int
     mutable: tuple[str, ...]

@@ -15,8 +15,8 @@ from tests.tuner.sweeps.searcher_study import make_searcher
 from tuner.spec import SweepSpec
 from tuner.storage.study import load_study, pending_retries
 from tuner.sweeps.drive.ask_ahead import MAX_DEPTH, MIN_DEPTH, AskAhead, depth_for
-from tuner.sweeps.drive.policies import SweepPolicies
 from tuner.sweeps.drive.searcher import ASK_AHEAD, StudySearcher
+from tuner.sweeps.drive.study_rules import StudyRules
 
 
 def counter(limit: int | None = None):
@@ -122,7 +122,7 @@ def test_a_sweep_with_a_study_level_stop_rule_asks_nothing_ahead(tmp_path: Path)
     """A stop rule (here --patience) could end the sweep with trials asked that never run."""
     searcher, db = make_searcher(tmp_path, "rule", 6)
     spec = SweepSpec(space="tiny", n_trials=6, patience=3)
-    searcher._policies = SweepPolicies(searcher._study, tmp_path, spec, max_steps=30)
+    searcher._policies = StudyRules(searcher._study, tmp_path, spec, max_steps=30)
     searcher.suggest("ray-0")
     assert searcher._ahead.settle(timeout=10) == 0
     assert len(optuna.load_study(study_name="rule", storage=db).trials) == 1

@@ -9,7 +9,7 @@ PopulationBasedTraining, synchronous), or picks them with PB2's GP-bandit (Parke
 space's real-valued ranges of those are what the population explores, and a value perturbed past
 its range is put back at the edge (Ray multiplies by 0.8 or 1.2 unbounded). Each member is one
 study trial whose `pbt_history` holds one segment per change (tuner.policies.population_history).
-Nothing here imports Ray: the rules are tested with plain values (tests/tuner/policies/test_population.py).
+Nothing here imports Ray: the rules are tested with plain values (tests/tuner/policies/test_population_rules.py).
 """
 
 from __future__ import annotations

@@ -18,7 +18,7 @@ from ray import tune
 from ray.tune import Callback
 
 from tuner.policies.kinds import SchedulerInputs
-from tuner.policies.population import MEMBER, first_sync
+from tuner.policies.population_rules import MEMBER, first_sync
 from tuner.space.settings import max_steps_and_eval_every
 from tuner.sweeps.drive.plan import SweepPlan
 from tuner.sweeps.drive.searcher import StudySearcher, folder_state

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tuner.policies.population import (
+from tuner.policies.population_rules import (
     PopulationError,
     at_sync,
     copy_took_place,

@@ -12,8 +12,8 @@ from tests.conftest import TINY_SETTINGS
 from tuner.policies.study_stop import StudyStop
 from tuner.spec import SweepSpec
 from tuner.storage.study import StudyError, load_study
-from tuner.sweeps.drive.policies import SweepPolicies
 from tuner.sweeps.drive.run import run_sweep
+from tuner.sweeps.drive.study_rules import StudyRules
 from tuner.sweeps.study.create import create_study
 
 
@@ -57,7 +57,7 @@ def test_budget_counts_the_steps_of_this_run_of_the_sweep(tmp_path):
 
     trial(100, TrialState.COMPLETE)
     trial(100, TrialState.COMPLETE)  # a budget's worth trained before this run started
-    policies = SweepPolicies(study, tmp_path / "store", SweepSpec.of(study.user_attrs), max_steps=100)
+    policies = StudyRules(study, tmp_path / "store", SweepSpec.of(study.user_attrs), max_steps=100)
     trial(100, TrialState.COMPLETE)
     trial(50, TrialState.PRUNED)
     assert policies.stop_reason() is None  # 150 of this run's 200 steps
@@ -81,7 +81,7 @@ def test_budget_hours_counts_this_runs_compute_in_gpu_hours(tmp_path):
             study.tell(t, 3.0 if state == TrialState.COMPLETE else None, state=state)
 
     trial(7200.0, TrialState.COMPLETE)  # before this run: not counted
-    policies = SweepPolicies(study, tmp_path / "store", SweepSpec.of(study.user_attrs), max_steps=200)
+    policies = StudyRules(study, tmp_path / "store", SweepSpec.of(study.user_attrs), max_steps=200)
     trial(3600.0, TrialState.COMPLETE)  # half a GPU for an hour: 0.5 GPU-hours
     trial(3000.0, TrialState.PRUNED)  # 0.42 more
     assert policies.stop_reason() is None

@@ -1,4 +1,4 @@
-"""A population read back with plain values (tuner.analysis.population): a member's lineage through
+"""A population read back with plain values (tuner.analysis.lineage): a member's lineage through
 the checkpoints it copied (a copy of a copy, a retried member, a copy of a failed attempt), the
 trainer config that replays it, and the members' view."""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from trainer import make_config
-from tuner.analysis.population import histories, lineage, members, population_spec, replay_config
+from tuner.analysis.lineage import histories, lineage, members, population_spec, replay_config
 from tuner.analysis.records import TrialRecord
 from tuner.spec.sweep_spec import validate
 

@@ -1,4 +1,4 @@
-"""Study-wide policies the sweep driver applies between trials: the study-level stop
+"""Study-wide rules the sweep driver applies between trials: the study-level stop
 (`--patience`, `--min-improvement`, `--max-hours`, `--budget`, `--budget-hours`) and checkpoint retention (`--keep-top N`).
 
 Both are fields of the study's sweep spec (`tuner.spec`), so a resumed sweep and the REST API see
@@ -22,7 +22,7 @@ from tuner.storage import study_attrs
 from tuner.sweeps.dyneval.study import record_best
 
 
-class SweepPolicies:
+class StudyRules:
     """The stop rule and the retention of one study, as this run of its sweep applies them."""
 
     def __init__(

@@ -1,4 +1,4 @@
-"""A population-based-training study read back (scheduler pbt/pb2, tuner.policies.population): its
+"""A population-based-training study read back (scheduler pbt/pb2, tuner.policies.population_rules): its
 members' curves and histories, and the settings a member's weights were trained with, followed
 through the checkpoints it copied, as a trainer config whose `schedule` replays them.
 
