@@ -37,7 +37,7 @@ lint: setup
 # end-to-end test runs beside, while the second runs fast tests; then both run end-to-end tests,
 # with fast ones filling their waits for Ray, servers and polls.
 test: setup system-deps lint
-	RNNTUNE_REQUIRE_E2E=1 $(PY) -m pytest -m "not gpu" -q -n 2 --dist worksteal
+	RNNTUNE_REQUIRE_E2E=1 $(PY) -m pytest -m "not gpu" -q -n 2 --dist worksteal --durations=30
 
 # The fast suite only (no Ray sweeps, PostgreSQL, Chromium or Docker engine).
 test-fast: setup
