@@ -5,7 +5,10 @@ does not name itself; early stopping (adaptive ASHA unless `scheduler` says othe
 trials; a trial whose training still diverges after its `divergence_restores` FAILs.
 
 `paper`: the procedure behind the papers' tables.
-* Every trial trains to its full budget, nothing is pruned (scheduler `none`). Circling Back §7:
+* Every trial trains to its full budget, nothing is pruned (scheduler `none`), unless the space's
+  block says its paper stopped trials early (`early_stopping: true`: Circling Back §5, "a much
+  better fit with early stopping, which is what we do on Enwik8 and Text8"; the rule is not given,
+  so rnntune's early stopping runs, and its settings may be given). Circling Back §7:
   "the best hyperparameters were selected from a random pool of 60 candidates", each trained in
   full; the Mogrifier paper (§3.3, App. A) tunes with Google Vizier's batched GP bandit, and every
   trial config lamb published for it (lamb/experiment/mogrifier/config/*/trial_*/config) has
@@ -34,44 +37,57 @@ from typing import Any
 
 from tuner.errors import InvalidInput
 from tuner.policies.early_stopping import EarlyStopping
+from tuner.policies.kinds import DEFAULT_SCHEDULER
 
 PROCEDURES = ("rnntune", "paper")
 DEFAULT_PROCEDURE = "rnntune"
 PAPER = "paper"
 PAPER_SCHEDULER = "none"  # every trial trains to the end (tuner.policies.schedulers: FIFO)
+# The fields of a space's `sweep:` block that are spec fields (`early_stopping` is the procedure's).
+SEARCH_FIELDS = ("sampler", "n_trials")
 # ASHA's settings: meaningless without early stopping.
 EARLY_STOPPING_FIELDS = tuple(EarlyStopping.model_fields)
 
 
 def paper_scheduler_error(scheduler: str) -> str | None:
-    """Why `scheduler` contradicts `procedure: paper` (None when it does not: `none`)."""
+    """Why `scheduler` contradicts `procedure: paper` on a space whose paper trained every trial
+    in full (None when it does not: `none`)."""
     if scheduler == PAPER_SCHEDULER:
         return None
     return (
-        f"procedure paper trains every trial to its full budget, as the papers did (no early "
-        f"stopping): only scheduler {PAPER_SCHEDULER!r}, or leave scheduler out"
+        f"procedure paper trains every trial to its full budget, as this space's paper did (no "
+        f"early stopping): only scheduler {PAPER_SCHEDULER!r}, or leave scheduler out"
     )
 
 
 def space_fields(procedure: str, block: Mapping[str, Any], explicit: Mapping[str, Any]) -> dict[str, Any]:
     """The spec fields a space's `sweep:` block (`block`) sets for a sweep that gave `explicit`
-    fields itself: the block's fields the sweep did not give, under either procedure. Under
-    `paper`, InvalidInput naming `sampler` when the sweep names another sampler than the block's
-    (the paper's sampler is the procedure), and naming each early-stopping setting given."""
-    if procedure == PAPER:
-        given = [name for name in EARLY_STOPPING_FIELDS if explicit.get(name) is not None]
-        if given:
-            raise InvalidInput(
-                f"{', '.join(given)}: early-stopping settings; procedure paper stops no trial early "
-                f"(scheduler {PAPER_SCHEDULER!r}): leave them out, or use procedure rnntune"
-            )
-        wanted, sampler = block.get("sampler"), explicit.get("sampler")
-        if wanted is not None and sampler is not None and sampler != wanted:
-            raise InvalidInput(
-                f"sampler: procedure paper uses the space's own sampler {wanted!r} (its `sweep:` "
-                f"block, the paper's search), not {sampler!r}: leave sampler out, or use procedure rnntune"
-            )
-    return {k: v for k, v in block.items() if explicit.get(k) is None}
+    fields itself: the block's sampler and trial count the sweep did not give, under either
+    procedure. Under `paper`, also scheduler `none` unless the block says the paper stopped trials
+    early; InvalidInput naming `sampler` when the sweep names another sampler than the block's
+    (the paper's sampler is the procedure), and naming `scheduler` or each early-stopping setting
+    given where the paper trained every trial in full."""
+    fields = {k: v for k, v in block.items() if k in SEARCH_FIELDS and explicit.get(k) is None}
+    if procedure != PAPER:
+        return fields
+    wanted, sampler = block.get("sampler"), explicit.get("sampler")
+    if wanted is not None and sampler is not None and sampler != wanted:
+        raise InvalidInput(
+            f"sampler: procedure paper uses the space's own sampler {wanted!r} (its `sweep:` "
+            f"block, the paper's search), not {sampler!r}: leave sampler out, or use procedure rnntune"
+        )
+    if block.get("early_stopping"):  # the spec's default under paper is `none`: rnntune's instead
+        return {**fields, "scheduler": explicit.get("scheduler") or DEFAULT_SCHEDULER}
+    given = [name for name in EARLY_STOPPING_FIELDS if explicit.get(name) is not None]
+    if given:
+        raise InvalidInput(
+            f"{', '.join(given)}: early-stopping settings; procedure paper stops no trial early "
+            f"on this space (scheduler {PAPER_SCHEDULER!r}): leave them out, or use procedure rnntune"
+        )
+    scheduler = explicit.get("scheduler")
+    if scheduler is not None and (problem := paper_scheduler_error(scheduler)):
+        raise InvalidInput(f"scheduler: {problem}")
+    return {**fields, "scheduler": PAPER_SCHEDULER}
 
 
 def keeps_diverged(procedure: str) -> bool:
@@ -80,12 +96,16 @@ def keeps_diverged(procedure: str) -> bool:
     return procedure == PAPER
 
 
-def describe(procedure: str) -> str | None:
+def describe(procedure: str, scheduler: str = PAPER_SCHEDULER) -> str | None:
     """The sweep header's `procedure:` line; None for rnntune's (its early-stopping line says it)."""
     if procedure != PAPER:
         return None
+    trains = (
+        "every trial trains to the end"
+        if scheduler == PAPER_SCHEDULER
+        else "trials stopped early as the paper did (its rule unstated: the early-stopping line below)"
+    )
     return (
-        "procedure: paper - sampler and trials from the space's sweep: block unless given; every "
-        "trial trains to the end; a trial that diverges is COMPLETE at its best validation loss, "
-        "with diverged_at"
+        f"procedure: paper - sampler and trials from the space's sweep: block unless given; {trains}; "
+        "a trial that diverges is COMPLETE at its best validation loss, with diverged_at"
     )

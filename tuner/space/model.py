@@ -65,6 +65,11 @@ class SweepDefaults(BaseModel):
     n_trials: int | None = Field(
         None, ge=1, le=100_000, description="the trials a sweep of this space runs by default"
     )
+    early_stopping: bool | None = Field(
+        None,
+        description="true: the paper stopped trials early (Circling Back §5 on Enwik8 and Text8), so "
+        "`procedure: paper` keeps rnntune's early stopping instead of training every trial in full",
+    )
 
     def given(self) -> dict[str, Any]:
         return self.model_dump(exclude_none=True)
@@ -87,9 +92,10 @@ class SpaceFile(BaseModel):
     )
     fixed: FixedSettings = Field(default_factory=dict)
     sweep: SweepDefaults = Field(
-        default_factory=lambda: SweepDefaults(sampler=None, n_trials=None),
+        default_factory=lambda: SweepDefaults(sampler=None, n_trials=None, early_stopping=None),
         description="the paper's sampler and trial count, used unless a sweep names its own; "
-        "`procedure: paper` takes them whole, with no early stopping (docs/sweeps.md)",
+        "`procedure: paper` takes them whole, with no early stopping unless `early_stopping` "
+        "says the paper stopped trials early (docs/sweeps.md)",
     )
     params: dict[TunableName, ParamSpec] = Field(  # type: ignore[valid-type]
         min_length=1, description="the tuned hyperparameters, sampled in this order"

@@ -116,7 +116,8 @@ class SweepSpec(BaseModel):
     procedure: ProcedureName = Field(
         default=procedure.DEFAULT_PROCEDURE,
         description="`paper`: the papers' tuning procedure: the space's sweep: block whole (its "
-        "sampler and trials), no early stopping, and a trial that diverges is COMPLETE at its best "
+        "sampler and trials), no early stopping (unless the block says the paper stopped trials "
+        "early), and a trial that diverges is COMPLETE at its best "
         "validation loss with `diverged_at` (docs/sweeps.md); `rnntune`: early stopping prunes, a "
         "diverged trial FAILs.",
     )
@@ -274,7 +275,9 @@ class SweepSpec(BaseModel):
     @model_validator(mode="before")
     @classmethod
     def _paper_schedules_nothing(cls, raw: Any) -> Any:
-        """Under `procedure: paper` a spec that names no scheduler gets `none` (tuner.policies.procedure)."""
+        """Under `procedure: paper` a spec that names no scheduler gets `none`; creating the study
+        refuses another where the space's paper trained every trial in full, and sets rnntune's
+        where it stopped trials early (tuner.policies.procedure.space_fields)."""
         if (
             isinstance(raw, Mapping)
             and raw.get("procedure") == procedure.PAPER
@@ -282,17 +285,6 @@ class SweepSpec(BaseModel):
         ):
             return {**raw, "scheduler": procedure.PAPER_SCHEDULER}
         return raw
-
-    @field_validator("scheduler")
-    @classmethod
-    def _scheduler_of_the_procedure(cls, value: str, info: ValidationInfo) -> str:
-        """Refuse a scheduler that stops trials early under `procedure: paper`."""
-        problem = (
-            procedure.paper_scheduler_error(value) if info.data.get("procedure") == procedure.PAPER else None
-        )
-        if problem:
-            raise ValueError(problem)
-        return value
 
     @field_validator("perturbation_interval")
     @classmethod

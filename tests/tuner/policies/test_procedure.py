@@ -10,14 +10,45 @@ from tuner.errors import InvalidInput
 from tuner.policies import procedure
 
 POOL = {"sampler": "random", "n_trials": 60}  # Circling Back §7's block
+EARLY = {**POOL, "early_stopping": True}  # its Enwik8 and Text8 spaces' (§5: stopped early)
+# What `paper` adds where the paper trained every trial in full.
+IN_FULL = {"rnntune": {}, "paper": {"scheduler": "none"}}
 
 
 @pytest.mark.parametrize("name", procedure.PROCEDURES)
 def test_the_block_fills_what_the_sweep_did_not_give(name):
-    assert procedure.space_fields(name, POOL, {}) == POOL
-    assert procedure.space_fields(name, POOL, {"n_trials": 5, "seed": 1}) == {"sampler": "random"}
-    assert procedure.space_fields(name, POOL, {"sampler": "random", "n_trials": None}) == {"n_trials": 60}
-    assert procedure.space_fields(name, {}, {"sampler": "tpe"}) == {}
+    full = IN_FULL[name]
+    assert procedure.space_fields(name, POOL, {}) == {**POOL, **full}
+    assert procedure.space_fields(name, POOL, {"n_trials": 5, "seed": 1}) == {"sampler": "random", **full}
+    assert procedure.space_fields(name, POOL, {"sampler": "random", "n_trials": None}) == {
+        "n_trials": 60,
+        **full,
+    }
+    assert procedure.space_fields(name, {}, {"sampler": "tpe"}) == full
+    # `early_stopping` is the procedure's to read, never a spec field; under paper it keeps
+    # rnntune's early stopping (the spec's default under paper is `none`).
+    early = {"scheduler": "adaptive"} if name == "paper" else {}
+    assert procedure.space_fields(name, EARLY, {}) == {**POOL, **early}
+
+
+def test_paper_stops_early_where_the_paper_did_with_the_settings_given():
+    """Circling Back §5 stopped its Enwik8 and Text8 trials early without giving the rule: under
+    `paper` those spaces keep rnntune's early stopping, and its settings may be given."""
+    given = {"scheduler": "asha", "grace_steps": 100}
+    assert procedure.space_fields("paper", EARLY, given) == {**POOL, "scheduler": "asha"}
+    assert procedure.describe("paper", "adaptive") == (
+        "procedure: paper - sampler and trials from the space's sweep: block unless given; trials "
+        "stopped early as the paper did (its rule unstated: the early-stopping line below); a trial "
+        "that diverges is COMPLETE at its best validation loss, with diverged_at"
+    )
+    assert "every trial trains to the end" in (procedure.describe("paper", "none") or "")
+
+
+@pytest.mark.parametrize("scheduler", ["adaptive", "asha", "median", "pbt"])
+def test_paper_refuses_a_scheduler_that_stops_early_where_the_paper_did_not(scheduler):
+    with pytest.raises(InvalidInput, match=r"^scheduler: procedure paper trains every trial"):
+        procedure.space_fields("paper", POOL, {"scheduler": scheduler})
+    assert procedure.space_fields("paper", POOL, {"scheduler": "none"}) == {**POOL, "scheduler": "none"}
 
 
 def test_rnntune_lets_the_sweep_override_the_block_and_keep_early_stopping():
@@ -33,7 +64,7 @@ def test_paper_refuses_another_sampler_than_the_block_names():
 
 
 def test_paper_takes_any_sampler_where_the_space_names_none():
-    assert procedure.space_fields("paper", {}, {"sampler": "tpe"}) == {}
+    assert procedure.space_fields("paper", {}, {"sampler": "tpe"}) == {"scheduler": "none"}
 
 
 @pytest.mark.parametrize("field", procedure.EARLY_STOPPING_FIELDS)

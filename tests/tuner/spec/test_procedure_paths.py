@@ -19,7 +19,8 @@ from tuner.errors import StudyError
 from tuner.spec import DEFAULT_BUDGET, SweepSpec, default_budget
 from tuner.sweeps.study.create import create_study
 
-POOL = "circling_back_enwik8_mogrifier_rlstm"  # `sweep:` sampler random, n_trials 60 (Circling Back §7)
+POOL = "circling_back_ptb_char_mogrifier_rlstm"  # `sweep:` sampler gp (Circling Back §7)
+EARLY = "circling_back_enwik8_mogrifier_rlstm"  # random, 60, and stopped early (Circling Back §5, §7)
 
 
 def _created(tmp_path, argv: list[str]) -> SweepSpec:
@@ -31,11 +32,25 @@ def _created(tmp_path, argv: list[str]) -> SweepSpec:
 
 def test_paper_on_the_command_line_takes_the_space_s_block_whole(tmp_path):
     spec = _created(tmp_path, ["--procedure", "paper", "--space", POOL])
-    assert (spec.procedure, spec.sampler, spec.n_trials, spec.scheduler) == ("paper", "random", 60, "none")
+    assert (spec.procedure, spec.sampler, spec.scheduler) == ("paper", "gp", "none")
+    (tmp_path / "early").mkdir()
+    spec = _created(tmp_path / "early", ["--procedure", "paper", "--space", EARLY])
+    assert (spec.procedure, spec.sampler, spec.n_trials, spec.scheduler) == (
+        "paper",
+        "random",
+        60,
+        "adaptive",
+    )
+
+
+def test_paper_takes_early_stopping_settings_where_the_paper_stopped_early(tmp_path):
+    argv = ["--procedure", "paper", "--space", EARLY, "--scheduler", "asha", "--grace-steps", "2050"]
+    spec = _created(tmp_path, argv)
+    assert (spec.scheduler, spec.grace_steps) == ("asha", 2050)
 
 
 def test_rnntune_takes_the_block_s_sampler_and_trials_but_still_prunes(tmp_path):
-    spec = _created(tmp_path, ["--space", POOL])
+    spec = _created(tmp_path, ["--space", EARLY])
     assert (spec.procedure, spec.sampler, spec.n_trials, spec.scheduler) == (
         "rnntune",
         "random",
@@ -46,7 +61,7 @@ def test_rnntune_takes_the_block_s_sampler_and_trials_but_still_prunes(tmp_path)
 
 def test_an_explicit_trial_count_wins_over_the_paper_s(tmp_path):
     spec = _created(tmp_path, ["--procedure", "paper", "--space", POOL, "--trials", "5"])
-    assert (spec.sampler, spec.n_trials, spec.scheduler) == ("random", 5, "none")
+    assert (spec.sampler, spec.n_trials, spec.scheduler) == ("gp", 5, "none")
 
 
 @pytest.mark.parametrize(
@@ -105,14 +120,14 @@ def test_rest_takes_the_space_s_block_under_paper(api):
     )
     assert response.status_code == 201, response.text
     spec = SweepSpec.of(optuna.load_study(study_name="pool", storage=url).user_attrs)
-    assert (spec.procedure, spec.sampler, spec.n_trials, spec.scheduler) == ("paper", "random", 60, "none")
+    assert (spec.procedure, spec.sampler, spec.scheduler) == ("paper", "gp", "none")
 
 
 @pytest.mark.parametrize(
     "change, needle",
     [
-        ({"scheduler": "asha"}, "body.scheduler: Value error, procedure paper"),
-        ({"sampler": "tpe", "space": POOL}, "sampler: procedure paper uses the space's own sampler 'random'"),
+        ({"scheduler": "asha"}, "scheduler: procedure paper trains every trial"),
+        ({"sampler": "tpe", "space": POOL}, "sampler: procedure paper uses the space's own sampler 'gp'"),
         ({"reduction_factor": 4}, "reduction_factor: early-stopping settings; procedure paper"),
     ],
 )

@@ -136,7 +136,7 @@ def plan_sweep(
     budget = spec.n_trials - done
     retried = f"; {len(zombies)} left RUNNING by a dead sweep marked FAIL and retried: {list(zombies)}"
     lines = [
-        *([line] if (line := procedure.describe(spec.procedure)) else []),
+        *([line] if (line := procedure.describe(spec.procedure, spec.scheduler)) else []),
         population.describe(spec.n_trials) if population else kind_line(spec, space, kind),
         *([f"ends early on: {stops}"] if stops else []),
         f"db {redact_url(storage_url)}  storage {root}",
