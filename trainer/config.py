@@ -272,7 +272,8 @@ class TrainConfig(BaseModel):
         None,
         gt=0,
         le=MAX_TOKENS,
-        description="cap on validation tokens per evaluation (None: the whole split)",
+        description="cap on validation tokens per evaluation (None: the whole split), the temperature "
+        "search's included",
     )
     dyneval: bool = Field(False, description="also report dynamic evaluation at the end (§4.5)")
     dyneval_stats_batches: int | None = Field(

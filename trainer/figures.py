@@ -19,7 +19,7 @@ from .data import Corpus
 from .dyneval import estimate_temperature, run_dynamic_evaluation
 from .evaluate import TEMPERATURE_GRID, evaluate, mc_evaluate, select_mc, select_temperature
 from .model import LanguageModel, ReverseCopyModel
-from .temperature import search_temperature
+from .temperature import search_temperature, search_tokens
 
 
 def test_figures(
@@ -63,5 +63,7 @@ def _test_temperature(
     on the whole validation split (thesis §4.6)."""
     if cfg.eval_temperature is None and cfg.val_temperature_search:
         valid_ids = corpus.valid.to(valid.device)
-        return search_temperature(model, valid_ids, cfg.batch_size, cfg.bptt)[0]
+        return search_temperature(
+            model, valid_ids, cfg.batch_size, cfg.bptt, search_tokens(cfg.max_eval_tokens)
+        )[0]
     return select_temperature(model, valid, cfg.bptt, grid=grid)[0]

@@ -34,7 +34,7 @@ from .objective import multi_sample_log_likelihood, repeat_for_samples, training
 from .optim import make_optimizer
 from .order import LambOrder, separator_id
 from .result import TrainingDiverged, TrainingInfeasible, TrainResult
-from .temperature import search_temperature
+from .temperature import search_temperature, search_tokens
 
 # On divergence the run restores its best checkpoint and multiplies the learning rate by this
 # (Circling Back §5 / thesis §4.4); after `divergence_restores` restores it fails with TrainingDiverged.
@@ -293,7 +293,8 @@ class Trainer:
         temperature = 1.0
         if cfg.val_temperature_search:
             valid_ids = self.corpus.valid.to(self.device)
-            temperature = search_temperature(self.model, valid_ids, cfg.batch_size, cfg.bptt)[0]
+            tokens = search_tokens(cfg.max_eval_tokens)
+            temperature = search_temperature(self.model, valid_ids, cfg.batch_size, cfg.bptt, tokens)[0]
         loss = evaluate(self.model, self.valid_data, cfg.bptt, (temperature,), cfg.max_eval_tokens)[0]
         self.val_temperatures[loss] = temperature
         return loss, None

@@ -53,6 +53,12 @@ def lamb_choice(losses: Sequence[float]) -> int:
     return best
 
 
+def search_tokens(max_eval_tokens: int | None) -> int:
+    """The validation tokens the per-evaluation search reads: lamb's TEMPERATURE_TOKENS, or fewer
+    where `max_eval_tokens` caps every evaluation (a quick run asks for quick evaluations)."""
+    return TEMPERATURE_TOKENS if max_eval_tokens is None else min(TEMPERATURE_TOKENS, max_eval_tokens)
+
+
 def search_temperature(
     model: LanguageModel, valid_ids: Tensor, batch_size: int, window: int, tokens: int = TEMPERATURE_TOKENS
 ) -> tuple[float, float]:

@@ -12,7 +12,13 @@ from trainer import loop, make_config
 from trainer.data import batchify
 from trainer.evaluate import evaluate
 from trainer.model import LanguageModel
-from trainer.temperature import LOGIT_MULTIPLIERS, lamb_choice, search_temperature
+from trainer.temperature import (
+    LOGIT_MULTIPLIERS,
+    TEMPERATURE_TOKENS,
+    lamb_choice,
+    search_temperature,
+    search_tokens,
+)
 
 
 def lamb_scan(xe_of, config_sttt: float = -0.8) -> float:
@@ -99,8 +105,8 @@ def test_validation_loss_is_at_the_searched_temperature(monkeypatch, tmp_path):
     search returns for the weights being evaluated (lamb evaluates at eval_softmax_temperature)."""
     searched = []
 
-    def fake_search(model, valid_ids, batch_size, window):
-        searched.append((valid_ids.numel(), batch_size, window))
+    def fake_search(model, valid_ids, batch_size, window, tokens):
+        searched.append((valid_ids.numel(), batch_size, window, tokens))
         return 0.9, 0.0
 
     monkeypatch.setattr(loop, "search_temperature", fake_search)
@@ -113,8 +119,16 @@ def test_validation_loss_is_at_the_searched_temperature(monkeypatch, tmp_path):
     assert isinstance(trainer.model, LanguageModel)
     want = evaluate(trainer.model, trainer.valid_data, 6, (0.9,), 200)[0]
     assert loss == pytest.approx(want) and trainer.val_temperatures[loss] == 0.9
-    assert searched == [(trainer.corpus.valid.numel(), 3, 6)]
+    # max_eval_tokens caps the search's tokens as it caps every evaluation's.
+    assert searched == [(trainer.corpus.valid.numel(), 3, 6, 200)]
     assert loss != pytest.approx(evaluate(trainer.model, trainer.valid_data, 6, (1.0,), 200)[0])
+
+
+def test_the_search_reads_lambs_tokens_unless_evaluations_are_capped_lower():
+    assert TEMPERATURE_TOKENS == 50_000  # eval_softmax_temperature_estimation_num_tokens
+    assert search_tokens(None) == 50_000
+    assert search_tokens(300) == 300
+    assert search_tokens(10**6) == 50_000
 
 
 def test_without_the_setting_validation_is_at_temperature_one(tmp_path):
