@@ -61,6 +61,7 @@ RESUME_SAFE = frozenset(
         "tensorboard",
         "mlflow_uri",
         "mlflow_checkpoints",
+        "wandb_project",
     }
 )
 # Command-line names that differ from the field's (`--trials`, not `--n-trials`).
@@ -215,6 +216,15 @@ class SweepSpec(BaseModel):
     mlflow_checkpoints: bool = Field(
         default=False,
         description="Upload each trial's best checkpoint to MLflow as an artifact (default: log its path only).",
+    )
+    wandb_project: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=128,
+        pattern=r"^[A-Za-z0-9_.\-]+$",
+        description="A Weights & Biases project: each trial becomes a run of it, grouped by the study; "
+        "the entity, API key and mode come from W&B's environment (WANDB_ENTITY, WANDB_API_KEY, "
+        "WANDB_MODE=offline for local files only; needs rnntune[wandb]; docs/trackers.md).",
     )
 
     @field_validator("objectives", "constraints", mode="before")

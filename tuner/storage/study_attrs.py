@@ -91,7 +91,7 @@ TRACKER_FAILURES: Key[dict[str, int]] = _attr(
     "tracker_failures",
     dict[str, int],
     "the driver, at the end of a sweep whose trackers failed",
-    "`{tracker: N}` (`tensorboard`, `mlflow`): records a tracker could not write, over all the "
+    "`{tracker: N}` (`tensorboard`, `mlflow`, `wandb`): records a tracker could not write, over all the "
     "study's sweeps; a tracker's failure never fails a trial (docs/trackers.md)",
 )
 

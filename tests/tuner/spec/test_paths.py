@@ -62,6 +62,7 @@ VALUES: dict[str, tuple[list[str], object]] = {
     "tensorboard": ([], True),
     "mlflow_uri": (["http://127.0.0.1:5000"], "http://127.0.0.1:5000"),
     "mlflow_checkpoints": ([], True),
+    "wandb_project": (["lm-sweeps"], "lm-sweeps"),
 }
 OVERRIDES = {"ranges": {"learning_rate": "0.001:0.003"}, "set": {"max_steps": 150}}
 # Fields valid only with another field set too: the fields their case adds (a space other than the

@@ -33,6 +33,10 @@ def open_trackers(spec: SweepSpec, study_name: str, storage_root: Path) -> list[
 
         artifacts = artifact_location(spec.mlflow_uri, storage_root)
         trackers.append(MlflowRuns(spec.mlflow_uri, study_name, spec.mlflow_checkpoints, artifacts))
+    if spec.wandb_project:  # likewise checked
+        from tuner.sweeps.trackers.wandb_runs import WandbRuns  # the optional dependency
+
+        trackers.append(WandbRuns(spec.wandb_project, study_name, storage_root))
     return trackers
 
 
