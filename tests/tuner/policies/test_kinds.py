@@ -31,9 +31,11 @@ END_TO_END = {
     "none": "tests/tuner/sweeps/drive/test_run.py::test_sweep_whose_every_trial_fails_ends_failed_and_says_why",
     "pbt": "tests/tuner/sweeps/test_population_sweep.py::"
     "test_a_pbt_sweep_copies_checkpoints_keeps_histories_and_resumes",
+    "pb2": "tests/tuner/sweeps/test_population_sweep.py::"
+    "test_every_copy_ray_records_is_in_the_members_history_when_members_meet_at_each_evaluation",
     TRAINED: "tests/tuner/sweeps/dyneval/test_study.py::"
     "test_a_dyneval_study_evaluates_the_checkpoint_and_trains_nothing",
-    **{name: SLOW for name in ("asha", "median", "hyperband", "pb2")},
+    **{name: SLOW for name in ("asha", "median", "hyperband")},
 }
 
 

@@ -138,9 +138,11 @@ def test_every_copy_ray_records_is_in_the_members_history_when_members_meet_at_e
     """Perturbing at every evaluation, the first round is decided on the members' first results,
     which also carry their step-0 starts: Ray hears the scheduler's copy before it forwards the
     start to the callbacks (the order that used to lose the copy). Every member's history equals
-    Ray's `pbt_global.txt`, and what the study shows of a member is what its trainer ran."""
+    Ray's `pbt_global.txt`, and what the study shows of a member is what its trainer ran. Run with
+    PB2 (Ray's PB2 is its PBT with a GP-bandit explore, and writes the same record), so this is
+    also the end-to-end sweep of the pb2 kind."""
     db = f"sqlite:///{tmp_path / 'studies.db'}"
-    args = ["--name", "pop", "--db", db, "--scheduler", "pbt", "--trials", "4", "--parallel", "4"]
+    args = ["--name", "pop", "--db", db, "--scheduler", "pb2", "--trials", "4", "--parallel", "4"]
     args += ["--cpus-per-trial", "0.5", "--perturbation-interval", str(INTERVAL), "--sampler", "random"]
     args += ["--seed", "11", *tiny_set_args(max_steps=MAX_STEPS, eval_every=INTERVAL)]
     proc, log = launch(tmp_path, args, env=RAY_RECORD)

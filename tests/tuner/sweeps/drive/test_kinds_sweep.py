@@ -16,7 +16,7 @@ from tuner.sweeps.study.create import create_study
 pytestmark = pytest.mark.slow
 
 
-@pytest.mark.parametrize("scheduler", ["asha", "median", "hyperband", "pb2"])
+@pytest.mark.parametrize("scheduler", ["asha", "median", "hyperband"])
 def test_a_tiny_sweep_of_the_kind(scheduler, tmp_path, ray_cluster):
     db = f"sqlite:///{tmp_path / 'db.sqlite'}"
     create_study(
