@@ -37,7 +37,6 @@ from typing import Any
 
 from tuner.errors import InvalidInput
 from tuner.policies.early_stopping import EarlyStopping
-from tuner.policies.kinds import DEFAULT_SCHEDULER
 
 PROCEDURES = ("rnntune", "paper")
 DEFAULT_PROCEDURE = "rnntune"
@@ -60,13 +59,16 @@ def paper_scheduler_error(scheduler: str) -> str | None:
     )
 
 
-def space_fields(procedure: str, block: Mapping[str, Any], explicit: Mapping[str, Any]) -> dict[str, Any]:
+def space_fields(
+    procedure: str, block: Mapping[str, Any], explicit: Mapping[str, Any], default_scheduler: str
+) -> dict[str, Any]:
     """The spec fields a space's `sweep:` block (`block`) sets for a sweep that gave `explicit`
     fields itself: the block's sampler and trial count the sweep did not give, under either
     procedure. Under `paper`, also scheduler `none` unless the block says the paper stopped trials
     early; InvalidInput naming `sampler` when the sweep names another sampler than the block's
     (the paper's sampler is the procedure), and naming `scheduler` or each early-stopping setting
-    given where the paper trained every trial in full."""
+    given where the paper trained every trial in full. `default_scheduler`: rnntune's, which
+    runs where the paper stopped trials early and the sweep names none."""
     fields = {k: v for k, v in block.items() if k in SEARCH_FIELDS and explicit.get(k) is None}
     if procedure != PAPER:
         return fields
@@ -77,7 +79,7 @@ def space_fields(procedure: str, block: Mapping[str, Any], explicit: Mapping[str
             f"block, the paper's search), not {sampler!r}: leave sampler out, or use procedure rnntune"
         )
     if block.get("early_stopping"):  # the spec's default under paper is `none`: rnntune's instead
-        return {**fields, "scheduler": explicit.get("scheduler") or DEFAULT_SCHEDULER}
+        return {**fields, "scheduler": explicit.get("scheduler") or default_scheduler}
     given = [name for name in EARLY_STOPPING_FIELDS if explicit.get(name) is not None]
     if given:
         raise InvalidInput(

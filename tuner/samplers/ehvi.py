@@ -68,6 +68,27 @@ def measured(
     return out
 
 
+def front_positions(
+    trials: Sequence[FrozenTrial], stored: Sequence[FrozenTrial], signs: np.ndarray, limit: int
+) -> np.ndarray:
+    """Positions in `trials` (the first objective's observations) of the COMPLETE trials on the
+    Pareto front of every objective, read from the `stored` trials of the same numbers: a subset
+    of a large study keeps them (tuner.samplers.subset). A front of more than `limit` points
+    (objectives that hardly conflict put most trials on it) keeps `limit` of them evenly spaced
+    along the first objective, so the fit's cost stays bounded and the front's extent is kept."""
+    values = {t.number: t.values for t in stored if t.state == TrialState.COMPLETE and t.values is not None}
+    positions = [i for i, t in enumerate(trials) if t.number in values and t.state == TrialState.COMPLETE]
+    if not positions:
+        return np.array([], dtype=int)
+    signed = np.array([values[trials[i].number] for i in positions], dtype=float) * np.asarray(signs)
+    on_front = is_pareto_front(signed, assume_unique_lexsorted=False)
+    front = np.asarray(positions)[on_front]
+    if len(front) > limit:
+        ordered = front[np.argsort(signed[on_front][:, 0], kind="stable")]
+        front = np.sort(ordered[np.linspace(0, len(ordered) - 1, limit).round().astype(int)])
+    return front
+
+
 def targets(values: Sequence[float], sign: float) -> np.ndarray:
     """Standardized GP targets, larger is better (as Optuna's GP fits them), of one objective's
     `values`. Not warped: the other objectives are measures of the configuration (size, speed,

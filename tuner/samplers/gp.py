@@ -141,12 +141,14 @@ class GPSampler(BaseSampler):
         observed = len(own.trials) + len(prior)
         if observed == 0 or observed < self._n_startup_trials:
             return {}  # the independent (random) sampler draws the startup trials
+        fitted: set[int] | None = None  # the trial numbers a subset keeps (None: every one)
         if self._subset is not None:
-            own = own.take(
-                self._subset.select(
-                    np.array([t.number for t in own.trials]), own.minimised, self._seed_for(own)
-                )
-            )
+            limit = self._subset.cap // 2
+            front = ehvi.front_positions(own.trials, stored, signs(study), limit) if use_ehvi else None
+            numbers = np.array([t.number for t in own.trials])
+            chosen = self._subset.select(numbers, own.minimised, self._seed_for(own), front)
+            if len(chosen) < len(own.trials):
+                own, fitted = own.take(chosen), {int(n) for n in numbers[chosen]}
         running = [t for t in trials if t.state == TrialState.RUNNING and t.params]
         inputs = fit_inputs(search_space, own, prior, running, sign, self._warping, self._prior_horizon)
         import torch  # Optuna's GP needs it; imported here as Optuna does, lazily
@@ -154,7 +156,13 @@ class GPSampler(BaseSampler):
         with torch.device("cpu"):  # as Optuna: a global default device (cuda) must not leak in
             cost = self.cost_model(candidates, inputs) if self._cost is not None else None
             if use_ehvi:
-                known = [t for t in stored if t.params.keys() & search_space.keys()]
+                # The other objectives' GPs and the front fit the trials the subset keeps (RUNNING
+                # ones, which hold no measure yet, aside), so their cost stays flat too.
+                known = [
+                    t
+                    for t in stored
+                    if t.params.keys() & search_space.keys() and (fitted is None or t.number in fitted)
+                ]
                 return self._suggest_ehvi(study, known, inputs, cost)
             return self._suggest(inputs, cost)
 

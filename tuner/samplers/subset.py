@@ -31,18 +31,24 @@ class Subset:
         if self.cap < 1 or self.best < 0 or self.recent < 0 or self.best + self.recent > self.cap:
             raise ValueError(f"Subset needs cap >= 1 and 0 <= best + recent <= cap, got {self}")
 
-    def select(self, numbers: np.ndarray, minimised: np.ndarray, seed: int | None) -> np.ndarray:
+    def select(
+        self, numbers: np.ndarray, minimised: np.ndarray, seed: int | None, always: np.ndarray | None = None
+    ) -> np.ndarray:
         """Positions of the observations to fit, ascending. `numbers` are their trials' numbers
-        (larger is more recent), `minimised` their targets (smaller is better, NaN worst)."""
+        (larger is more recent), `minimised` their targets (smaller is better, NaN worst);
+        `always` positions kept whatever the cap (several objectives: the Pareto front, which the
+        improvement is measured from)."""
         n = len(numbers)
         if n <= self.cap:
             return np.arange(n)
         keep = np.zeros(n, dtype=bool)
+        if always is not None:
+            keep[always] = True
         by_value = np.argsort(np.where(np.isnan(minimised), np.inf, minimised), kind="stable")
         keep[by_value[: self.best]] = True
         by_recency = np.argsort(-np.asarray(numbers), kind="stable")
         keep[by_recency[: self.recent]] = True
         rest = np.flatnonzero(~keep)
         rng = np.random.default_rng(seed)
-        keep[rng.choice(rest, size=self.cap - int(keep.sum()), replace=False)] = True
+        keep[rng.choice(rest, size=max(0, self.cap - int(keep.sum())), replace=False)] = True
         return np.flatnonzero(keep)

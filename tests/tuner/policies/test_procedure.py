@@ -18,24 +18,27 @@ IN_FULL = {"rnntune": {}, "paper": {"scheduler": "none"}}
 @pytest.mark.parametrize("name", procedure.PROCEDURES)
 def test_the_block_fills_what_the_sweep_did_not_give(name):
     full = IN_FULL[name]
-    assert procedure.space_fields(name, POOL, {}) == {**POOL, **full}
-    assert procedure.space_fields(name, POOL, {"n_trials": 5, "seed": 1}) == {"sampler": "random", **full}
-    assert procedure.space_fields(name, POOL, {"sampler": "random", "n_trials": None}) == {
+    assert procedure.space_fields(name, POOL, {}, "adaptive") == {**POOL, **full}
+    assert procedure.space_fields(name, POOL, {"n_trials": 5, "seed": 1}, "adaptive") == {
+        "sampler": "random",
+        **full,
+    }
+    assert procedure.space_fields(name, POOL, {"sampler": "random", "n_trials": None}, "adaptive") == {
         "n_trials": 60,
         **full,
     }
-    assert procedure.space_fields(name, {}, {"sampler": "tpe"}) == full
+    assert procedure.space_fields(name, {}, {"sampler": "tpe"}, "adaptive") == full
     # `early_stopping` is the procedure's to read, never a spec field; under paper it keeps
     # rnntune's early stopping (the spec's default under paper is `none`).
     early = {"scheduler": "adaptive"} if name == "paper" else {}
-    assert procedure.space_fields(name, EARLY, {}) == {**POOL, **early}
+    assert procedure.space_fields(name, EARLY, {}, "adaptive") == {**POOL, **early}
 
 
 def test_paper_stops_early_where_the_paper_did_with_the_settings_given():
     """Circling Back §5 stopped its Enwik8 and Text8 trials early without giving the rule: under
     `paper` those spaces keep rnntune's early stopping, and its settings may be given."""
     given = {"scheduler": "asha", "grace_steps": 100}
-    assert procedure.space_fields("paper", EARLY, given) == {**POOL, "scheduler": "asha"}
+    assert procedure.space_fields("paper", EARLY, given, "adaptive") == {**POOL, "scheduler": "asha"}
     assert procedure.describe("paper", "adaptive") == (
         "procedure: paper - sampler and trials from the space's sweep: block unless given; trials "
         "stopped early as the paper did (its rule unstated: the early-stopping line below); a trial "
@@ -47,12 +50,15 @@ def test_paper_stops_early_where_the_paper_did_with_the_settings_given():
 @pytest.mark.parametrize("scheduler", ["adaptive", "asha", "median", "pbt"])
 def test_paper_refuses_a_scheduler_that_stops_early_where_the_paper_did_not(scheduler):
     with pytest.raises(InvalidInput, match=r"^scheduler: procedure paper trains every trial"):
-        procedure.space_fields("paper", POOL, {"scheduler": scheduler})
-    assert procedure.space_fields("paper", POOL, {"scheduler": "none"}) == {**POOL, "scheduler": "none"}
+        procedure.space_fields("paper", POOL, {"scheduler": scheduler}, "adaptive")
+    assert procedure.space_fields("paper", POOL, {"scheduler": "none"}, "adaptive") == {
+        **POOL,
+        "scheduler": "none",
+    }
 
 
 def test_rnntune_lets_the_sweep_override_the_block_and_keep_early_stopping():
-    fields = procedure.space_fields("rnntune", POOL, {"sampler": "tpe", "grace_steps": 100})
+    fields = procedure.space_fields("rnntune", POOL, {"sampler": "tpe", "grace_steps": 100}, "adaptive")
     assert fields == {"n_trials": 60}
 
 
@@ -60,17 +66,17 @@ def test_paper_refuses_another_sampler_than_the_block_names():
     with pytest.raises(
         InvalidInput, match=r"^sampler: procedure paper uses the space's own sampler 'random'"
     ):
-        procedure.space_fields("paper", POOL, {"sampler": "tpe"})
+        procedure.space_fields("paper", POOL, {"sampler": "tpe"}, "adaptive")
 
 
 def test_paper_takes_any_sampler_where_the_space_names_none():
-    assert procedure.space_fields("paper", {}, {"sampler": "tpe"}) == {"scheduler": "none"}
+    assert procedure.space_fields("paper", {}, {"sampler": "tpe"}, "adaptive") == {"scheduler": "none"}
 
 
 @pytest.mark.parametrize("field", procedure.EARLY_STOPPING_FIELDS)
 def test_paper_refuses_early_stopping_settings_by_name(field):
     with pytest.raises(InvalidInput, match=rf"^{field}: early-stopping settings; procedure paper"):
-        procedure.space_fields("paper", {}, {field: 3})
+        procedure.space_fields("paper", {}, {field: 3}, "adaptive")
 
 
 def test_only_the_scheduler_none_agrees_with_paper():

@@ -115,3 +115,59 @@ def test_early_stopped_trials_inform_the_other_objectives_gp() -> None:
 
     with_speed, without = suggestion(500.0), suggestion(None)
     assert with_speed and without and with_speed != without
+
+
+def test_the_front_is_found_among_the_first_objectives_proxies() -> None:
+    """`front_positions` reads every objective from the stored trials (the proxies hold only the
+    first) and keeps COMPLETE trials on the front of both, whatever each objective's direction."""
+    stored = [
+        _complete(0.1, [1.0, 9.0]),
+        _complete(0.2, [2.0, 5.0]),
+        _complete(0.3, [3.0, 6.0]),  # dominated by the second
+        _complete(0.4, [4.0, 1.0]),
+        _pruned(0.5, {"num_params": 0.5}),
+    ]
+    for number, t in enumerate(stored):
+        t.number = number
+    proxies = ehvi.first_objective(stored)
+    assert list(ehvi.front_positions(proxies, stored, np.array([1.0, 1.0]), 10)) == [0, 1, 3]
+    # Maximising the second objective: the first trial alone is best in it.
+    assert list(ehvi.front_positions(proxies, stored, np.array([1.0, -1.0]), 10)) == [0]
+    # A front over the limit keeps its ends and points evenly spaced between them.
+    assert list(ehvi.front_positions(proxies, stored, np.array([1.0, 1.0]), 2)) == [0, 3]
+
+
+def test_a_large_two_objective_study_fits_a_subset_with_its_front() -> None:
+    """Past the subset's cap every objective's GP fits the kept trials only (the cost stays flat),
+    and the front is among them: the suggestion still comes."""
+    from tuner.samplers import GPSampler, Subset
+
+    rng = np.random.default_rng(0)
+    study = optuna.create_study(
+        directions=["minimize", "minimize"],
+        sampler=GPSampler(subset=Subset(cap=30, best=5, recent=5), seed=0, warn_independent_sampling=False),
+    )
+    xs = rng.uniform(size=120)
+    noise = rng.uniform(0.0, 0.3, size=(120, 2))  # most trials off the front
+    study.add_trials(
+        [
+            _complete(float(x), [float(x) + e[0], float((1 - x) ** 2) + e[1]])
+            for x, e in zip(xs, noise, strict=True)
+        ]
+    )
+    fitted_sizes = []
+    original = GPSampler._fit
+
+    def spy(self, x, y, space, cached=None):
+        fitted_sizes.append(len(y))
+        return original(self, x, y, space, cached)
+
+    GPSampler._fit = spy  # type: ignore[method-assign]
+    try:
+        trial = study.ask()
+        x = trial.suggest_float("x", 0.0, 1.0)
+    finally:
+        GPSampler._fit = original  # type: ignore[method-assign]
+    assert 0.0 <= x <= 1.0
+    # Both objectives' GPs fit the subset: the cap, plus any front points past it (at most cap / 2).
+    assert len(fitted_sizes) == 2 and all(30 <= n <= 30 + 15 for n in fitted_sizes)

@@ -147,3 +147,16 @@ def test_a_subset_sampler_is_reproducible_and_finds_the_region() -> None:
     point = first(0)
     assert first(0) == point
     assert np.hypot(point[0] - 7, point[1] - 3) < 3.0  # the best five are in the fit
+
+
+def test_a_subset_keeps_the_positions_it_must_whatever_the_cap() -> None:
+    """Several objectives: the Pareto front stays in the fit, and the rest fills up to the cap."""
+    numbers, minimised = np.arange(300), np.linspace(0.0, 1.0, 300)
+    always = np.array([250, 260, 299])
+    chosen = Subset(cap=20, best=5, recent=5).select(numbers, minimised, seed=1, always=always)
+    assert set(always) <= set(chosen) and len(chosen) == 20
+    assert set(range(5)) <= set(chosen)  # the best by the first objective, as before
+    crowded = Subset(cap=20, best=5, recent=5).select(numbers, minimised, seed=1, always=np.arange(100, 130))
+    assert (
+        set(range(100, 130)) <= set(crowded) and len(crowded) == 30 + 5 + 5 - 0
+    )  # never fewer than `always`

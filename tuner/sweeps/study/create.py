@@ -20,6 +20,7 @@ import optuna
 
 from tuner.errors import InvalidInput, StudyError, StudyExistsError
 from tuner.policies import procedure
+from tuner.policies.kinds import DEFAULT_SCHEDULER
 from tuner.space import SearchSpace, SpaceError, resolve_space
 from tuner.space.settings import max_steps_and_eval_every
 from tuner.spec import NAME_PATTERN, SweepSpec
@@ -52,7 +53,8 @@ def _checked(
         )
         # The space's own search (`sweep:` in its file); `procedure: paper` takes it whole.
         chosen = {k: v for k, v in raw.items() if k in explicit}
-        if from_block := procedure.space_fields(checked.procedure, space.sweep.given(), chosen):
+        block = space.sweep.given()
+        if from_block := procedure.space_fields(checked.procedure, block, chosen, DEFAULT_SCHEDULER):
             checked = validate({**raw, **from_block})
         checked = resolve(checked, space)
         checked, space = dyneval_study.check(checked, space, data_roots)

@@ -1,0 +1,108 @@
+"""The default sampler's time per suggestion as a study grows: one objective, two, and two under a
+constraint, at 100 to 5,000 finished trials, with trials in flight (docs/samplers.md).
+
+Each study holds `n` COMPLETE trials of the `tiny` space (9 parameters, two conditional) at random points with synthetic
+values (objective 1: a smooth loss of the params; objective 2: a size that grows as the loss
+falls and with `input_embedding_ratio`, so the two conflict and the front is not one point; the
+constraint `size <= 0.6`), and `--pending` RUNNING trials (a sweep's trials in flight). One
+suggestion is `study.ask()` plus the space's define-by-run suggestions; the median of
+`--suggestions` is printed, wall clock and this process's CPU time, side by side for every study
+size and kind in one run.
+
+Usage: .venv/bin/python -m bench.suggestion_time [--history 100,300,1000,2000,5000]
+       [--kinds one,two,two_constrained] [--pending 4] [--suggestions 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import statistics
+import time
+from typing import Any
+
+import optuna
+
+from tuner.samplers import default_sampler, make_sampler
+from tuner.space import SearchSpace, load_space
+
+KINDS = ("one", "two", "two_constrained")
+SPACE = "tiny"
+
+
+def loss(params: dict[str, Any]) -> float:
+    """A smooth synthetic validation loss of the numeric params (minimum inside the space)."""
+    numeric = [float(v) for v in params.values() if isinstance(v, (int, float)) and not isinstance(v, bool)]
+    return 4.0 + sum(math.sin(1.7 * i + math.log1p(abs(v))) ** 2 for i, v in enumerate(numeric)) / 4
+
+
+def size(params: dict[str, Any], value: float) -> float:
+    """A second objective that conflicts with `loss`: larger where the loss is smaller."""
+    return 1.0 / (1.0 + value - 4.0) + 0.05 * float(params.get("input_embedding_ratio", 0.0))
+
+
+def history(space: SearchSpace, kind: str, n: int) -> optuna.Study:
+    """An in-memory study of `kind` holding `n` COMPLETE trials at random points."""
+    study = optuna.create_study(directions=["minimize"] * (1 if kind == "one" else 2))
+    if kind != "one":
+        study.set_metric_names(["val_loss", "num_params"])
+    scratch = optuna.create_study(sampler=optuna.samplers.RandomSampler(seed=n))
+    trials = []
+    for _ in range(n):
+        t = scratch.ask()
+        params = space.suggest(t)
+        value = loss(params)
+        values = [value] if kind == "one" else [value, size(params, value)]
+        trial = optuna.trial.create_trial(params=params, distributions=t.distributions, values=values)
+        if kind == "two_constrained":
+            trial.set_constraint("size", values[1] - 0.6)
+        trials.append(trial)
+        scratch.tell(t, 0.0)
+    study.add_trials(trials)
+    return study
+
+
+def time_suggestions(
+    space: SearchSpace, study: optuna.Study, pending: int, suggestions: int
+) -> tuple[float, float]:
+    """Median wall and CPU seconds of one suggestion with `pending` trials RUNNING."""
+    study.sampler = optuna.samplers.RandomSampler(seed=0)
+    for _ in range(pending):
+        space.suggest(study.ask())
+    study.sampler = make_sampler(default_sampler(len(study.directions)), seed=0)
+    wall, cpu = [], []
+    for _ in range(suggestions):
+        t0, c0 = time.perf_counter(), time.process_time()
+        space.suggest(study.ask())
+        wall.append(time.perf_counter() - t0)
+        cpu.append(time.process_time() - c0)
+    return statistics.median(wall), statistics.median(cpu)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--history", default="100,300,1000,2000,5000")
+    parser.add_argument("--kinds", default=",".join(KINDS))
+    parser.add_argument("--pending", type=int, default=4)
+    parser.add_argument("--suggestions", type=int, default=3)
+    args = parser.parse_args(argv)
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    space = load_space(SPACE)
+    sizes = [int(n) for n in args.history.split(",")]
+    kinds = [k for k in args.kinds.split(",") if k]
+    rows: dict[str, list[str]] = {}
+    for kind in kinds:
+        rows[kind] = []
+        for n in sizes:
+            wall, cpu = time_suggestions(space, history(space, kind, n), args.pending, args.suggestions)
+            rows[kind].append(f"{wall:6.2f} ({cpu:5.2f})")
+            print(f"{kind} n={n}: {wall:.2f} s wall, {cpu:.2f} s CPU", flush=True)
+    print(f"\nseconds per suggestion, wall (CPU), {args.pending} in flight, median of {args.suggestions}")
+    print("| study | " + " | ".join(f"{n} trials" for n in sizes) + " |")
+    print("|---|" + "---|" * len(sizes))
+    for kind, cells in rows.items():
+        print(f"| {kind} | " + " | ".join(cells) + " |")
+
+
+if __name__ == "__main__":
+    main()
