@@ -22,6 +22,8 @@ The target is under 1% of GPU time idle for the full run. On a small machine, sh
     python -m bench.driver_scale                                   # 1,000 trials, 16 nodes x 4 GPUs, 64 in flight
     python -m bench.driver_scale --trials 40 --nodes 2 --gpus-per-node 2 --in-flight 4 --trial-seconds 10
     python -m bench.driver_scale --trials 100 --nodes 8 --gpus-per-node 2 --in-flight 16 --trial-seconds 20 --ask-ahead 0,2,8
+    python -m bench.driver_scale --trials 100 --nodes 8 --gpus-per-node 2 --in-flight 16 --trial-seconds 20 \
+        --objectives val_loss,num_params          # two objectives (the trainable reports a size)
 
 `--ask-ahead 0,2,8` runs the same sweep without and with trials asked ahead (tuner/sweeps/drive/ask_ahead.py),
 one after the other in one invocation, and prints them side by side (8 is what the driver uses for 16
@@ -79,19 +81,22 @@ def sleeping_trainable(step_s: float) -> Callable[[dict[str, Any]], dict[str, An
             "start": started,
         }
         best, loss = math.inf, math.inf
+        # A size that conflicts with the loss, for `--objectives val_loss,num_params`.
+        size = 1e5 * (1.0 + float(settings.get("input_embedding_ratio", 1.0)))
         for step in range(every, max_steps + 1, every):
             time.sleep(every * step_s)
             loss = synthetic_loss(settings, step / max_steps)
             best = min(best, loss)
             timing["end"] = time.time()  # a trial stopped by ASHA ends at its last report
             (run_dir / TIMING_FILE).write_text(json.dumps(timing))
-            tune.report({"step": step, "val_loss": loss})
+            tune.report({"step": step, "val_loss": loss, "num_params": size})
         return {
             FINAL: True,
             "step": max_steps,
             "val_loss": loss,
             "best_val_loss": best,
             "best_step": max_steps,
+            "num_params": size,
         }
 
     return trial
@@ -215,6 +220,11 @@ def main(argv: list[str] | None = None) -> None:
         choices=SCHEDULERS,
         help=f"default: {DEFAULT_SCHEDULER}, the product's (asha: the burstiest)",
     )
+    parser.add_argument(
+        "--objectives",
+        default="val_loss",
+        help="the study's objectives, comma-separated (val_loss,num_params: two objectives; default val_loss)",
+    )
     parser.add_argument("--db", help="study database URL (default: a SQLite file in a temporary folder)")
     parser.add_argument(
         "--ask-ahead",
@@ -276,6 +286,7 @@ def one_run(args: argparse.Namespace) -> dict[str, float]:
         n_trials=args.trials,
         parallel=args.in_flight,
         gpus_per_trial=1,
+        objectives=args.objectives.split(","),
         seed=0,
     )
     t0 = time.perf_counter()
@@ -306,7 +317,8 @@ def one_run(args: argparse.Namespace) -> dict[str, float]:
     d, tenth = sorted(timer.durations), max(1, len(timer.durations) // 10)
     print(
         f"{args.trials} trials, {args.nodes} nodes x {args.gpus_per_node} logical GPUs, {args.in_flight} in flight, "
-        f"full trial {args.trial_seconds:g} s, sampler {args.sampler}, scheduler {args.scheduler}, db {db.split(':')[0]}"
+        f"full trial {args.trial_seconds:g} s, sampler {args.sampler}, scheduler {args.scheduler}, "
+        f"objectives {args.objectives}, db {db.split(':')[0]}"
     )
     print(
         f"status {outcome.status}: {outcome.finished} finished; cluster start {cluster_s:.1f} s, sweep {sweep_s:.1f} s"
