@@ -299,19 +299,23 @@ class Trainer:
         self.val_temperatures[loss] = temperature
         return loss, None
 
+    def _with_weights(self, weights: list[Tensor] | None, measure: Callable[[], float]) -> float:
+        """`measure()` with `weights` swapped into the model (None: the raw iterate as it is)."""
+        if weights is None:
+            return measure()
+        saved = swap_in(self.params, weights)
+        try:
+            return measure()
+        finally:
+            swap_in(self.params, saved)
+
     def _loss_of(self, weights: list[Tensor] | None) -> float:
         def run() -> float:
             loss, accuracy = self._validate()
             self.accuracies[loss] = accuracy
             return loss
 
-        if weights is None:
-            return run()
-        saved = swap_in(self.params, weights)
-        try:
-            return run()
-        finally:
-            swap_in(self.params, saved)
+        return self._with_weights(weights, run)
 
     def _train_loss_of(self, weights: list[Tensor] | None) -> float:
         """The training loss (nats/token, temperature 1, dropout off) of `weights` (None: the raw
@@ -319,12 +323,10 @@ class Trainer:
         switches on (thesis §3.6)."""
         cfg = self.cfg
         assert isinstance(self.model, LanguageModel)
-        saved = swap_in(self.params, weights) if weights is not None else None
-        try:
-            return evaluate(self.model, self.train_data, cfg.bptt, (1.0,), cfg.max_eval_tokens)[0]
-        finally:
-            if saved is not None:
-                swap_in(self.params, saved)
+        model = self.model
+        return self._with_weights(
+            weights, lambda: evaluate(model, self.train_data, cfg.bptt, (1.0,), cfg.max_eval_tokens)[0]
+        )
 
     def evaluate_2ta(self) -> Decision:
         self.accuracies.clear()

@@ -134,11 +134,12 @@ class NoZigzagMogrifierLSTMCell(MogrifierLSTMCell):
 
     def own_forward(self, x: Tensor, state: State, state_mask: Tensor | None = None) -> tuple[Tensor, State]:
         h, c = state
+        weights = torch.cat([self.w_x, self.w_h])  # [W_x; W_h], once per window
         outs = []
         for x_t in x.unbind(0):
             h_hat = h if state_mask is None else h * state_mask  # ĥ = h ⊙ M^state (thesis §4.2 eq. 1)
             x_up, h_up = mogrify_no_zigzag(x_t, h_hat, self.gates)
-            g = torch.addmm(self.bias, torch.cat([x_up, h_up], dim=1), torch.cat([self.w_x, self.w_h]))
+            g = torch.addmm(self.bias, torch.cat([x_up, h_up], dim=1), weights)
             h, c, _ = lstm_step(g, c, None)
             outs.append(h)
         return torch.stack(outs), (h, c)

@@ -60,9 +60,10 @@ def asha_scheduler(inputs: SchedulerInputs) -> TrialScheduler:
 def _median(inputs: SchedulerInputs) -> TrialScheduler:
     """Compares from the policy's grace period on and never pauses trials (pausing would restart
     a trainer that keeps its own checkpoints)."""
+    _, every, policy = steps_and_policy(inputs)
     return MedianStoppingRule(
         time_attr=TIME_RESULT_KEY,
-        grace_period=int(steps_and_policy(inputs)[2].grace_steps or steps_and_policy(inputs)[1]),
+        grace_period=int(policy.grace_steps or every),
         min_samples_required=3,
         min_time_slice=math.inf,  # type: ignore[arg-type]  # Ray annotates int; inf = never pause
         hard_stop=True,

@@ -37,10 +37,8 @@ def population_search(plan: SweepPlan, searcher: StudySearcher) -> dict[str, Any
     """Tune's settings for a population sweep: the members as its parameter space, the scheduler."""
     assert plan.population is not None
     configs = member_configs(plan, searcher)
-    starts, max_steps = (
-        [start_step(config) for config in configs],
-        max_steps_and_eval_every(plan.space.fixed)[0],
-    )
+    starts = [start_step(config) for config in configs]
+    max_steps = max_steps_and_eval_every(plan.space.fixed)[0]
     keys = sorted({key for config in configs for key in config})
     space: dict[str, Any] = {MEMBER: tune.grid_search(list(range(len(configs))))}
     for key in keys:

@@ -119,20 +119,14 @@ def plan_sweep(
     sweep left RUNNING, now failed and retried; `warm_start`: (prior trials, their studies)."""
     from trainer import MUTABLE_SETTINGS
 
-    kind = kind_of(spec)
+    kind, grid = kind_of(spec), max_steps_and_eval_every(space.fixed)
     population = (
-        plan_population(
-            kind.name,
-            space.params,
-            MUTABLE_SETTINGS,
-            spec.perturbation_interval,
-            *max_steps_and_eval_every(space.fixed),
-        )
+        plan_population(kind.name, space.params, MUTABLE_SETTINGS, spec.perturbation_interval, *grid)
         if kind.population
         else None
     )
     policy = spec.early_stopping()
-    stops = spec.study_stop().describe(max_steps_and_eval_every(space.fixed)[0])
+    stops = spec.study_stop().describe(grid[0])
     budget = spec.n_trials - done
     retried = f"; {len(zombies)} left RUNNING by a dead sweep marked FAIL and retried: {list(zombies)}"
     lines = [

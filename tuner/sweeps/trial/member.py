@@ -99,7 +99,5 @@ def segment(step: int, settings: dict[str, float], trainer: dict[str, Any]) -> s
     """The segment a member reports after a start (JSON: Ray flattens nested results): its step,
     its mutable `settings`, and as `params` the scalar settings of the model its trainer built
     (`trainer`, its folder's shape included: the driver keeps the tuned ones)."""
-    params = {
-        k: v for k, v in trainer.items() if isinstance(v, (bool, int, float, str)) and k not in settings
-    }
+    params = {k: v for k, v in trainer.items() if isinstance(v, (bool, int, float, str))}
     return json.dumps({"step": step, "settings": settings, "params": {**params, **settings}})
