@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tuner.errors import InvalidInput
-from tuner.storage.study import DEFAULT_STORAGE_ROOT, STORAGE_ENV, resolve_db_url
+from tuner.storage.study import DEFAULT_STORAGE_ROOT, STORAGE_ENV, local_folder, resolve_db_url
 from tuner.sweeps.trackers.uris import allowed_uris
 
 DATA_ROOTS_ENV = "RNNTUNE_DATA_ROOTS"
@@ -79,7 +79,10 @@ class ApiSettings:
             hosts = default_hosts(host)
         return cls(
             db_url=resolve_db_url(db_url),
-            storage_root=_real(storage_root or os.environ.get(STORAGE_ENV) or DEFAULT_STORAGE_ROOT),
+            storage_root=local_folder(
+                storage_root or os.environ.get(STORAGE_ENV) or DEFAULT_STORAGE_ROOT,
+                "--storage" if storage_root else STORAGE_ENV,
+            ).resolve(),
             api_token=os.environ.get("RNNTUNE_API_TOKEN") or None,
             read_token=os.environ.get("RNNTUNE_API_READ_TOKEN") or None,
             data_roots=tuple(_real(r) for r in roots),

@@ -18,7 +18,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from tuner.storage import study_attrs
-from tuner.storage.study import DB_ENV, StudyError, redact_url, resolve_db_url, storage_root, stored_folder
+from tuner.storage.study import (
+    DB_ENV,
+    StudyError,
+    local_folder,
+    redact_url,
+    resolve_db_url,
+    storage_root,
+    stored_folder,
+)
 
 if TYPE_CHECKING:
     import optuna
@@ -139,7 +147,7 @@ def _prepared(args: argparse.Namespace) -> tuple[str, optuna.Study, Path, list[R
     if not finalize.top_trials(study, 1):
         raise StudyError(f"study {args.name!r} has no COMPLETE trial to rerun")
     folder = (
-        Path(args.storage).expanduser().resolve()
+        local_folder(args.storage, "--storage").resolve()
         if args.storage
         else stored_folder(study_attrs.STORAGE_PATH.of(study.user_attrs) or args.name, storage_root())
     )

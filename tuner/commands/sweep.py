@@ -24,7 +24,6 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from trainer.config import ConfigError
@@ -33,7 +32,7 @@ from tuner.errors import InvalidInput, LeaseLost, StudyError
 from tuner.space import load_space
 from tuner.spec import DEFAULT_SPACE, default_budget
 from tuner.storage import trial_attrs
-from tuner.storage.study import DB_ENV, GENERATION_ENV, redact_url, resolve_db_url, value_of
+from tuner.storage.study import DB_ENV, GENERATION_ENV, local_folder, redact_url, resolve_db_url, value_of
 from tuner.sweeps.study.create import create_study
 from tuner.sweeps.widen.ranges import parse_widen
 
@@ -128,7 +127,7 @@ def _new_study(args: argparse.Namespace, fields: dict[str, Any], url: str) -> st
     # Refuse a missing dataset folder before a study is created under the name.
     resolve_data_dir(space.with_overrides(fixed=overrides.get("set")))
     if args.storage:  # refuse another study's folder before this study is created
-        check_storage(Path(args.storage).expanduser().resolve(), args.name)
+        check_storage(local_folder(args.storage, "--storage").resolve(), args.name)
     return create_study(args.name, fields, storage_url=url, storage_path=args.storage).study_name
 
 

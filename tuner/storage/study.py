@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import datetime as dt
 import os
+import re
 import secrets
 from pathlib import Path
 from typing import Any, get_args
@@ -38,9 +39,24 @@ DEFAULT_STORAGE_ROOT = Path("studies")
 STORAGE_ENV = "RNNTUNE_STORAGE"  # the storage root of `rnntune serve` and of sweeps resolving a stored path
 
 
+_URI_SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.\-]*)://")
+
+
+def local_folder(value: str | os.PathLike, field: str) -> Path:
+    """`value` as a local folder path; StudyError naming `field` for a URI (`s3://bucket/prefix`),
+    which as a path would quietly become a folder named `s3:` in the working directory."""
+    text = os.fspath(value)
+    if (scheme := _URI_SCHEME.match(text)) is not None:
+        raise StudyError(
+            f"{field}: {text!r} is a {scheme.group(1)}:// URI, and rnntune keeps checkpoints in a folder "
+            "(a path every node and the API mount); object stores are not supported yet (docs/cluster.md)"
+        )
+    return Path(text).expanduser()
+
+
 def storage_root() -> Path:
     """This process's storage root: $RNNTUNE_STORAGE, else DEFAULT_STORAGE_ROOT."""
-    return Path(os.environ.get(STORAGE_ENV) or DEFAULT_STORAGE_ROOT).expanduser()
+    return local_folder(os.environ.get(STORAGE_ENV) or DEFAULT_STORAGE_ROOT, STORAGE_ENV)
 
 
 def stored_folder(stored: str, root: Path) -> Path:

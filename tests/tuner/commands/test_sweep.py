@@ -56,3 +56,25 @@ def test_missing_dataset_folder_is_refused_before_the_study_exists(tmp_path, cap
     assert "does not exist; pass --set data_dir=PATH" in capsys.readouterr().err
     assert main(["sweep", "--resume", "ptb", "--db", db]) == 2
     assert "no study named 'ptb'" in capsys.readouterr().err
+
+
+def test_an_object_store_uri_is_refused_not_made_a_local_folder(tmp_path, capsys, monkeypatch):
+    """`--storage s3://bar/studies` once finished with exit 0, every checkpoint in a local folder
+    named `s3:`; each way in now refuses a URI, naming its field, before a study or folder exists."""
+    import pytest
+
+    from tuner import python_api
+    from tuner.api.settings import ApiSettings
+    from tuner.errors import StudyError
+
+    monkeypatch.chdir(tmp_path)
+    db = f"sqlite:///{tmp_path / 'db.sqlite'}"
+    assert main(["sweep", "--db", db, "--name", "s", "--space", "tiny", "--storage", "s3://bar/studies"]) == 2
+    assert "--storage: 's3://bar/studies' is a s3:// URI" in capsys.readouterr().err
+    with pytest.raises(StudyError, match=r"^storage: 'gs://b/p' is a gs:// URI"):
+        python_api.create("s", {"space": "tiny"}, db=db, storage="gs://b/p")
+    monkeypatch.setenv("RNNTUNE_STORAGE", "s3://bar/root")
+    with pytest.raises(StudyError, match=r"^RNNTUNE_STORAGE: 's3://bar/root'"):
+        ApiSettings.from_env(db)
+    assert optuna.study.get_all_study_names(db) == []
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["db.sqlite"]

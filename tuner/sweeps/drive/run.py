@@ -29,6 +29,7 @@ from tuner.storage.study import (
     fail_zombies,
     finished_count,
     load_study,
+    local_folder,
     set_status,
     storage_root,
     stored_folder,
@@ -149,7 +150,7 @@ def prepare(study: optuna.Study, storage_url: str, options: RunOptions) -> tuple
         study_attrs.SAMPLER_NOTE.write(study, retired + " (docs/samplers.md)")
     study_attrs.SPEC.write(study, spec.stored())
     if options.storage_path is not None:
-        study_attrs.STORAGE_PATH.write(study, str(Path(options.storage_path).expanduser().resolve()))
+        study_attrs.STORAGE_PATH.write(study, str(local_folder(options.storage_path, "storage").resolve()))
     root = stored_folder(study_attrs.STORAGE_PATH.required(study.user_attrs), storage_root())
     space = resolve_data_dir(SearchSpace.from_dict(study_attrs.SPACE_DEF.required(attrs)))
     claim_storage(root, name)

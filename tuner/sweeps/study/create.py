@@ -26,7 +26,14 @@ from tuner.space.settings import max_steps_and_eval_every
 from tuner.spec import NAME_PATTERN, SweepSpec
 from tuner.spec.sweep_spec import validate
 from tuner.storage import study_attrs
-from tuner.storage.study import DEFAULT_STORAGE_ROOT, generate_study_name, now, open_storage, redact_url
+from tuner.storage.study import (
+    DEFAULT_STORAGE_ROOT,
+    generate_study_name,
+    local_folder,
+    now,
+    open_storage,
+    redact_url,
+)
 from tuner.sweeps.dyneval import study as dyneval_study
 from tuner.sweeps.study import warm_start as warm
 from tuner.sweeps.trackers.installed import check_available
@@ -88,7 +95,7 @@ def create_study(
         raise StudyError(
             f"name: study name {name!r} must be 1-128 letters, digits, _ . - (not starting with . or -)"
         )
-    root = Path(storage_path) if storage_path else DEFAULT_STORAGE_ROOT / name
+    root = local_folder(storage_path, "storage") if storage_path else DEFAULT_STORAGE_ROOT / name
     prior = warm.check(storage_url, spec.warm_start, space, spec.sampler) if spec.warm_start else None
     storage = open_storage(storage_url)
     try:
