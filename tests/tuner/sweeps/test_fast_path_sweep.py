@@ -15,7 +15,7 @@ import pytest
 from tests.child import fresh_env, run_child
 from trainer.cells.fallback import FORCE_ON_CPU_ENV
 
-TRIALS = 12
+TRIALS = 8
 SCRIPT = """
 import io, json, sys
 from pathlib import Path

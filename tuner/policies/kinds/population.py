@@ -13,7 +13,6 @@ from ray.tune.schedulers import PopulationBasedTraining
 from tuner.policies.early_stopping import TIME_RESULT_KEY
 from tuner.policies.kinds.base import OnCopy, SchedulerInputs, SweepKind
 from tuner.policies.population_rules import QUANTILE, Mutable, explore_into, first_sync
-from tuner.policies.population_schedulers import MemberPB2, MemberPBT
 from tuner.space.settings import max_steps_and_eval_every
 from tuner.upstream import ray_private as private
 
@@ -42,6 +41,9 @@ def make_population_scheduler(
     """`pbt` or `pb2` over the settings in `ranges`, perturbing every `interval` steps before
     `max_steps`, first past every member's start step (`starts`: a resumed population's, from its
     folders); `on_copy` hears of each copy (the metric and mode come from Tune's config)."""
+    # Imported here: Ray's PB2 pulls in scikit-learn, 1.6 s at the start of every sweep otherwise.
+    from tuner.policies.population_schedulers import MemberPB2, MemberPBT
+
 
     def explore(config: dict[str, Any]) -> dict[str, Any]:
         return explore_into(config, ranges)
