@@ -7,7 +7,7 @@ falls and with `input_embedding_ratio`, so the two conflict and the front is not
 constraint `size <= 0.6`), and `--pending` RUNNING trials (a sweep's trials in flight). One
 suggestion is `study.ask()` plus the space's define-by-run suggestions; the median of
 `--suggestions` is printed, wall clock and this process's CPU time, side by side for every study
-size and kind in one run.
+size and kind in one run, with the torch threads the sweep driver samples with.
 
 Usage: .venv/bin/python -m bench.suggestion_time [--history 100,300,1000,2000,5000]
        [--kinds one,two,two_constrained] [--pending 4] [--suggestions 3]
@@ -22,9 +22,11 @@ import time
 from typing import Any
 
 import optuna
+import torch
 
 from tuner.samplers import default_sampler, make_sampler
 from tuner.space import SearchSpace, load_space
+from tuner.sweeps.drive.plan import DRIVER_TORCH_THREADS
 
 KINDS = ("one", "two", "two_constrained")
 SPACE = "tiny"
@@ -87,6 +89,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--suggestions", type=int, default=3)
     args = parser.parse_args(argv)
     optuna.logging.set_verbosity(optuna.logging.WARNING)
+    torch.set_num_threads(DRIVER_TORCH_THREADS)  # as the sweep driver samples (tuner.sweeps.drive.plan)
     space = load_space(SPACE)
     sizes = [int(n) for n in args.history.split(",")]
     kinds = [k for k in args.kinds.split(",") if k]
@@ -97,7 +100,10 @@ def main(argv: list[str] | None = None) -> None:
             wall, cpu = time_suggestions(space, history(space, kind, n), args.pending, args.suggestions)
             rows[kind].append(f"{wall:6.2f} ({cpu:5.2f})")
             print(f"{kind} n={n}: {wall:.2f} s wall, {cpu:.2f} s CPU", flush=True)
-    print(f"\nseconds per suggestion, wall (CPU), {args.pending} in flight, median of {args.suggestions}")
+    print(
+        f"\nseconds per suggestion, wall (CPU), {args.pending} in flight, median of {args.suggestions}, "
+        f"{DRIVER_TORCH_THREADS} torch thread(s) as the sweep driver"
+    )
     print("| study | " + " | ".join(f"{n} trials" for n in sizes) + " |")
     print("|---|" + "---|" * len(sizes))
     for kind, cells in rows.items():

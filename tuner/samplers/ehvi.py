@@ -1,7 +1,7 @@
 """Two objectives: a GP per objective and expected hypervolume improvement over them.
 
-Why: with two objectives a GP per objective and q-logEHVI (Daulton et al. 2020) put each
-suggestion where the front grows most; ParEGO's one GP of a scalarised value with kinks
+Why: with two objectives a GP per objective and expected hypervolume improvement (EHVI; Daulton et
+al. 2020's logEHVI, here in closed form: `ExactLogEHVI`) put each suggestion where the front grows most; ParEGO's one GP of a scalarised value with kinks
 (`tuner.samplers.parego`) trailed it at full fidelity in bench/multi_objective.py. Around Optuna's
 acquisition, rnntune keeps what its one-objective GP does: the first objective's GP is the
 sampler's fidelity model (early-stopped trials at the step they reached, candidates scored at the
@@ -19,16 +19,24 @@ ranked first (DTLZ2) and the box decomposition EHVI needs grows with the front.
 from __future__ import annotations
 
 import copy
+import math
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 from optuna.trial import FrozenTrial, TrialState
 
-from tuner.upstream.optuna_private import acqf, is_pareto_front, standardize_values
+from tuner.upstream.optuna_private import (
+    acqf,
+    box_bounds,
+    is_pareto_front,
+    standard_logei,
+    standardize_values,
+)
 
 N_OBJECTIVES = 2  # the studies EHVI is used for (module docstring)
 N_WARM_STARTS = 5  # front points the acquisition optimiser starts from, as Optuna's GPSampler
+STABILIZING_NOISE = 1e-12  # added to each posterior variance, as in Optuna's LogEHVI
 
 
 def applies(n_objectives: int, trials: Sequence[FrozenTrial], enough: int) -> bool:
@@ -106,21 +114,70 @@ def front_means(gprs: Sequence[Any], x: np.ndarray) -> Any:
         return torch.stack([g.posterior(points)[0] for g in gprs], -1).double()
 
 
-def acquisition(
-    gprs: Sequence[Any], space: Any, front: Any, pending: np.ndarray | None, n_qmc: int, seed: int
-) -> Any:
-    """Optuna's logEHVI over the GPs, q-logEHVI over the `pending` (RUNNING) points when there are
-    some, measured from `front` (larger is better in every column)."""
-    common: dict[str, Any] = {
-        "gpr_list": list(gprs),
-        "search_space": space,
-        "Y_train": front,
-        "n_qmc_samples": n_qmc,
-        "qmc_seed": seed,
-    }
-    if pending is None:
-        return acqf.LogEHVI(**common)
-    return acqf.qLogEHVI(normalized_params_of_running_trials=pending, **common)
+class ExactLogEHVI(acqf.BaseAcquisitionFunc):
+    """log EHVI of one candidate in closed form, over independent per-objective GPs.
+
+    Why hand-written: Optuna's (q-)logEHVI estimates the same expectation from 128 QMC samples of
+    every box, and its q-form (trials in flight) decomposes a front per sample; at 1,000 trials that
+    was 3.8 s a suggestion. The GPs are independent, so the improvement inside each box is a product
+    of one expectation per objective, each exact (Yang et al. 2019, "Efficient computation of
+    expected hypervolume improvement using box decomposition algorithms", eq. 8-10). Trials in flight
+    count as observed at their posterior means (Kriging believer, Ginsbourger et al. 2010): in the
+    GPs, as Optuna's LogEHVI imputes them, and on the front, so a point beside one in flight that
+    would already improve it is not suggested again.
+    """
+
+    def __init__(self, gprs: Sequence[Any], space: Any, front: Any, pending: np.ndarray | None) -> None:
+        import torch
+
+        if pending is not None:
+            running = torch.from_numpy(pending)
+            with torch.no_grad():
+                believed = torch.stack([gpr.posterior(running)[0] for gpr in gprs], -1)
+            for index, gpr in enumerate(gprs):
+                gpr.append_running_data(running, believed[:, index])
+            front = torch.cat([front, believed.double()])
+        self._gprs = list(gprs)
+        self._lower, self._width = box_bounds(front)
+        super().__init__(np.mean([gpr.length_scales for gpr in gprs], axis=0), space)
+
+    def eval_acqf(self, x: Any) -> Any:
+        import torch
+
+        marginals = [gpr.posterior(x) for gpr in self._gprs]
+        means = torch.stack([mean for mean, _ in marginals], -1)
+        sigmas = torch.stack([(var + STABILIZING_NOISE).sqrt() for _, var in marginals], -1)
+        return log_ehvi(means, sigmas, self._lower, self._width)
+
+
+def log_ehvi(means: Any, sigmas: Any, lower: Any, width: Any) -> Any:
+    """log E[hypervolume improvement] of points with independent normal objectives (`means`,
+    `sigmas`: (..., m), larger is better) over the boxes of lower corners `lower` and sides `width`
+    ((boxes, m); infinite on the side open to improvement) tiling the region the front leaves
+    undominated, bounded by the reference point.
+
+    In a box the improvement is the product over objectives of clamp(y - lower, 0, width), and for
+    y ~ N(mu, sigma^2), E[clamp(y - l, 0, w)] = sigma (h(a) - h(a - w / sigma)) with
+    a = (mu - l) / sigma and h(z) = z Phi(z) + phi(z), computed in log space (log h is Optuna's
+    `standard_logei`, stable far into the tails)."""
+    import torch
+
+    a = (means[..., None, :] - lower) / sigmas[..., None, :]
+    log_h = standard_logei(a)
+    # A box open on its better side (beyond the front's extremes) has an infinite width: h(-inf) = 0.
+    bounded = torch.isfinite(width)
+    log_h_shifted = standard_logei(a - torch.where(bounded, width, 0.0) / sigmas[..., None, :])
+    # log(h(a) - h(b)) = log h(a) + log(1 - exp(log h(b) - log h(a))), kept below 0 for the gradient.
+    gap = (log_h_shifted - log_h).clamp(max=-1e-12)
+    log_side = sigmas.log()[..., None, :] + log_h + torch.where(bounded, _log1mexp(gap), 0.0)
+    return torch.logsumexp(log_side.sum(-1), dim=-1)
+
+
+def _log1mexp(x: Any) -> Any:
+    """log(1 - exp(x)) for x < 0, accurate at both ends (Maechler 2012)."""
+    import torch
+
+    return torch.where(x > -math.log(2), torch.log(-torch.expm1(x)), torch.log1p(-torch.exp(x)))
 
 
 def warm_starts(x: np.ndarray, front: Any, rng: np.random.RandomState) -> np.ndarray:

@@ -10,10 +10,14 @@ the behaviour relied on, not only the names.
 What, and why no public API serves:
 
 * `gp`, `prior`, `acqf`, `optim_mixed`, `search_space` (`optuna._gp`): Optuna 5's GP (kernel fit,
-  priors, (q-)logEI, constrained (q-)logCEI, (q-)logEHVI, the mixed acquisition optimiser, the
+  priors, (q-)logEI, constrained (q-)logCEI, the acquisition base class, the mixed acquisition optimiser, the
   normalisation of a search space). rnntune's GPSampler fits them over observations Optuna's
   GPSampler never sees (pruned trials at their last step, prior trials, the union space), and
   Optuna's GPSampler has no hook for that.
+* `box_bounds` (`acqf._get_reference_point`, `acqf._get_non_dominated_box_bounds`): the boxes
+  that tile what a front leaves undominated, up to the reference point Optuna's EHVI uses, so
+  rnntune's closed-form EHVI (`tuner.samplers.ehvi`) measures improvement as Optuna's does;
+  `standard_logei` (`acqf.standard_logei`): log E[max(0, z + Z)], stable in the tails.
 * `standardize_values` (`optuna.samplers._gp.sampler._standardize_values`): Optuna's target
   standardisation, infinities clipped to the finite extremes first, so rnntune's targets are what
   Optuna's GP is tuned for.
@@ -41,12 +45,14 @@ __all__ = [
     "SUPPORTED",
     "LazyRandomState",
     "acqf",
+    "box_bounds",
     "check",
     "gp",
     "is_pareto_front",
     "optim_mixed",
     "prior",
     "search_space",
+    "standard_logei",
     "standardize_values",
     "trial_id",
 ]
@@ -81,18 +87,29 @@ _SIGNATURES: dict[Callable[..., Any], set[str]] = {
         "n_qmc_samples",
         "qmc_seed",
     },
-    acqf.LogEHVI: {"gpr_list", "search_space", "Y_train", "n_qmc_samples", "qmc_seed"},
-    acqf.qLogEHVI: {
-        "gpr_list",
-        "Y_train",
-        "normalized_params_of_running_trials",
-        "n_qmc_samples",
-        "qmc_seed",
-    },
+    acqf.BaseAcquisitionFunc.__init__: {"length_scales", "search_space"},
+    acqf._get_reference_point: {"Y"},
+    acqf._get_non_dominated_box_bounds: {"Y", "ref_point"},
+    acqf.standard_logei: {"z"},
+    gp.GPRegressor.append_running_data: {"X_running", "y_running"},
+    gp.GPRegressor.posterior: {"x"},
     search_space.SearchSpace.get_normalized_params: {"trials"},
     is_pareto_front: {"assume_unique_lexsorted"},
 }
 _NAMES = {prior: ("default_log_prior", "DEFAULT_MINIMUM_NOISE_VAR")}
+
+
+standard_logei = acqf.standard_logei
+_MIN_WIDTH = 1e-12  # a box's smallest side, as Optuna's LogEHVI clamps it
+
+
+def box_bounds(front: Any) -> tuple[Any, Any]:
+    """Lower corners and side lengths ((boxes, m) tensors) of the boxes tiling the region the
+    `front` (a (points, m) tensor, larger is better) does not dominate, bounded below by the
+    reference point Optuna's LogEHVI takes (10% beyond the worst value of each objective) and
+    unbounded (an infinite side) beyond the front's best values."""
+    lower, upper = acqf._get_non_dominated_box_bounds(front, acqf._get_reference_point(front))
+    return lower, (upper - lower).clamp_min_(_MIN_WIDTH)
 
 
 def trial_id(trial: optuna.Trial) -> int:

@@ -44,7 +44,6 @@ def make_population_scheduler(
     # Imported here: Ray's PB2 pulls in scikit-learn, 1.6 s at the start of every sweep otherwise.
     from tuner.policies.population_schedulers import MemberPB2, MemberPBT
 
-
     def explore(config: dict[str, Any]) -> dict[str, Any]:
         return explore_into(config, ranges)
 
