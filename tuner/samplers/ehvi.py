@@ -1,7 +1,7 @@
 """Two objectives: a GP per objective and expected hypervolume improvement over them.
 
-Why: with two objectives a GP per objective and expected hypervolume improvement (EHVI; Daulton et
-al. 2020's logEHVI, here in closed form: `ExactLogEHVI`) put each suggestion where the front grows most; ParEGO's one GP of a scalarised value with kinks
+Why: with two objectives a GP per objective and q-logEHVI (Daulton et al. 2020; in closed form when
+no trial is in flight, `ExactLogEHVI`) put each suggestion where the front grows most; ParEGO's one GP of a scalarised value with kinks
 (`tuner.samplers.parego`) trailed it at full fidelity in bench/multi_objective.py. Around Optuna's
 acquisition, rnntune keeps what its one-objective GP does: the first objective's GP is the
 sampler's fidelity model (early-stopped trials at the step they reached, candidates scored at the
@@ -115,28 +115,18 @@ def front_means(gprs: Sequence[Any], x: np.ndarray) -> Any:
 
 
 class ExactLogEHVI(acqf.BaseAcquisitionFunc):
-    """log EHVI of one candidate in closed form, over independent per-objective GPs.
+    """log EHVI of one candidate in closed form, over independent per-objective GPs: the suggestion
+    made with no trial in flight.
 
-    Why hand-written: Optuna's (q-)logEHVI estimates the same expectation from 128 QMC samples of
-    every box, and its q-form (trials in flight) decomposes a front per sample; at 1,000 trials that
-    was 3.8 s a suggestion. The GPs are independent, so the improvement inside each box is a product
-    of one expectation per objective, each exact (Yang et al. 2019, "Efficient computation of
-    expected hypervolume improvement using box decomposition algorithms", eq. 8-10). Trials in flight
-    count as observed at their posterior means (Kriging believer, Ginsbourger et al. 2010): in the
-    GPs, as Optuna's LogEHVI imputes them, and on the front, so a point beside one in flight that
-    would already improve it is not suggested again.
+    Why hand-written: Optuna's LogEHVI estimates the same expectation from 128 QMC samples of every
+    box. The GPs are independent, so the improvement inside each box is a product of one
+    expectation per objective, each exact (Yang et al. 2019, "Efficient computation of expected
+    hypervolume improvement using box decomposition algorithms", eq. 8-10). With trials in flight
+    `acquisition` keeps Optuna's q-logEHVI: believing them at their means (Kriging believer), the
+    cheaper way, found smaller fronts in bench/multi_objective.py (docs/samplers.md).
     """
 
-    def __init__(self, gprs: Sequence[Any], space: Any, front: Any, pending: np.ndarray | None) -> None:
-        import torch
-
-        if pending is not None:
-            running = torch.from_numpy(pending)
-            with torch.no_grad():
-                believed = torch.stack([gpr.posterior(running)[0] for gpr in gprs], -1)
-            for index, gpr in enumerate(gprs):
-                gpr.append_running_data(running, believed[:, index])
-            front = torch.cat([front, believed.double()])
+    def __init__(self, gprs: Sequence[Any], space: Any, front: Any) -> None:
         self._gprs = list(gprs)
         self._lower, self._width = box_bounds(front)
         super().__init__(np.mean([gpr.length_scales for gpr in gprs], axis=0), space)
@@ -148,6 +138,23 @@ class ExactLogEHVI(acqf.BaseAcquisitionFunc):
         means = torch.stack([mean for mean, _ in marginals], -1)
         sigmas = torch.stack([(var + STABILIZING_NOISE).sqrt() for _, var in marginals], -1)
         return log_ehvi(means, sigmas, self._lower, self._width)
+
+
+def acquisition(
+    gprs: Sequence[Any], space: Any, front: Any, pending: np.ndarray | None, n_qmc: int, seed: int
+) -> Any:
+    """The closed-form logEHVI, or Optuna's q-logEHVI over the `pending` (RUNNING) points when
+    there are some, measured from `front` (larger is better in every column)."""
+    if pending is None:
+        return ExactLogEHVI(gprs, space, front)
+    return acqf.qLogEHVI(
+        gpr_list=list(gprs),
+        search_space=space,
+        Y_train=front,
+        n_qmc_samples=n_qmc,
+        qmc_seed=seed,
+        normalized_params_of_running_trials=pending,
+    )
 
 
 def log_ehvi(means: Any, sigmas: Any, lower: Any, width: Any) -> Any:

@@ -15,7 +15,7 @@ Around it, rnntune models the union search space of the study's trials (`union_s
 parameters and widened ranges stay in the GP) with inactive parameters imputed outside the range
 (`inactive`), scores candidates as their trials will be stored (`activity`) and warm-starts the fit
 with another study's trials (`prior_trials`). A study with two objectives, once it has a front,
-gets a GP per objective and closed-form logEHVI from their denoised front (`ehvi`), the first objective's
+gets a GP per objective and (q-)logEHVI from their denoised front (`ehvi`), the first objective's
 GP through the same fidelity model; otherwise (three or more objectives, constraints, no front
 yet) several objectives are made one per suggestion by ParEGO's random Chebyshev scalarisation
 (`parego`), so early-stopped trials inform it too. Constraints set by `Trial.set_constraint` make
@@ -224,7 +224,7 @@ class GPSampler(BaseSampler):
         self, study: Study, trials: list[FrozenTrial], inputs: FitInputs, cost: LogCost | None
     ) -> dict[str, Any]:
         """Two objectives (`tuner.samplers.ehvi`): the first objective's GP on `inputs`, a GP per
-        other objective on the `trials` that recorded it, closed-form logEHVI from their denoised front."""
+        other objective on the `trials` that recorded it, (q-)logEHVI from their denoised front."""
         space, objective_signs = inputs.gp_space, signs(study)
         names = list(study.metric_names or [])
         gprs = [self._fit(inputs.x, inputs.standardized, space)]
@@ -235,7 +235,8 @@ class GPSampler(BaseSampler):
         complete = [t for t in trials if t.state == TrialState.COMPLETE and t.values is not None]
         x_complete = inputs.normalised(complete)
         front = ehvi.front_means(gprs, x_complete)
-        acqf = ehvi.ExactLogEHVI(gprs, space, front, inputs.pending)
+        seed = self._rng.rng.randint(MAX_QMC_SEED)
+        acqf = ehvi.acquisition(gprs, space, front, inputs.pending, N_QMC_SAMPLES, seed)
         return self._optimise(acqf, ehvi.warm_starts(x_complete, front, self._rng.rng), inputs, cost)
 
     def _fit(self, x: np.ndarray, y: np.ndarray, space: Any, cached: Any = None) -> Any:

@@ -8,8 +8,8 @@ asked at once do not collapse onto one point:
   COMPLETE, then every trial at the last step it reported, candidates scored at the full length;
   MOBSTER-like) and a subset of at most 200 observations in a large study; q-logEI over the
   RUNNING trials.
-  With two objectives it fits a GP per objective and picks by logEHVI (closed form, trials in
-  flight believed at their means) from their denoised front
+  With two objectives it fits a GP per objective and picks by q-logEHVI (logEHVI in closed
+  form with no trial in flight) from their denoised front
   (`tuner.samplers.ehvi`); with more, with constraints, or before any front, it scalarises them
   per suggestion (ParEGO, `tuner.samplers.parego`). Early-stopped trials inform it either way;
   with constraints (`Trial.set_constraint`) its acquisition is constrained (q-)logEI

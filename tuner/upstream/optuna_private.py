@@ -10,7 +10,7 @@ the behaviour relied on, not only the names.
 What, and why no public API serves:
 
 * `gp`, `prior`, `acqf`, `optim_mixed`, `search_space` (`optuna._gp`): Optuna 5's GP (kernel fit,
-  priors, (q-)logEI, constrained (q-)logCEI, the acquisition base class, the mixed acquisition optimiser, the
+  priors, (q-)logEI, constrained (q-)logCEI, q-logEHVI, the acquisition base class, the mixed acquisition optimiser, the
   normalisation of a search space). rnntune's GPSampler fits them over observations Optuna's
   GPSampler never sees (pruned trials at their last step, prior trials, the union space), and
   Optuna's GPSampler has no hook for that.
@@ -91,7 +91,14 @@ _SIGNATURES: dict[Callable[..., Any], set[str]] = {
     acqf._get_reference_point: {"Y"},
     acqf._get_non_dominated_box_bounds: {"Y", "ref_point"},
     acqf.standard_logei: {"z"},
-    gp.GPRegressor.append_running_data: {"X_running", "y_running"},
+    acqf.qLogEHVI: {
+        "gpr_list",
+        "search_space",
+        "Y_train",
+        "normalized_params_of_running_trials",
+        "n_qmc_samples",
+        "qmc_seed",
+    },
     gp.GPRegressor.posterior: {"x"},
     search_space.SearchSpace.get_normalized_params: {"trials"},
     is_pareto_front: {"assume_unique_lexsorted"},
