@@ -1,8 +1,9 @@
 """Two objectives: a GP per objective and expected hypervolume improvement over them.
 
-Why: with two objectives a GP per objective and q-logEHVI (Daulton et al. 2020; in closed form when
-no trial is in flight, `ExactLogEHVI`) put each suggestion where the front grows most; ParEGO's one GP of a scalarised value with kinks
-(`tuner.samplers.parego`) trailed it at full fidelity in bench/multi_objective.py. Around Optuna's
+Why: with two objectives a GP per objective and q-logEHVI (Daulton et al. 2020; in closed form
+when no trial is in flight, `ExactLogEHVI`) put each suggestion where the front grows most;
+ParEGO's one GP of a scalarised value with kinks (`tuner.samplers.parego`) trailed it at full
+fidelity in bench/multi_objective.py. Around Optuna's
 acquisition, rnntune keeps what its one-objective GP does: the first objective's GP is the
 sampler's fidelity model (early-stopped trials at the step they reached, candidates scored at the
 full length), every other objective's GP fits each trial that recorded it, PRUNED ones included

@@ -10,8 +10,8 @@ the behaviour relied on, not only the names.
 What, and why no public API serves:
 
 * `gp`, `prior`, `acqf`, `optim_mixed`, `search_space` (`optuna._gp`): Optuna 5's GP (kernel fit,
-  priors, (q-)logEI, constrained (q-)logCEI, q-logEHVI, the acquisition base class, the mixed acquisition optimiser, the
-  normalisation of a search space). rnntune's GPSampler fits them over observations Optuna's
+  priors, (q-)logEI, constrained (q-)logCEI, q-logEHVI, the acquisition base class, the mixed
+  acquisition optimiser, the normalisation of a search space). rnntune's GPSampler fits them over observations Optuna's
   GPSampler never sees (pruned trials at their last step, prior trials, the union space), and
   Optuna's GPSampler has no hook for that.
 * `box_bounds` (`acqf._get_reference_point`, `acqf._get_non_dominated_box_bounds`): the boxes

@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import optuna
+import pytest
 
+from tuner import python_api
+from tuner.api.settings import ApiSettings
 from tuner.cli import main
+from tuner.errors import StudyError
 from tuner.spec import SweepSpec
 from tuner.sweeps.study.create import create_study
 
@@ -61,12 +65,6 @@ def test_missing_dataset_folder_is_refused_before_the_study_exists(tmp_path, cap
 def test_an_object_store_uri_is_refused_not_made_a_local_folder(tmp_path, capsys, monkeypatch):
     """`--storage s3://bar/studies` once finished with exit 0, every checkpoint in a local folder
     named `s3:`; each way in now refuses a URI, naming its field, before a study or folder exists."""
-    import pytest
-
-    from tuner import python_api
-    from tuner.api.settings import ApiSettings
-    from tuner.errors import StudyError
-
     monkeypatch.chdir(tmp_path)
     db = f"sqlite:///{tmp_path / 'db.sqlite'}"
     assert main(["sweep", "--db", db, "--name", "s", "--space", "tiny", "--storage", "s3://bar/studies"]) == 2

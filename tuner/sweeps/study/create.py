@@ -117,7 +117,7 @@ def create_study(
         study_attrs.WARM_START: prior,
         study_attrs.STATUS: "created",
         study_attrs.CREATED_AT: now(),
-        study_attrs.STORAGE_PATH: str(root.expanduser().resolve()),
+        study_attrs.STORAGE_PATH: str(root.resolve()),
     }
     for key, value in attrs.items():
         study_attrs.write(study, key, value)
