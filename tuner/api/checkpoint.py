@@ -5,7 +5,9 @@ the database controls. So the roots come from the server's configuration alone (
 `$RNNTUNE_STORAGE`), never from the database, and every file is opened through
 `tuner.api.paths.open_within` (confined, no symlink followed while opening); the download is sent
 from that open file, so what was checked is what is served. The SHA-256 of a file is cached by
-(device, inode, size, mtime) for the `MAX_DIGESTS` most recently served files.
+(device, inode, size, mtime) for the `MAX_DIGESTS` most recently served files. A study kept in an
+object store has its checkpoint keys confined the same way (`locate_object`): to the study's
+location, itself inside the server's `--storage s3://...` root.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import base64
 import hashlib
 import json
 import os
+import tempfile
 import threading
 from collections import OrderedDict
 from collections.abc import Iterator
@@ -25,6 +28,7 @@ import yaml
 
 from tuner.api.paths import PathRefused, open_within
 from tuner.storage import study_attrs, trial_attrs
+from tuner.storage.object_store import KeyRefused, ObjectLocation, ObjectStore
 
 # Above this many bytes the run config is not sent as a header (curl and proxies choke on big
 # headers); the `X-Trial-Config-URL` header names the endpoint that serves it.
@@ -89,6 +93,36 @@ def locate(raw: Any, roots: tuple[Path, ...], base: Path) -> Checkpoint:
     except OSError:
         handle.close()
         raise
+
+
+def locate_object(raw: str, root: ObjectLocation | None, stored: Any) -> Checkpoint:
+    """The checkpoint `raw` (an `s3://` key) of a study kept in an object store, copied into an
+    unnamed temporary file (its digest must be known before the body is sent): only when the
+    study's stored location `stored` lies inside the server's object root `root` and the key inside
+    the study's location; CheckpointUnavailable naming the rule otherwise."""
+    if root is None:
+        raise CheckpointUnavailable(
+            f"checkpoint: {raw[:200]!r} is in an object store, and this server serves none "
+            "(serve with --storage s3://BUCKET/PREFIX)"
+        )
+    try:
+        store = ObjectStore(root.confine(stored, "storage_path"))
+        key = store.key(raw, "checkpoint")
+        handle = tempfile.TemporaryFile()  # noqa: SIM115 (the Checkpoint closes it once sent)
+    except KeyRefused as err:
+        raise CheckpointUnavailable(str(err)) from None
+    try:
+        digest = hashlib.sha256()
+        for block in store.chunks(key, CHUNK):
+            digest.update(block)
+            handle.write(block)
+        size = handle.tell()
+    except BaseException as err:
+        handle.close()
+        if isinstance(err, KeyRefused):
+            raise CheckpointUnavailable(f"checkpoint: {err}") from None
+        raise
+    return Checkpoint(handle, Path(key.prefix), size, digest.hexdigest())
 
 
 def run_config(

@@ -22,7 +22,8 @@ from tuner.api.models import TrialDetail, TrialPage, TrialState
 from tuner.api.routes.common import STUDY, StudyName, attachment, errors, readable_row, snapshot_of, state_of
 from tuner.api.routes.population import LineageStep, replay_fields
 from tuner.objectives.goals import Goals
-from tuner.storage import trial_attrs
+from tuner.storage import study_attrs, trial_attrs
+from tuner.storage.object_store import is_uri
 
 router = APIRouter(prefix=STUDY, tags=["trials"], dependencies=[Depends(require_read)])
 ERRORS = errors(401, 404, 409, 422, 503)
@@ -170,15 +171,18 @@ def get_best_checkpoint(
     Headers: `X-Checkpoint-SHA256` (and `Repr-Digest`), `X-Trial-Number`, `X-Trial-Value`,
     `X-Trial-Config-URL` (the run's resolved config) and, when that config is under 8 kB,
     `X-Trial-Config` (the config itself as JSON). Only files inside the server's storage root
-    (`--storage`) are ever served, from the file descriptor that was checked (no symlink followed).
+    (`--storage`) are ever served, from the file descriptor that was checked (no symlink followed);
+    from an object store (`--storage s3://...`), only keys under the study's prefix inside it.
     """
     state = state_of(request)
     row = readable_row(state, name)
     best = _best(state.store.snapshot(row), name, trial, rule, study_goals(row.user_attrs))
-    settings = state.settings
-    found = checkpoint.locate(
-        trial_attrs.CHECKPOINT.of(best.user_attrs), (settings.storage_root,), settings.storage_root / name
-    )
+    settings, raw = state.settings, trial_attrs.CHECKPOINT.of(best.user_attrs)
+    if isinstance(raw, str) and is_uri(raw):
+        stored = study_attrs.STORAGE_PATH.of(row.user_attrs)
+        found = checkpoint.locate_object(raw, settings.object_root, stored)
+    else:
+        found = checkpoint.locate(raw, (settings.storage_root,), settings.storage_root / name)
     config_url = quote(request.url_for("get_trial_config", name=name, number=best.number).path, safe="/%")
     assert best.value is not None  # `best` is a completed trial with a finite objective
     try:
