@@ -28,7 +28,7 @@ import yaml
 
 from tuner.api.paths import PathRefused, open_within
 from tuner.storage import study_attrs, trial_attrs
-from tuner.storage.object_store import KeyRefused, ObjectLocation, ObjectStore
+from tuner.storage.object_store import KeyRefused, ObjectLocation, ObjectStore, is_uri
 
 # Above this many bytes the run config is not sent as a header (curl and proxies choke on big
 # headers); the `X-Trial-Config-URL` header names the endpoint that serves it.
@@ -168,10 +168,10 @@ def headers(
     return found
 
 
-def storage_root(user_attrs: dict[str, Any], default: Path) -> Path:
-    """The study's `storage_path` attr, else `default`: where the launcher runs a sweep. Never a
-    root to serve files from (that is the server's `--storage` alone)."""
+def storage_root(user_attrs: dict[str, Any], default: Path) -> Path | str:
+    """The study's `storage_path` attr (an object store URI as it is), else `default`: where the
+    launcher runs a sweep. Never a root to serve files from (that is the server's `--storage` alone)."""
     raw = study_attrs.STORAGE_PATH.of(user_attrs)
     if isinstance(raw, str) and raw and "\x00" not in raw:
-        return Path(os.path.expanduser(raw))
+        return raw if is_uri(raw) else Path(os.path.expanduser(raw))
     return default

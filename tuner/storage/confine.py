@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from tuner.storage.object_store import is_uri
+from tuner.storage.object_store import KeyRefused, ObjectLocation, is_uri
 
 
 def resolve_within(raw: Any, roots: tuple[Path, ...], base: Path) -> Path | None:
@@ -34,3 +34,18 @@ def study_folder(stored: Any, root: Path, name: str) -> Path | None:
     if isinstance(raw, str) and is_uri(raw):
         return None
     return resolve_within(raw, (root,), root)
+
+
+def study_location(
+    stored: Any, root: Path, name: str, objects: ObjectLocation | None
+) -> Path | ObjectLocation | None:
+    """`study_folder`, or for a study kept in an object store its location when that lies inside
+    `objects` (the server's object store root); None when refused."""
+    if isinstance(stored, str) and is_uri(stored):
+        if objects is None:
+            return None
+        try:
+            return objects.confine(stored, "storage_path")
+        except KeyRefused:
+            return None
+    return study_folder(stored, root, name)
