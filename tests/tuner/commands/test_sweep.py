@@ -87,6 +87,14 @@ def test_an_unsupported_or_unreachable_store_is_refused_not_made_a_local_folder(
     monkeypatch.setenv("RNNTUNE_STORAGE", "file://bar/root")
     with pytest.raises(StudyError, match=r"^RNNTUNE_STORAGE: 'file://bar/root' is a file:// URI"):
         ApiSettings.from_env(db)
+    code = main(
+        ["sweep", "--db", db, "--name", "d", "--space", "dyneval", "--checkpoint", "s3://bar/s/best.pt"]
+    )
+    assert code == 2
+    assert (
+        "checkpoint: 's3://bar/s/best.pt' is a URI; dynamic evaluation takes a local file"
+        in capsys.readouterr().err
+    )
     assert optuna.study.get_all_study_names(db) == []
     assert sorted(p.name for p in tmp_path.iterdir()) == ["db.sqlite"]
 

@@ -16,6 +16,7 @@ import trainer
 from tests import s3_server
 from tests.tuner.api.fixtures import live_server
 from tests.tuner.sweep_process import finish, launch, tiny_set_args
+from tuner import python_api
 from tuner.api import ApiSettings
 from tuner.storage.object_store import ObjectStore, parse
 from tuner.storage.study import load_study
@@ -51,6 +52,7 @@ def test_a_cli_sweep_keeps_its_checkpoints_in_the_bucket_and_the_api_serves_them
         assert (tmp_path / "studies" / "s3e2e" / f"trial-{t.number}" / "best.pt").is_file() == kept
     assert study.user_attrs["checkpoints_removed"] == 3
     assert any(uri.startswith(f"{where}/ray/") for uri in objects)  # Ray Tune's own state, there too
+    assert python_api.best("s3e2e", db=db)["checkpoint"] == f"{where}/trial-{best.number}/best.pt"
     assert "AWS_SECRET_ACCESS_KEY" not in str(study.user_attrs) and "testing" not in str(study.user_attrs)
 
     expected = hashlib.sha256(b"".join(store.chunks(parse(f"{where}/trial-{best.number}/best.pt", "t"))))
