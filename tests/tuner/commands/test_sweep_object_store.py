@@ -6,6 +6,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+import shutil
+import signal
 import sqlite3
 
 import httpx
@@ -15,7 +18,7 @@ from optuna.trial import TrialState
 import trainer
 from tests import s3_server
 from tests.tuner.api.fixtures import live_server
-from tests.tuner.sweep_process import finish, launch, tiny_set_args
+from tests.tuner.sweep_process import finish, launch, tiny_set_args, trials, wait_until
 from tuner import python_api
 from tuner.api import ApiSettings
 from tuner.storage.object_store import ObjectStore, parse
@@ -89,3 +92,43 @@ def test_a_cli_sweep_keeps_its_checkpoints_in_the_bucket_and_the_api_serves_them
         assert refused.status_code == 404
         assert "checkpoint: " in refused.text and "outside the study's prefix" in refused.text
         assert "not this study" not in refused.text
+
+
+def test_a_trial_whose_worker_is_killed_resumes_on_a_node_without_its_folder(tmp_path, bucket):
+    """The trial process stopped mid-run, its local run folder deleted (the retry lands on another
+    node), then killed: Ray's retry downloads the copy in the bucket and resumes from it, so the
+    run's metrics.jsonl goes on from the lines the killed attempt had uploaded, byte for byte (a
+    run started afresh would have measured its own `elapsed_s`)."""
+    db = f"sqlite:///{tmp_path / 'studies.db'}"
+    where = f"s3://{bucket}/studies/kill"
+    args = ["--name", "kill", "--trials", "1", "--parallel", "1", "--db", db, "--seed", "3"]
+    args += ["--storage", where, "--max-retries", "1", "--scheduler", "none"]
+    proc, log = launch(tmp_path, [*args, *tiny_set_args(max_steps=200)])
+    running: list = []
+
+    def training() -> bool:
+        running[:] = [
+            t
+            for t in trials(db, "kill")
+            if t.state == TrialState.RUNNING
+            and t.user_attrs.get("pid")
+            and 20 <= max(t.intermediate_values, default=0) < 150
+        ]
+        return bool(running)
+
+    wait_until(training, proc, log, 300)
+    pid = int(running[0].user_attrs["pid"])
+    os.kill(pid, signal.SIGSTOP)  # nothing more is written or uploaded while the folder goes
+    shutil.rmtree(tmp_path / "studies" / "kill" / f"trial-{running[0].number}")
+    store = ObjectStore(parse(where, "test"))
+    metrics = parse(f"{where}/trial-{running[0].number}/metrics.jsonl", "t")
+    uploaded = b"".join(store.chunks(metrics))
+    os.kill(pid, signal.SIGKILL)
+    assert finish(proc, log, 600) == 0, log.read_text()
+
+    study = load_study("kill", db)
+    (done,) = [t for t in study.trials if t.state == TrialState.COMPLETE]
+    assert any(t.state == TrialState.FAIL and t.user_attrs.get("needs_retry") for t in study.trials)
+    assert sorted(done.intermediate_values) == list(range(10, 201, 10))
+    final = b"".join(store.chunks(metrics))
+    assert uploaded.count(b"\n") >= 2 and final.startswith(uploaded) and len(final) > len(uploaded)

@@ -98,3 +98,26 @@ def test_a_missing_bucket_or_unreachable_endpoint_is_refused_naming_the_field(s3
     monkeypatch.setenv("AWS_ENDPOINT_URL_S3", f"http://127.0.0.1:{free_port()}")  # nothing listens
     with pytest.raises(StorageRefused, match=r"^--storage: cannot reach s3://bucket/p: .*AWS_ACCESS_KEY_ID"):
         ObjectStore(parse("s3://bucket/p", "--storage")).check("--storage")
+
+
+def test_a_study_in_an_object_store_writes_its_run_folders_under_the_local_root(monkeypatch, tmp_path):
+    from tuner.storage.confine import study_folder, study_location
+    from tuner.storage.study import storage_root, study_storage
+
+    assert study_storage("s3://b-1/studies/x", tmp_path, "x") == (
+        tmp_path / "x",
+        ObjectLocation("b-1", "studies/x"),
+    )
+    assert study_storage(str(tmp_path / "own"), tmp_path, "x") == (tmp_path / "own", None)
+    monkeypatch.setenv("RNNTUNE_STORAGE", "s3://b-1/studies")
+    assert storage_root() == Path("studies")  # the working copies' folder; the URI is no folder
+    monkeypatch.setenv("RNNTUNE_STORAGE", "gs://b-1/studies")
+    with pytest.raises(StudyError, match=r"^RNNTUNE_STORAGE: 'gs://b-1/studies' is a gs:// URI"):
+        storage_root()
+    # A stored URI is never taken as a folder (`s3:` under the root); only a server whose object
+    # store root holds it may use it.
+    assert study_folder("s3://b-1/studies/x", tmp_path, "x") is None
+    root = ObjectLocation("b-1", "studies")
+    assert study_location("s3://b-1/studies/x", tmp_path, "x", root) == ObjectLocation("b-1", "studies/x")
+    assert study_location("s3://b-1/other/x", tmp_path, "x", root) is None
+    assert study_location("s3://b-1/studies/x", tmp_path, "x", None) is None
