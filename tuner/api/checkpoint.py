@@ -35,6 +35,8 @@ from tuner.storage.object_store import KeyRefused, ObjectLocation, ObjectStore, 
 MAX_CONFIG_HEADER = 8192
 # Digests kept (least recently used evicted): one per checkpoint served lately.
 MAX_DIGESTS = 256
+# A run config read from an object store larger than this is not read (a config.yaml is a few kB).
+MAX_CONFIG_BYTES = 1 << 20
 CHUNK = 1 << 20
 
 
@@ -123,6 +125,28 @@ def locate_object(raw: str, root: ObjectLocation | None, stored: Any) -> Checkpo
             raise CheckpointUnavailable(f"checkpoint: {err}") from None
         raise
     return Checkpoint(handle, Path(key.prefix), size, digest.hexdigest())
+
+
+def object_config(attrs: dict[str, Any], root: ObjectLocation | None, stored: Any) -> dict[str, Any] | None:
+    """The run's `config.yaml` beside an `s3://` checkpoint, read from the study's prefix under the
+    same confinement as `locate_object` (and at most MAX_CONFIG_BYTES); None when the checkpoint
+    is no key, the config is absent or too big, or a rule refuses it."""
+    raw = trial_attrs.CHECKPOINT.of(attrs)
+    if root is None or not isinstance(raw, str) or not is_uri(raw):
+        return None
+    try:
+        store = ObjectStore(root.confine(stored, "storage_path"))
+        folder = store.key(raw, "checkpoint").uri.rsplit("/", 1)[0]
+        blocks, size = [], 0
+        for block in store.chunks(store.key(f"{folder}/config.yaml", "config")):
+            size += len(block)
+            if size > MAX_CONFIG_BYTES:
+                return None
+            blocks.append(block)
+        loaded = yaml.safe_load(b"".join(blocks))
+    except (KeyRefused, OSError, yaml.YAMLError, UnicodeDecodeError):
+        return None
+    return loaded if isinstance(loaded, dict) else None
 
 
 def run_config(

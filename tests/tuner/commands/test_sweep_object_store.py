@@ -58,6 +58,7 @@ def test_a_cli_sweep_keeps_its_checkpoints_in_the_bucket_and_the_api_serves_them
     assert python_api.best("s3e2e", db=db)["checkpoint"] == f"{where}/trial-{best.number}/best.pt"
     assert "AWS_SECRET_ACCESS_KEY" not in str(study.user_attrs) and "testing" not in str(study.user_attrs)
 
+    shutil.rmtree(tmp_path / "studies" / "s3e2e")  # the API reads the bucket alone
     expected = hashlib.sha256(b"".join(store.chunks(parse(f"{where}/trial-{best.number}/best.pt", "t"))))
     settings = ApiSettings(
         db_url=db, storage_root=tmp_path / "studies", object_root=parse(f"s3://{bucket}/studies", "t")
@@ -70,6 +71,10 @@ def test_a_cli_sweep_keeps_its_checkpoints_in_the_bucket_and_the_api_serves_them
         (tmp_path / "best.pt").write_bytes(download.content)
         _model, config = trainer.load_checkpoint(tmp_path / "best.pt")
         assert config.learning_rate == pytest.approx(best.params["learning_rate"])
+        # The run config comes from the bucket (the local copies are gone), not the sampled params.
+        sent = json.loads(download.headers["x-trial-config"])
+        assert sent["max_steps"] == 30 and sent["run_dir"].endswith(f"trial-{best.number}")
+        assert httpx.get(f"{url}/studies/s3e2e/trials/{best.number}/config", timeout=60).json() == sent
 
     elsewhere = ApiSettings(
         db_url=db, storage_root=tmp_path / "studies", object_root=parse(f"s3://{bucket}/other", "t")

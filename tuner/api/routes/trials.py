@@ -68,11 +68,16 @@ def _trial(snapshot: StudySnapshot, name: str, number: int) -> TrialRecord:
 
 
 def _config(request: Request, name: str, trial: TrialRecord) -> dict:
-    """The trial's run config.yaml, else the params its model was trained with (a population
-    member's in force at its end)."""
-    settings = state_of(request).settings
+    """The trial's run config.yaml (in the object store of a study kept there), else the params its
+    model was trained with (a population member's in force at its end)."""
+    state = state_of(request)
+    settings = state.settings
+    stored = study_attrs.STORAGE_PATH.of(readable_row(state, name).user_attrs)
+    found = checkpoint.object_config(trial.user_attrs, settings.object_root, stored)
     roots = (settings.storage_root,)
-    return checkpoint.run_config(trial.user_attrs, roots, settings.storage_root / name, trial.params_in_force)
+    return found or checkpoint.run_config(
+        trial.user_attrs, roots, settings.storage_root / name, trial.params_in_force
+    )
 
 
 @router.get("/trials/{number}/config", response_model=dict[str, Any], responses=ERRORS)
