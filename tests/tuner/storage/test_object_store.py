@@ -121,3 +121,20 @@ def test_a_study_in_an_object_store_writes_its_run_folders_under_the_local_root(
     assert study_location("s3://b-1/studies/x", tmp_path, "x", root) == ObjectLocation("b-1", "studies/x")
     assert study_location("s3://b-1/other/x", tmp_path, "x", root) is None
     assert study_location("s3://b-1/studies/x", tmp_path, "x", None) is None
+
+
+def test_the_filesystem_ray_pickles_holds_no_key(monkeypatch):
+    """Ray Tune pickles its `storage_filesystem` into the experiment state in the bucket: the keys
+    stay in each process's environment, never in that pickle."""
+    import pickle
+
+    from tuner.storage.object_store import filesystem
+
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "AKID-7f2c")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "secret-9e4b")
+    monkeypatch.setenv("AWS_ENDPOINT_URL_S3", "http://127.0.0.1:9")
+    fs = filesystem()
+    assert fs.region == "us-east-1"
+    state = pickle.dumps(fs)
+    assert b"secret-9e4b" not in state and b"AKID-7f2c" not in state
+    assert b"127.0.0.1:9" in state  # the endpoint travels with it (no secret)
