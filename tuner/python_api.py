@@ -37,6 +37,7 @@ from tuner.objectives.goals import Goals
 from tuner.spec import SweepSpec
 from tuner.storage import trial_attrs
 from tuner.storage.lease import begin, lease_engine, request_stop
+from tuner.storage.object_store import ObjectStore, is_uri, parse
 from tuner.storage.study import (
     load_study,
     open_storage,
@@ -147,6 +148,14 @@ def trials(name: str, *, db: str | None = None) -> pd.DataFrame:
         storage.engine.dispose()
 
 
+def _exists(checkpoint: str) -> bool:
+    """Whether the checkpoint file, or object (`s3://...`, a study kept in an object store), is there."""
+    if is_uri(checkpoint):
+        key = parse(checkpoint, "checkpoint")
+        return ObjectStore(key).size(key) is not None
+    return Path(checkpoint).is_file()
+
+
 def best(
     name: str, *, db: str | None = None, trial: int | None = None, rule: str | None = None
 ) -> dict[str, Any] | None:
@@ -154,8 +163,8 @@ def best(
     `trial`, or the Pareto front's member `rule` picks (`lowest:val_loss@num_params<=24e6`, as
     `GET /studies/{name}/best?rule=`): `number`, `value`, `params` (a population member's in force
     at its end, the shape it copied included), `config` (its run's config.yaml, the trainer
-    settings that reproduce it; None if the file is gone) and `checkpoint` (its best.pt's path;
-    None when retention removed it); in a population study (scheduler pbt/pb2) also
+    settings that reproduce it; None if the file is gone) and `checkpoint` (its best.pt's path, or
+    its `s3://` key in a study kept in an object store; None when retention removed it); in a population study (scheduler pbt/pb2) also
     `initial_params` (Optuna's, as first sampled for it), `schedule` (the settings its weights
     were trained with, by step) and `replay_config` (`config` replaying that schedule; None
     without `config`). None when no trial qualifies; ValueError for a trial that is not COMPLETE,
@@ -178,7 +187,7 @@ def best(
         "value": chosen.value,
         "params": dict(chosen.params_in_force),
         "config": config,
-        "checkpoint": checkpoint if checkpoint and Path(checkpoint).is_file() else None,
+        "checkpoint": checkpoint if checkpoint and _exists(checkpoint) else None,
     }
     if lineage.population_spec(row.user_attrs) is None:
         return found

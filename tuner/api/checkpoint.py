@@ -5,7 +5,9 @@ the database controls. So the roots come from the server's configuration alone (
 `$RNNTUNE_STORAGE`), never from the database, and every file is opened through
 `tuner.api.paths.open_within` (confined, no symlink followed while opening); the download is sent
 from that open file, so what was checked is what is served. The SHA-256 of a file is cached by
-(device, inode, size, mtime) for the `MAX_DIGESTS` most recently served files.
+(device, inode, size, mtime) for the `MAX_DIGESTS` most recently served files. A study kept in an
+object store has its checkpoint keys confined the same way (`locate_object`): to the study's
+location, itself inside the server's `--storage s3://...` root.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import base64
 import hashlib
 import json
 import os
+import tempfile
 import threading
 from collections import OrderedDict
 from collections.abc import Iterator
@@ -25,12 +28,15 @@ import yaml
 
 from tuner.api.paths import PathRefused, open_within
 from tuner.storage import study_attrs, trial_attrs
+from tuner.storage.object_store import KeyRefused, ObjectLocation, ObjectStore, is_uri
 
 # Above this many bytes the run config is not sent as a header (curl and proxies choke on big
 # headers); the `X-Trial-Config-URL` header names the endpoint that serves it.
 MAX_CONFIG_HEADER = 8192
 # Digests kept (least recently used evicted): one per checkpoint served lately.
 MAX_DIGESTS = 256
+# A run config read from an object store larger than this is not read (a config.yaml is a few kB).
+MAX_CONFIG_BYTES = 1 << 20
 CHUNK = 1 << 20
 
 
@@ -91,6 +97,58 @@ def locate(raw: Any, roots: tuple[Path, ...], base: Path) -> Checkpoint:
         raise
 
 
+def locate_object(raw: str, root: ObjectLocation | None, stored: Any) -> Checkpoint:
+    """The checkpoint `raw` (an `s3://` key) of a study kept in an object store, copied into an
+    unnamed temporary file (its digest must be known before the body is sent): only when the
+    study's stored location `stored` lies inside the server's object root `root` and the key inside
+    the study's location; CheckpointUnavailable naming the rule otherwise."""
+    if root is None:
+        raise CheckpointUnavailable(
+            f"checkpoint: {raw[:200]!r} is in an object store, and this server serves none "
+            "(serve with --storage s3://BUCKET/PREFIX)"
+        )
+    try:
+        store = ObjectStore(root.confine(stored, "storage_path"))
+        key = store.key(raw, "checkpoint")
+        handle = tempfile.TemporaryFile()  # noqa: SIM115 (the Checkpoint closes it once sent)
+    except KeyRefused as err:
+        raise CheckpointUnavailable(str(err)) from None
+    try:
+        digest = hashlib.sha256()
+        for block in store.chunks(key, CHUNK):
+            digest.update(block)
+            handle.write(block)
+        size = handle.tell()
+    except BaseException as err:
+        handle.close()
+        if isinstance(err, KeyRefused):
+            raise CheckpointUnavailable(f"checkpoint: {err}") from None
+        raise
+    return Checkpoint(handle, Path(key.prefix), size, digest.hexdigest())
+
+
+def object_config(attrs: dict[str, Any], root: ObjectLocation | None, stored: Any) -> dict[str, Any] | None:
+    """The run's `config.yaml` beside an `s3://` checkpoint, read from the study's prefix under the
+    same confinement as `locate_object` (and at most MAX_CONFIG_BYTES); None when the checkpoint
+    is no key, the config is absent or too big, or a rule refuses it."""
+    raw = trial_attrs.CHECKPOINT.of(attrs)
+    if root is None or not isinstance(raw, str) or not is_uri(raw):
+        return None
+    try:
+        store = ObjectStore(root.confine(stored, "storage_path"))
+        folder = store.key(raw, "checkpoint").uri.rsplit("/", 1)[0]
+        blocks, size = [], 0
+        for block in store.chunks(store.key(f"{folder}/config.yaml", "config")):
+            size += len(block)
+            if size > MAX_CONFIG_BYTES:
+                return None
+            blocks.append(block)
+        loaded = yaml.safe_load(b"".join(blocks))
+    except (KeyRefused, OSError, yaml.YAMLError, UnicodeDecodeError):
+        return None
+    return loaded if isinstance(loaded, dict) else None
+
+
 def run_config(
     attrs: dict[str, Any], roots: tuple[Path, ...], base: Path, params: dict[str, Any]
 ) -> dict[str, Any]:
@@ -134,10 +192,10 @@ def headers(
     return found
 
 
-def storage_root(user_attrs: dict[str, Any], default: Path) -> Path:
-    """The study's `storage_path` attr, else `default`: where the launcher runs a sweep. Never a
-    root to serve files from (that is the server's `--storage` alone)."""
+def storage_root(user_attrs: dict[str, Any], default: Path) -> Path | str:
+    """The study's `storage_path` attr (an object store URI as it is), else `default`: where the
+    launcher runs a sweep. Never a root to serve files from (that is the server's `--storage` alone)."""
     raw = study_attrs.STORAGE_PATH.of(user_attrs)
     if isinstance(raw, str) and raw and "\x00" not in raw:
-        return Path(os.path.expanduser(raw))
+        return raw if is_uri(raw) else Path(os.path.expanduser(raw))
     return default

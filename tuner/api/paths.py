@@ -20,8 +20,17 @@ from tuner.errors import Conflict, NotFound
 from tuner.storage import study_attrs
 from tuner.storage.confine import resolve_within
 from tuner.storage.confine import study_folder as confined_folder
+from tuner.storage.confine import study_location as confined_location
+from tuner.storage.object_store import ObjectLocation
 
-__all__ = ["PathRefused", "StudyFolderRefused", "open_within", "resolve_within", "study_folder"]
+__all__ = [
+    "PathRefused",
+    "StudyFolderRefused",
+    "open_within",
+    "resolve_within",
+    "study_folder",
+    "study_location",
+]
 
 
 class PathRefused(NotFound):
@@ -41,6 +50,21 @@ def study_folder(attrs: dict[str, Any], root: Path, name: str) -> Path:
         raise StudyFolderRefused(
             f"study {name!r} keeps its files at {str(raw)[:200]!r}, outside this server's storage root "
             f"({root}); refused (run it from a terminal, or serve with that --storage)"
+        )
+    return found
+
+
+def study_location(
+    attrs: dict[str, Any], root: Path, name: str, objects: ObjectLocation | None
+) -> Path | ObjectLocation:
+    """`study_folder`, or the object store location of a study kept inside the server's object
+    store root `objects`; StudyFolderRefused when it lies elsewhere."""
+    raw = study_attrs.STORAGE_PATH.of(attrs)
+    found = confined_location(raw, root, name, objects)
+    if found is None:
+        raise StudyFolderRefused(
+            f"study {name!r} keeps its files at {str(raw)[:200]!r}, outside this server's storage root "
+            f"({objects or root}); refused (run it from a terminal, or serve with that --storage)"
         )
     return found
 

@@ -2,7 +2,8 @@
 
 The database URL is the flag, else `$RNNTUNE_DB_URL`, else ./studies/rnntune.db (as for every
 `rnntune` command, `tuner.storage.study.resolve_db_url`). The storage root (checkpoints are served only
-from inside it, whatever the database says) is `--storage`, else `$RNNTUNE_STORAGE`, else ./studies.
+from inside it, whatever the database says) is `--storage`, else `$RNNTUNE_STORAGE`, else ./studies;
+an `s3://BUCKET/PREFIX` there serves checkpoints from that object store, only keys below it.
 The data roots (the only folders a request may name as `data_dir`) are `--data-root` (repeatable),
 else `$RNNTUNE_DATA_ROOTS` (paths separated by `os.pathsep`); none by default. Tokens only come from
 the environment so they never show in a process list: `RNNTUNE_API_TOKEN` guards every request that
@@ -26,7 +27,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tuner.errors import InvalidInput
-from tuner.storage.study import DEFAULT_STORAGE_ROOT, STORAGE_ENV, local_folder, resolve_db_url
+from tuner.storage.object_store import ObjectLocation, location
+from tuner.storage.study import DEFAULT_STORAGE_ROOT, STORAGE_ENV, resolve_db_url
 from tuner.sweeps.trackers.uris import allowed_uris
 
 DATA_ROOTS_ENV = "RNNTUNE_DATA_ROOTS"
@@ -54,6 +56,9 @@ class ApiSettings:
     max_space_bytes: int = 65_536
     max_runs: int = 8
     max_trials_per_cpu: int = 4
+    # `--storage s3://BUCKET/PREFIX`: the object store location checkpoints are served from (only
+    # keys below it); `storage_root` is then the local folder of the run folders' working copies.
+    object_root: ObjectLocation | None = None
 
     @property
     def write_token(self) -> str | None:
@@ -77,12 +82,14 @@ class ApiSettings:
             hosts: tuple[str, ...] | None = None if "*" in hosts_env else normalise_hosts(hosts_env)
         else:
             hosts = default_hosts(host)
+        where = location(
+            storage_root or os.environ.get(STORAGE_ENV) or DEFAULT_STORAGE_ROOT,
+            "--storage" if storage_root else STORAGE_ENV,
+        )
         return cls(
             db_url=resolve_db_url(db_url),
-            storage_root=local_folder(
-                storage_root or os.environ.get(STORAGE_ENV) or DEFAULT_STORAGE_ROOT,
-                "--storage" if storage_root else STORAGE_ENV,
-            ).resolve(),
+            storage_root=(where if isinstance(where, Path) else DEFAULT_STORAGE_ROOT).resolve(),
+            object_root=None if isinstance(where, Path) else where,
             api_token=os.environ.get("RNNTUNE_API_TOKEN") or None,
             read_token=os.environ.get("RNNTUNE_API_READ_TOKEN") or None,
             data_roots=tuple(_real(r) for r in roots),

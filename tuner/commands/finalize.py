@@ -25,7 +25,7 @@ from tuner.storage.study import (
     redact_url,
     resolve_db_url,
     storage_root,
-    stored_folder,
+    study_storage,
 )
 
 if TYPE_CHECKING:
@@ -149,7 +149,10 @@ def _prepared(args: argparse.Namespace) -> tuple[str, optuna.Study, Path, list[R
     folder = (
         local_folder(args.storage, "--storage").resolve()
         if args.storage
-        else stored_folder(study_attrs.STORAGE_PATH.of(study.user_attrs) or args.name, storage_root())
+        # a study kept in an object store reruns in its local folder (study_storage)
+        else study_storage(
+            study_attrs.STORAGE_PATH.of(study.user_attrs) or args.name, storage_root(), args.name
+        )[0]
     )
     root = folder / "finalize"
     if args.best_by:

@@ -29,7 +29,8 @@ def add_server_options(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--storage",
         help="root folder of the studies' checkpoints, the only one files are "
-        "served from (default $RNNTUNE_STORAGE or ./studies)",
+        "served from (default $RNNTUNE_STORAGE or ./studies); s3://BUCKET/PREFIX keeps new studies "
+        "there and serves only keys under it (endpoint and keys from AWS_* variables)",
     )
     p.add_argument(
         "--data-root",

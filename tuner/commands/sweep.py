@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from trainer.config import ConfigError
@@ -32,7 +33,8 @@ from tuner.errors import InvalidInput, LeaseLost, StudyError
 from tuner.space import load_space
 from tuner.spec import DEFAULT_SPACE, default_budget
 from tuner.storage import trial_attrs
-from tuner.storage.study import DB_ENV, GENERATION_ENV, local_folder, redact_url, resolve_db_url, value_of
+from tuner.storage.object_store import ObjectStore, location
+from tuner.storage.study import DB_ENV, GENERATION_ENV, redact_url, resolve_db_url, value_of
 from tuner.sweeps.study.create import create_study
 from tuner.sweeps.widen.ranges import parse_widen
 
@@ -53,7 +55,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         help=f"SQLAlchemy URL of the study database (default ${DB_ENV} or sqlite:///studies/rnntune.db)",
     )
     p.add_argument(
-        "--storage", help="folder for the trials' run folders and checkpoints (default ./studies/NAME)"
+        "--storage",
+        help="folder for the trials' run folders and checkpoints (default ./studies/NAME), or "
+        "s3://BUCKET/PREFIX to keep them in an S3-compatible store (endpoint and keys from AWS_* variables)",
     )
     p.add_argument("--name", help="study name (default: generated, e.g. tiny-20261122-0312-ab12)")
     p.add_argument("--resume", metavar="NAME", help="continue the study NAME")
@@ -117,7 +121,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _new_study(args: argparse.Namespace, fields: dict[str, Any], url: str) -> str:
     """The name of the study `rnntune sweep` creates from its flags (`fields`)."""
-    from tuner.sweeps.drive.run import check_storage, resolve_data_dir
+    from tuner.sweeps.drive.run import check_storage, claim_objects, resolve_data_dir
 
     space = load_space(fields.get("space", DEFAULT_SPACE))
     # A space that names its own trial count (`sweep:` in its file) runs all its trials.
@@ -127,7 +131,13 @@ def _new_study(args: argparse.Namespace, fields: dict[str, Any], url: str) -> st
     # Refuse a missing dataset folder before a study is created under the name.
     resolve_data_dir(space.with_overrides(fixed=overrides.get("set")))
     if args.storage:  # refuse another study's folder before this study is created
-        check_storage(local_folder(args.storage, "--storage").resolve(), args.name)
+        where = location(args.storage, "--storage")
+        if isinstance(where, Path):
+            check_storage(where.resolve(), args.name)
+        else:
+            store = ObjectStore(where)
+            store.check("--storage")
+            claim_objects(store, args.name)
     return create_study(args.name, fields, storage_url=url, storage_path=args.storage).study_name
 
 

@@ -15,6 +15,7 @@ from typing import Any
 
 from tuner.deploy.compose import ROOT, Service, load_services
 from tuner.deploy.names import Names
+from tuner.storage.object_store import is_uri
 
 
 @dataclass(frozen=True)
@@ -32,6 +33,12 @@ class Plan:
     def gpu(self) -> bool:
         """Whether a GPU worker group is rendered."""
         return int(self.values["gpuWorkers"]["replicas"]) > 0
+
+    @property
+    def object_store(self) -> bool:
+        """Whether the checkpoints live in an object store (`RNNTUNE_STORAGE=s3://...`): each pod
+        then keeps its run folders' working copies on its own disk, and no shared claim is needed."""
+        return is_uri(self.settings.get("RNNTUNE_STORAGE", ""))
 
 
 def ray_version(root: Path = ROOT) -> str:

@@ -100,11 +100,16 @@ def _claim(plan: Plan, source: str) -> tuple[str, bool] | None:
 
 
 def volumes(plan: Plan, service: Service) -> tuple[list[Json], list[Json]]:
-    """(volumeMounts, volumes) of the service: its Compose volumes as claims, and /dev/shm."""
+    """(volumeMounts, volumes) of the service: its Compose volumes as claims (the checkpoint volume
+    a pod's own empty folder when the checkpoints live in an object store), and /dev/shm."""
     mounts: list[Json] = []
     sources: list[Json] = []
     for spec in service.volumes:
         source, target, *mode = interpolate(spec, plan.settings).split(":")
+        if source == "studies" and plan.object_store:  # the pod's own working copies (storage.py)
+            mounts.append({"name": "studies", "mountPath": target, "readOnly": False})
+            sources.append({"name": "studies", "emptyDir": {}})
+            continue
         claim = _claim(plan, source)
         if claim is None:
             continue

@@ -3,7 +3,7 @@
 Every trial writes its run folder there and the driver, the API and a retrying node read it, so
 every Ray pod and the API mount it at the same path (docs/cluster.md). It is its own object, not
 part of a workload, so deleting the cluster's workloads keeps it; none is rendered when the values
-name an existing claim.
+name an existing claim, or when the checkpoints live in an object store (`RNNTUNE_STORAGE=s3://...`).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from tuner.deploy.pods import Json
 
 def studies_claim(plan: Plan) -> list[Json]:
     values = plan.values["storage"]["studies"]
-    if values["existingClaim"]:
+    if values["existingClaim"] or plan.object_store:
         return []
     spec: Json = {
         "accessModes": ["ReadWriteMany"],

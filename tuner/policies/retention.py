@@ -5,7 +5,8 @@ hundreds of megabytes each. Only the best few are ever downloaded or finalised, 
 finished and outside the top N COMPLETE trials its weight files are removed. Its `config.yaml` and
 `metrics.jsonl` stay (and its params stay in the study), so any trial can be re-run exactly. Trials
 that may still resume (RUNNING, or FAILed and waiting for a retry) are never touched, nor a weight
-file another study uses (`pinned`: a dynamic-evaluation study of that model).
+file another study uses (`pinned`: a dynamic-evaluation study of that model). A study kept in an
+object store has its weight objects deleted there (`keep_top_objects`).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from pathlib import Path
 from optuna.trial import FrozenTrial, TrialState
 
 from tuner.storage import trial_attrs
+from tuner.storage.object_store import ObjectStore, StorageRefused
 from tuner.storage.study import value_of
 
 WEIGHT_FILES = ("best.pt", "last.pt")
@@ -65,6 +67,24 @@ def _folder_size(run_dir: str, users: list[FrozenTrial], sizes: dict[str, int]) 
     return size
 
 
+def _ranked(trials: Sequence[FrozenTrial], keep: int) -> tuple[set[int], list[tuple[FrozenTrial, str]]]:
+    """The numbers of the `keep` best COMPLETE trials, and the finished others with their run folder."""
+    if keep < 1:
+        raise ValueError(f"keep_top must be at least 1 (the best trial is always kept), not {keep}")
+    complete = sorted(
+        (t for t in trials if t.state == TrialState.COMPLETE), key=lambda t: (value_of(t), t.number)
+    )
+    kept = {t.number for t in complete[:keep]}
+    candidates = [
+        (t, run_dir)
+        for t in trials
+        if t.number not in kept
+        and t.state in (TrialState.COMPLETE, TrialState.PRUNED)
+        and (run_dir := trial_attrs.RUN_DIR.of(t.user_attrs))
+    ]
+    return kept, candidates
+
+
 def keep_top(
     trials: Sequence[FrozenTrial],
     keep: int,
@@ -81,18 +101,10 @@ def keep_top(
     A trial whose folder holds one of the `pinned` files (resolved paths) keeps all its weights.
     """
     sizes = {} if sizes is None else sizes
-    if keep < 1:
-        raise ValueError(f"keep_top must be at least 1 (the best trial is always kept), not {keep}")
-    complete = sorted(
-        (t for t in trials if t.state == TrialState.COMPLETE), key=lambda t: (value_of(t), t.number)
-    )
-    kept = {t.number for t in complete[:keep]}
+    kept, candidates = _ranked(trials, keep)
     removed: list[FrozenTrial] = []
     freed = 0
-    for trial in trials:
-        run_dir = trial_attrs.RUN_DIR.of(trial.user_attrs)
-        if trial.number in kept or trial.state not in (TrialState.COMPLETE, TrialState.PRUNED) or not run_dir:
-            continue
+    for trial, run_dir in candidates:
         folder = Path(run_dir)
         if not _inside(folder, root):
             continue
@@ -105,5 +117,36 @@ def keep_top(
         sizes.pop(run_dir, None)
         removed.append(trial)
     used = sum(_folder_size(run_dir, users, sizes) for run_dir, users in _folders(trials).items())
+    report = RetentionReport(tuple(sorted(kept)), tuple(t.number for t in removed), freed, used)
+    return report, removed
+
+
+def keep_top_objects(
+    trials: Sequence[FrozenTrial], keep: int, store: ObjectStore, root: Path
+) -> tuple[RetentionReport, list[FrozenTrial]]:
+    """`keep_top` for a study kept in an object store: the weight objects of finished trials outside
+    the `keep` best are deleted under the store's prefix (a trial's copy is `PREFIX/<its run folder's
+    name>`, mirror.py), with this node's local copies in `root`. No key outside the prefix is
+    deleted: a run folder whose name is no plain component is skipped. `used_bytes`: the objects
+    under the trials' copies."""
+    kept, candidates = _ranked(trials, keep)
+    objects = store.sizes()
+    removed: list[FrozenTrial] = []
+    freed = 0
+    for trial, run_dir in candidates:
+        try:
+            folder = store.root.child(Path(run_dir).name)
+        except StorageRefused:
+            continue
+        names = [name for name in WEIGHT_FILES if folder.child(name).uri in objects]
+        if not names:
+            continue
+        for name in names:
+            freed += objects.pop(folder.child(name).uri)
+            store.delete(folder.child(name))
+            (root / Path(run_dir).name / name).unlink(missing_ok=True)
+        removed.append(trial)
+    copies = {f"{store.root.uri}/{Path(d).name}/" for d in _folders(trials)}
+    used = sum(size for uri, size in objects.items() if any(uri.startswith(c) for c in copies))
     report = RetentionReport(tuple(sorted(kept)), tuple(t.number for t in removed), freed, used)
     return report, removed

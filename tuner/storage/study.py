@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import datetime as dt
 import os
-import re
 import secrets
 from pathlib import Path
 from typing import Any, get_args
@@ -28,6 +27,7 @@ from tuner.errors import StudyError, StudyExistsError, StudyNotFoundError
 from tuner.storage import study_attrs, trial_attrs
 from tuner.storage.database_url import DB_ENV as DB_ENV  # re-exported: the sweep command and launcher use it
 from tuner.storage.database_url import DatabaseUrlError, from_environment
+from tuner.storage.object_store import ObjectLocation, ObjectStore, is_uri, location, parse
 
 # Set by the API for the sweeps it launches: which start of the study (tuner.storage.lease) the driver serves.
 GENERATION_ENV = "RNNTUNE_SWEEP_GENERATION"
@@ -39,24 +39,29 @@ DEFAULT_STORAGE_ROOT = Path("studies")
 STORAGE_ENV = "RNNTUNE_STORAGE"  # the storage root of `rnntune serve` and of sweeps resolving a stored path
 
 
-_URI_SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.\-]*)://")
-
-
 def local_folder(value: str | os.PathLike, field: str) -> Path:
-    """`value` as a local folder path; StudyError naming `field` for a URI (`s3://bucket/prefix`),
-    which as a path would quietly become a folder named `s3:` in the working directory."""
+    """`value` as a local folder path, where only a folder will do; StudyError naming `field` for a
+    URI (`s3://bucket/prefix`), which as a path would quietly become a folder named `s3:` in the
+    working directory."""
     text = os.fspath(value)
-    if (scheme := _URI_SCHEME.match(text)) is not None:
+    if is_uri(text):
         raise StudyError(
-            f"{field}: {text!r} is a {scheme.group(1)}:// URI, and rnntune keeps checkpoints in a folder "
-            "(a path every node and the API mount); object stores are not supported yet (docs/cluster.md)"
+            f"{field}: {text[:200]!r} is a URI, and {field} takes a local folder here "
+            "(a study's checkpoints may live in an object store: `rnntune sweep --storage s3://BUCKET/PREFIX`, "
+            "docs/cluster.md)"
         )
     return Path(text).expanduser()
 
 
 def storage_root() -> Path:
-    """This process's storage root: $RNNTUNE_STORAGE, else DEFAULT_STORAGE_ROOT."""
-    return local_folder(os.environ.get(STORAGE_ENV) or DEFAULT_STORAGE_ROOT, STORAGE_ENV)
+    """This process's local storage root: $RNNTUNE_STORAGE, else DEFAULT_STORAGE_ROOT; when that
+    is an object store (`s3://...`, checked), DEFAULT_STORAGE_ROOT holds the run folders' local copies."""
+    value = os.environ.get(STORAGE_ENV) or DEFAULT_STORAGE_ROOT
+    return (
+        DEFAULT_STORAGE_ROOT
+        if isinstance(location(value, STORAGE_ENV), ObjectLocation)
+        else Path(value).expanduser()
+    )
 
 
 def stored_folder(stored: str, root: Path) -> Path:
@@ -64,6 +69,25 @@ def stored_folder(stored: str, root: Path) -> Path:
     root), as the API takes it, never from the working directory."""
     path = Path(stored).expanduser()
     return (path if path.is_absolute() else root / path).resolve()
+
+
+def stored_location(storage_path: str | os.PathLike) -> str:
+    """What a study stores as its `storage_path`: a local folder made absolute, or an object store
+    location (`s3://BUCKET/PREFIX`, normalised) whose bucket answers; StudyError naming `storage`."""
+    where = location(storage_path, "storage")
+    if isinstance(where, Path):
+        return str(where.resolve())
+    ObjectStore(where).check("storage")
+    return where.uri
+
+
+def study_storage(stored: str, root: Path, name: str) -> tuple[Path, ObjectLocation | None]:
+    """Where a study's trials write their run folders, and the object store location they are
+    copied to (None for a study kept in a local folder). A study in an object store writes its
+    run folders in `root/name` on each node (the storage root, a local scratch folder there)."""
+    if is_uri(stored):
+        return (root / name).resolve(), parse(stored, "storage_path")
+    return stored_folder(stored, root), None
 
 
 STATUSES: tuple[str, ...] = get_args(study_attrs.Status)  # declared once, with the attribute

@@ -35,7 +35,10 @@ STATUS: Key[Status] = _attr("status", Status, "the driver, the API", "the study'
 STATUS_AT: Key[str] = _attr("status_at", str, "with `status`", "when `status` was set (ISO 8601)")
 CREATED_AT: Key[str] = _attr("created_at", str, "creation", "ISO 8601")
 STORAGE_PATH: Key[str] = _attr(
-    "storage_path", str, "creation, `--storage` on resume", "the study's checkpoint root"
+    "storage_path",
+    str,
+    "creation, `--storage` on resume",
+    "the study's checkpoint root: an absolute folder, or an object store's `s3://BUCKET/PREFIX`",
 )
 WARM_START: Key[Json | None] = _attr(
     "warm_start",

@@ -28,7 +28,12 @@ RETRY_OF: Key[int] = _attr(
 )
 NODE: Key[str] = _attr("node", str, "each evaluation", "the Ray node's IP the trial runs on")
 PID: Key[int] = _attr("pid", int, "each evaluation", "the trial process's id on its node")
-CHECKPOINT: Key[str] = _attr("checkpoint", str, "each evaluation", "absolute path of its `best.pt`")
+CHECKPOINT: Key[str] = _attr(
+    "checkpoint",
+    str,
+    "each evaluation",
+    "absolute path of its `best.pt`, or its `s3://` key in a study kept in an object store",
+)
 GPU_IDS: Key[list[str]] = _attr(
     "gpu_ids",
     list[str],

@@ -5,12 +5,17 @@ from __future__ import annotations
 import optuna
 import pytest
 
+from tests import s3_server
 from tuner import python_api
 from tuner.api.settings import ApiSettings
 from tuner.cli import main
 from tuner.errors import StudyError
 from tuner.spec import SweepSpec
+from tuner.storage.object_store import ObjectStore, parse
+from tuner.sweeps.drive.run import claim_objects
 from tuner.sweeps.study.create import create_study
+
+s3_endpoint, s3_env, bucket = s3_server.s3_endpoint, s3_server.s3_env, s3_server.bucket  # fixtures
 
 
 def _done_study(db: str, tmp_path) -> None:
@@ -62,17 +67,47 @@ def test_missing_dataset_folder_is_refused_before_the_study_exists(tmp_path, cap
     assert "no study named 'ptb'" in capsys.readouterr().err
 
 
-def test_an_object_store_uri_is_refused_not_made_a_local_folder(tmp_path, capsys, monkeypatch):
+def test_an_unsupported_or_unreachable_store_is_refused_not_made_a_local_folder(
+    tmp_path, capsys, monkeypatch, s3_env
+):
     """`--storage s3://bar/studies` once finished with exit 0, every checkpoint in a local folder
-    named `s3:`; each way in now refuses a URI, naming its field, before a study or folder exists."""
+    named `s3:`; each way in now refuses a URI of another scheme, or a bucket that is not there,
+    naming its field, before a study or folder exists."""
     monkeypatch.chdir(tmp_path)
     db = f"sqlite:///{tmp_path / 'db.sqlite'}"
     assert main(["sweep", "--db", db, "--name", "s", "--space", "tiny", "--storage", "s3://bar/studies"]) == 2
-    assert "--storage: 's3://bar/studies' is a s3:// URI" in capsys.readouterr().err
+    assert "--storage: bucket 'bar' does not exist; set AWS_ENDPOINT_URL_S3" in capsys.readouterr().err
+    assert main(["sweep", "--db", db, "--name", "s", "--space", "tiny", "--storage", "gs://bar/studies"]) == 2
+    assert (
+        "--storage: 'gs://bar/studies' is a gs:// URI, which rnntune does not support"
+        in capsys.readouterr().err
+    )
     with pytest.raises(StudyError, match=r"^storage: 'gs://b/p' is a gs:// URI"):
         python_api.create("s", {"space": "tiny"}, db=db, storage="gs://b/p")
-    monkeypatch.setenv("RNNTUNE_STORAGE", "s3://bar/root")
-    with pytest.raises(StudyError, match=r"^RNNTUNE_STORAGE: 's3://bar/root'"):
+    monkeypatch.setenv("RNNTUNE_STORAGE", "file://bar/root")
+    with pytest.raises(StudyError, match=r"^RNNTUNE_STORAGE: 'file://bar/root' is a file:// URI"):
         ApiSettings.from_env(db)
+    code = main(
+        ["sweep", "--db", db, "--name", "d", "--space", "dyneval", "--checkpoint", "s3://bar/s/best.pt"]
+    )
+    assert code == 2
+    assert (
+        "checkpoint: 's3://bar/s/best.pt' is a URI; dynamic evaluation takes a local file"
+        in capsys.readouterr().err
+    )
     assert optuna.study.get_all_study_names(db) == []
     assert sorted(p.name for p in tmp_path.iterdir()) == ["db.sqlite"]
+
+
+def test_a_study_in_an_object_store_keeps_its_uri_and_its_prefix(tmp_path, bucket, capsys):
+    db = f"sqlite:///{tmp_path / 'db.sqlite'}"
+    python_api.create("s", {"space": "tiny"}, db=db, storage=f"s3://{bucket}/studies/s/")
+    assert (
+        optuna.load_study(study_name="s", storage=db).user_attrs["storage_path"] == f"s3://{bucket}/studies/s"
+    )
+    claim_objects(ObjectStore(parse(f"s3://{bucket}/studies/s", "storage")), "s")
+    code = main(
+        ["sweep", "--db", db, "--name", "t", "--space", "tiny", "--storage", f"s3://{bucket}/studies/s"]
+    )
+    assert code == 2
+    assert f"storage s3://{bucket}/studies/s belongs to study 's'" in capsys.readouterr().err

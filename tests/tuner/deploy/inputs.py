@@ -18,9 +18,12 @@ SECRET_VALUES = {
     "RNNTUNE_API_READ_TOKEN": "api-read-token-9d6b3e",
     "MLFLOW_TRACKING_PASSWORD": "mlflow-password-2a7c5f",
     "MLFLOW_TRACKING_TOKEN": "mlflow-token-8e0b1c",
+    "AWS_ACCESS_KEY_ID": "aws-key-id-6c0a2f",
+    "AWS_SECRET_ACCESS_KEY": "aws-secret-key-4e1d7b",
 }
-# A setting is a secret when its name says so; Compose may add more (the MLflow credentials did).
-SECRET_NAME = re.compile(r"(PASSWORD|TOKEN|SECRET|DB_URL)$")
+# A setting is a secret when its name says so; Compose may add more (the MLflow credentials and the
+# object store's keys did).
+SECRET_NAME = re.compile(r"(PASSWORD|TOKEN|SECRET|SECRET_ACCESS_KEY|ACCESS_KEY_ID|DB_URL)$")
 # Values that switch on every optional part: GPU workers, an ingress, a namespace, datasets.
 EVERYTHING = {
     "namespace": "ml",

@@ -32,6 +32,10 @@ VARIANTS = {
         {"api": {"publicReads": True}, "sweep": {"enabled": False}},
         {"RNNTUNE_API_READ_TOKEN": ""},
     ),
+    "object-store": (
+        EVERYTHING,
+        {"RNNTUNE_STORAGE": "s3://rnntune-ckpt/studies", "AWS_ENDPOINT_URL_S3": "http://minio.example:9000"},
+    ),
     "own-claims": (
         {
             "storage": {"studies": {"existingClaim": "nfs-studies", "storageClassName": "nfs"}},

@@ -74,7 +74,9 @@ def test_each_container_gets_only_the_secrets_compose_gives_it() -> None:
         rendered = {k for k, v in env_of(found[name]).items() if isinstance(v, tuple)}
         expected = {k for k in compose[service]["environment"] if SECRET_NAME.search(k)}
         assert rendered == expected, name
-    assert {k for k, v in env_of(found["ray-worker"]).items() if isinstance(v, tuple)} == {"RAY_AUTH_TOKEN"}
+    # A worker reads the Ray token and the object store's keys (its trials upload checkpoints), nothing else.
+    worker_secrets = {k for k, v in env_of(found["ray-worker"]).items() if isinstance(v, tuple)}
+    assert worker_secrets == {"RAY_AUTH_TOKEN", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"}
     assert "POSTGRES_PASSWORD" not in env_of(found["sweep"])
 
 

@@ -127,3 +127,38 @@ def test_the_database_keeps_its_data_in_a_claim_of_its_own() -> None:
     )
     container = statefulset["spec"]["template"]["spec"]["containers"][0]
     assert env_of(container)["PGDATA"].startswith(container["volumeMounts"][0]["mountPath"] + "/")
+
+
+def test_checkpoints_in_an_object_store_need_no_shared_claim() -> None:
+    """RNNTUNE_STORAGE=s3://...: no ReadWriteMany claim; each pod keeps its run folders' working
+    copies in an empty folder of its own; the endpoint reaches every Ray pod and the API, the keys
+    through the Secret."""
+    objects = render(
+        EVERYTHING,
+        RNNTUNE_STORAGE="s3://rnntune-ckpt/studies",
+        AWS_ENDPOINT_URL_S3="http://minio.example:9000",
+    )
+    assert "PersistentVolumeClaim" not in [o["kind"] for o in objects]
+    found = containers(objects)
+    assert env_of(found["api"])["RNNTUNE_STORAGE"] == "s3://rnntune-ckpt/studies"
+    for name in ("ray-head", "ray-worker", "ray-worker-gpu", "api"):
+        env = env_of(found[name])
+        assert env["AWS_ENDPOINT_URL_S3"] == "http://minio.example:9000", name
+        assert env["AWS_SECRET_ACCESS_KEY"] == ("secret", "AWS_SECRET_ACCESS_KEY"), name
+        assert {"name": "studies", "mountPath": "/data/studies", "readOnly": False} in found[name][
+            "volumeMounts"
+        ]
+    for obj in objects:
+        for template in _templates(obj):
+            studies = [v for v in template["spec"].get("volumes", []) if v["name"] == "studies"]
+            assert studies in ([], [{"name": "studies", "emptyDir": {}}]), obj["metadata"]["name"]
+    assert one(render(), "PersistentVolumeClaim")["spec"]["accessModes"] == [
+        "ReadWriteMany"
+    ]  # a folder: shared
+
+
+def _templates(obj: dict) -> list[dict]:
+    if obj["kind"] == "RayCluster":
+        spec = obj["spec"]
+        return [spec["headGroupSpec"]["template"], *(g["template"] for g in spec["workerGroupSpecs"])]
+    return [obj["spec"]["template"]] if obj["kind"] in ("Deployment", "StatefulSet", "Job") else []

@@ -16,6 +16,7 @@ from tuner.api import checkpoint, serializers
 from tuner.api.auth import require_read
 from tuner.api.errors import Conflict
 from tuner.api.routes.common import STUDY, StudyName, errors, readable_row, state_of
+from tuner.storage import study_attrs
 
 router = APIRouter(prefix=STUDY, tags=["analysis"], dependencies=[Depends(require_read)])
 
@@ -119,7 +120,11 @@ def _replay(request: Request, name: str, snapshot: StudySnapshot, trial: TrialRe
         schedule = lineage.lineage(lineage.histories(snapshot.trials), trial.number)
     except ValueError as err:
         raise Conflict(f"study {name!r}: trial {trial.number} cannot be replayed: {err}") from None
-    settings = state_of(request).settings
-    base = checkpoint.run_config(trial.user_attrs, (settings.storage_root,), settings.storage_root / name, {})
+    state = state_of(request)
+    settings = state.settings
+    stored = study_attrs.STORAGE_PATH.of(readable_row(state, name).user_attrs)
+    base = checkpoint.object_config(trial.user_attrs, settings.object_root, stored) or checkpoint.run_config(
+        trial.user_attrs, (settings.storage_root,), settings.storage_root / name, {}
+    )
     config = lineage.replay_config(base, schedule) if base else None
     return {"lineage": schedule, "config": serializers.clean(config)}

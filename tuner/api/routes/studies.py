@@ -13,7 +13,7 @@ from tuner.api import bounds, serializers
 from tuner.api.auth import require_read, require_write
 from tuner.api.checkpoint import storage_root
 from tuner.api.models import Action, CreateStudy, StudyDetail, StudyPage, WidenRange, WidenResult
-from tuner.api.paths import study_folder
+from tuner.api.paths import study_location
 from tuner.api.routes.common import StudyName, errors, json_body, live_runs, read_json, readable_row
 from tuner.api.settings import ApiSettings
 from tuner.api.state import ApiState
@@ -177,7 +177,7 @@ def start_study(request: Request, name: StudyName) -> dict:
     included, cannot be read: the page answers 409 for the same study)."""
     state = _state(request)
     attrs = readable_row(state, name).user_attrs
-    study_folder(attrs, state.settings.storage_root, name)
+    study_location(attrs, state.settings.storage_root, name, state.settings.object_root)
     if (spec := SweepSpec.stored_in(attrs)) is not None:
         bounds.check_cpus_per_trial(spec.cpus_per_trial, state.settings, "cpus_per_trial", 409)
         check_tracker(spec.mlflow_uri, state.settings, "mlflow_uri", status.HTTP_409_CONFLICT)

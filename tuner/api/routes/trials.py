@@ -22,7 +22,8 @@ from tuner.api.models import TrialDetail, TrialPage, TrialState
 from tuner.api.routes.common import STUDY, StudyName, attachment, errors, readable_row, snapshot_of, state_of
 from tuner.api.routes.population import LineageStep, replay_fields
 from tuner.objectives.goals import Goals
-from tuner.storage import trial_attrs
+from tuner.storage import study_attrs, trial_attrs
+from tuner.storage.object_store import is_uri
 
 router = APIRouter(prefix=STUDY, tags=["trials"], dependencies=[Depends(require_read)])
 ERRORS = errors(401, 404, 409, 422, 503)
@@ -67,11 +68,16 @@ def _trial(snapshot: StudySnapshot, name: str, number: int) -> TrialRecord:
 
 
 def _config(request: Request, name: str, trial: TrialRecord) -> dict:
-    """The trial's run config.yaml, else the params its model was trained with (a population
-    member's in force at its end)."""
-    settings = state_of(request).settings
+    """The trial's run config.yaml (in the object store of a study kept there), else the params its
+    model was trained with (a population member's in force at its end)."""
+    state = state_of(request)
+    settings = state.settings
+    stored = study_attrs.STORAGE_PATH.of(readable_row(state, name).user_attrs)
+    found = checkpoint.object_config(trial.user_attrs, settings.object_root, stored)
     roots = (settings.storage_root,)
-    return checkpoint.run_config(trial.user_attrs, roots, settings.storage_root / name, trial.params_in_force)
+    return found or checkpoint.run_config(
+        trial.user_attrs, roots, settings.storage_root / name, trial.params_in_force
+    )
 
 
 @router.get("/trials/{number}/config", response_model=dict[str, Any], responses=ERRORS)
@@ -170,15 +176,18 @@ def get_best_checkpoint(
     Headers: `X-Checkpoint-SHA256` (and `Repr-Digest`), `X-Trial-Number`, `X-Trial-Value`,
     `X-Trial-Config-URL` (the run's resolved config) and, when that config is under 8 kB,
     `X-Trial-Config` (the config itself as JSON). Only files inside the server's storage root
-    (`--storage`) are ever served, from the file descriptor that was checked (no symlink followed).
+    (`--storage`) are ever served, from the file descriptor that was checked (no symlink followed);
+    from an object store (`--storage s3://...`), only keys under the study's prefix inside it.
     """
     state = state_of(request)
     row = readable_row(state, name)
     best = _best(state.store.snapshot(row), name, trial, rule, study_goals(row.user_attrs))
-    settings = state.settings
-    found = checkpoint.locate(
-        trial_attrs.CHECKPOINT.of(best.user_attrs), (settings.storage_root,), settings.storage_root / name
-    )
+    settings, raw = state.settings, trial_attrs.CHECKPOINT.of(best.user_attrs)
+    if isinstance(raw, str) and is_uri(raw):
+        stored = study_attrs.STORAGE_PATH.of(row.user_attrs)
+        found = checkpoint.locate_object(raw, settings.object_root, stored)
+    else:
+        found = checkpoint.locate(raw, (settings.storage_root,), settings.storage_root / name)
     config_url = quote(request.url_for("get_trial_config", name=name, number=best.number).path, safe="/%")
     assert best.value is not None  # `best` is a completed trial with a finite objective
     try:

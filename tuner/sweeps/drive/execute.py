@@ -26,6 +26,7 @@ from ray.tune.stopper import Stopper
 from tuner.policies.population_rules import CHECKPOINTS_KEPT, MEMBER
 from tuner.space.settings import max_steps_and_eval_every
 from tuner.storage import study_attrs, trial_attrs
+from tuner.storage.object_store import filesystem
 from tuner.storage.study import best_trial, finished_count, open_storage, set_status
 from tuner.sweeps.cluster import mps
 from tuner.sweeps.drive import ask_ahead
@@ -204,6 +205,7 @@ def _driver(
         spec,
         max_steps=max_steps_and_eval_every(plan.space.fixed)[0],
         pins=(lambda: referenced_checkpoints(pin_storage)) if pin_storage is not None else frozenset,
+        objects=plan.objects,
     )
     searcher = StudySearcher(
         study,
@@ -216,6 +218,7 @@ def _driver(
         ask_ahead=ask_ahead.depth_for(parallel),
         keep_diverged=plan.keep_diverged,
         goals=spec.goals(),
+        objects=plan.objects.uri if plan.objects is not None else None,
     )
     progress = ProgressTable(study, searcher, plan.target, parallel, out)
     progress.header(plan.header(parallel, notes))
@@ -259,7 +262,7 @@ def _tuner(
         ),
         run_config=tune.RunConfig(
             name=f"run-{stamp}",
-            storage_path=str(plan.root / "ray"),
+            **ray_storage(plan),
             stop=SweepStopper(study, request, driver.searcher),
             callbacks=callbacks,
             failure_config=tune.FailureConfig(max_failures=plan.spec.max_retries),
@@ -267,6 +270,14 @@ def _tuner(
             verbose=1 if options.verbose else 0,
         ),
     )
+
+
+def ray_storage(plan: SweepPlan) -> dict[str, Any]:
+    """Where Ray Tune keeps its experiment state and checkpoints (a population's copies among them):
+    `ray` under the study's object store location, through its S3 filesystem, else in its folder."""
+    if plan.objects is None:
+        return {"storage_path": str(plan.root / "ray")}
+    return {"storage_path": plan.objects.child("ray").path, "storage_filesystem": filesystem()}
 
 
 def _run(

@@ -23,6 +23,7 @@ from tuner.policies.population_rules import PopulationPlan, plan_population
 from tuner.space import SearchSpace
 from tuner.space.settings import max_steps_and_eval_every
 from tuner.spec import SweepSpec
+from tuner.storage.object_store import ObjectLocation
 from tuner.storage.study import StudyError, redact_url
 
 # What the driving process sets while it runs Ray Tune (restored afterwards, execute.py).
@@ -58,7 +59,7 @@ class SweepPlan:
     name: str
     spec: SweepSpec  # with this run's changes merged
     space: SearchSpace
-    root: Path  # the study's storage folder
+    root: Path  # the study's storage folder (where trials write their run folders)
     target: int  # the study's trial count
     budget: int  # trials this run asks for
     kind: SweepKind  # the kind it runs as (tuner.policies.kinds): its scheduler, checks and wiring
@@ -71,6 +72,7 @@ class SweepPlan:
     lines: list[str] = field(default_factory=list)  # the header after the study line
     driver_env: dict[str, str] = field(default_factory=lambda: dict(DRIVER_ENV))
     torch_threads: int = DRIVER_TORCH_THREADS
+    objects: ObjectLocation | None = None  # the object store location run folders are copied to
 
     @property
     def scheduler(self) -> str:
@@ -112,11 +114,13 @@ def plan_sweep(
     done: int,
     zombies: Sequence[int],
     storage_url: str,
+    objects: ObjectLocation | None = None,
     warm_start: tuple[int, Sequence[str]] | None = None,
     tracker_lines: Sequence[str] = (),
 ) -> SweepPlan:
     """The plan of one run (module docstring). `done`: finished trials; `zombies`: trials a dead
-    sweep left RUNNING, now failed and retried; `warm_start`: (prior trials, their studies)."""
+    sweep left RUNNING, now failed and retried; `warm_start`: (prior trials, their studies);
+    `objects`: the object store location of a study kept there (`root` is then a local scratch)."""
     from trainer import MUTABLE_SETTINGS
 
     kind, grid = kind_of(spec), max_steps_and_eval_every(space.fixed)
@@ -133,7 +137,7 @@ def plan_sweep(
         *([line] if (line := procedure.describe(spec.procedure, spec.scheduler)) else []),
         population.describe(spec.n_trials) if population else kind_line(spec, space, kind),
         *([f"ends early on: {stops}"] if stops else []),
-        f"db {redact_url(storage_url)}  storage {root}",
+        f"db {redact_url(storage_url)}  storage {objects or root}",
         *tracker_lines,
         *(
             [f"warm start: {warm_start[0]} prior trials from {', '.join(warm_start[1])}"]
@@ -155,4 +159,5 @@ def plan_sweep(
         population=population,
         keep_diverged=procedure.keeps_diverged(spec.procedure),
         lines=lines,
+        objects=objects,
     )

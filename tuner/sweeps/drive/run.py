@@ -23,16 +23,17 @@ from tuner.samplers import RETIRED_SAMPLERS, make_sampler
 from tuner.space import SearchSpace
 from tuner.spec import SweepSpec
 from tuner.storage import study_attrs
+from tuner.storage.object_store import ObjectStore
 from tuner.storage.study import (
     StudyError,
     best_trial,
     fail_zombies,
     finished_count,
     load_study,
-    local_folder,
     set_status,
     storage_root,
-    stored_folder,
+    stored_location,
+    study_storage,
 )
 from tuner.sweeps.drive.execute import SweepOutcome, execute
 from tuner.sweeps.drive.lease import LeaseKeeper, StopRequest, stop_on_signals
@@ -78,6 +79,24 @@ def claim_storage(root: Path, name: str) -> None:
     check_storage(root, name)
     root.mkdir(parents=True, exist_ok=True)
     (root / OWNER_FILE).write_text(name + "\n")
+
+
+def claim_objects(store: ObjectStore, name: str | None) -> None:
+    """Make the store's prefix study `name`'s, as `claim_storage` a folder (`name` None: only check
+    that it is no other study's): the owner is an object `OWNER_FILE` under the prefix."""
+    marker = store.root.child(OWNER_FILE)
+    owner = None
+    if store.size(marker) is not None:
+        with store.open_read(marker) as stream:
+            owner = stream.read(1000).decode(errors="replace").strip()
+    if owner is not None and owner != name:
+        raise StudyError(
+            f"storage {store.root.uri} belongs to study {owner!r}; give "
+            f"{f'study {name!r}' if name else 'the new study'} its own --storage prefix"
+        )
+    if owner is None and name is not None:
+        with store.fs.open_output_stream(marker.path) as sink:
+            sink.write(name.encode() + b"\n")
 
 
 def run_sweep(
@@ -150,10 +169,12 @@ def prepare(study: optuna.Study, storage_url: str, options: RunOptions) -> tuple
         study_attrs.SAMPLER_NOTE.write(study, retired + " (docs/samplers.md)")
     study_attrs.SPEC.write(study, spec.stored())
     if options.storage_path is not None:
-        study_attrs.STORAGE_PATH.write(study, str(local_folder(options.storage_path, "storage").resolve()))
-    root = stored_folder(study_attrs.STORAGE_PATH.required(study.user_attrs), storage_root())
+        study_attrs.STORAGE_PATH.write(study, stored_location(options.storage_path))
+    root, objects = study_storage(study_attrs.STORAGE_PATH.required(study.user_attrs), storage_root(), name)
     space = resolve_data_dir(SearchSpace.from_dict(study_attrs.SPACE_DEF.required(attrs)))
     claim_storage(root, name)
+    if objects is not None:
+        claim_objects(ObjectStore(objects), name)
     warm = study_attrs.WARM_START.of(attrs)
     priors = prior_trials(storage_url, warm)
     sampler = make_sampler(
@@ -169,6 +190,7 @@ def prepare(study: optuna.Study, storage_url: str, options: RunOptions) -> tuple
         spec,
         space,
         root,
+        objects=objects,
         done=finished_count(study),
         zombies=zombies,
         storage_url=storage_url,

@@ -75,14 +75,17 @@ class StudySearcher(Searcher):
         ask_ahead: int = ASK_AHEAD,
         keep_diverged: bool = False,
         goals: Goals | None = None,
+        objects: str | None = None,
     ) -> None:
         """`ask_ahead`: trials kept asked ahead of Ray Tune's requests (0: none). `fence`: the lease every ask and tell is checked against (None: unfenced, for callers
         that hold no lease, such as benchmarks). `checkpoint`: the trained model each trial
         evaluates instead of training one (a dynamic-evaluation study, `tuner.sweeps.dyneval.trial`).
         `keep_diverged`: a trial that diverged is COMPLETE at its best value (`procedure: paper`).
         `goals`: the study's objectives and constraints (tuner.objectives.goals); each trial gets the
-        bounds it must keep before it trains (`bounds`, checked by the trainable)."""
+        bounds it must keep before it trains (`bounds`, checked by the trainable). `objects`: the
+        object store location (`s3://...`) each trial copies its run folder to (None: a local study)."""
         super().__init__()
+        self._objects = objects
         self._checkpoint = checkpoint
         self._keep_diverged = keep_diverged
         self._policies = policies
@@ -177,6 +180,7 @@ class StudySearcher(Searcher):
             trial_number=live.trial.number,
             checkpoint=self._checkpoint or None,
             bounds=tuple(self._bounds),
+            objects=self._objects,
         ).to_tune()
 
     def _may_ask_ahead(self, count: int) -> bool:

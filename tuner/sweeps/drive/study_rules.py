@@ -15,10 +15,11 @@ from pathlib import Path
 import optuna
 
 from tuner.policies.kinds import kind_of
-from tuner.policies.retention import keep_top
+from tuner.policies.retention import keep_top, keep_top_objects
 from tuner.policies.study_stop import compute_hours, steps_trained
 from tuner.spec import SweepSpec
 from tuner.storage import study_attrs
+from tuner.storage.object_store import ObjectLocation, ObjectStore
 from tuner.sweeps.dyneval.study import record_best
 
 
@@ -32,8 +33,11 @@ class StudyRules:
         spec: SweepSpec,
         max_steps: int,
         pins: Callable[[], Collection[Path]] = frozenset,
+        objects: ObjectLocation | None = None,
     ) -> None:
-        """`pins()`: the weight files other studies use (read at each retention pass), never removed."""
+        """`pins()`: the weight files other studies use (read at each retention pass), never removed.
+        `objects`: where a study kept in an object store has its weights (retention deletes there)."""
+        self._store = ObjectStore(objects) if objects is not None and spec.keep_top else None
         self._study = study
         self._pins = pins
         self._root = root
@@ -77,7 +81,10 @@ class StudyRules:
         if not self.keep:
             return
         trials = self._study.get_trials(deepcopy=False)
-        report, removed = keep_top(trials, self.keep, self._root, self._sizes, pinned=self._pins())
+        if self._store is not None:
+            report, removed = keep_top_objects(trials, self.keep, self._store, self._root)
+        else:
+            report, removed = keep_top(trials, self.keep, self._root, self._sizes, pinned=self._pins())
         study_attrs.CHECKPOINT_BYTES.write(self._study, report.used_bytes)
         if removed:
             before = int(study_attrs.CHECKPOINTS_REMOVED.of(self._study.user_attrs, 0))

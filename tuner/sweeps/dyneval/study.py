@@ -27,6 +27,7 @@ from tuner.space import SearchSpace
 from tuner.spec import SweepSpec
 from tuner.storage import study_attrs
 from tuner.storage.confine import resolve_within
+from tuner.storage.object_store import is_uri
 from tuner.storage.study import best_trial, value_of
 
 # Settings a checkpoint study's space may fix besides SETTINGS: where the data is, which device
@@ -50,6 +51,11 @@ def check(
                 f'--checkpoint RUN/best.pt (REST: "checkpoint"); trials no longer train a model each'
             )
         return spec, space
+    if is_uri(spec.checkpoint):
+        raise StudyError(
+            f"checkpoint: {spec.checkpoint[:200]!r} is a URI; dynamic evaluation takes a local file "
+            "(a best.pt a run wrote): download it first, e.g. `rnntune remote best NAME --checkpoint best.pt`"
+        )
     path = Path(spec.checkpoint).expanduser().resolve()
     try:
         _, cfg = load_checkpoint(path)

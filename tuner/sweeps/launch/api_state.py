@@ -10,6 +10,7 @@ from typing import Any, Protocol
 import optuna
 from sqlalchemy.engine import Engine
 
+from tuner.storage.object_store import ObjectLocation
 from tuner.sweeps.launch.launcher import Launcher
 
 
@@ -50,6 +51,9 @@ class ServerSettings(Protocol):
 
     @property
     def data_roots(self) -> tuple[Path, ...]: ...
+
+    @property
+    def object_root(self) -> ObjectLocation | None: ...
 
 
 class ControlState(Protocol):

@@ -22,7 +22,7 @@ from tuner.errors import InvalidInput, InvalidStudy, LaunchFailed, NotFound, Swe
 from tuner.space import list_spaces
 from tuner.spec import SweepSpec
 from tuner.storage import study_attrs
-from tuner.storage.confine import study_folder
+from tuner.storage.confine import study_location
 from tuner.storage.lease import Lease, begin, read, request_stop
 from tuner.storage.study import StudyExistsError
 from tuner.sweeps.cluster.ray_runtime import check_cluster
@@ -72,7 +72,8 @@ def _check_space(raw: str | dict) -> None:
 
 
 def create(state: ControlState, name: str, spec: SweepSpec) -> None:
-    """Create the study `name` from `spec` in the API's database, its checkpoints under `<storage>/<name>`.
+    """Create the study `name` from `spec` in the API's database, its checkpoints under `<storage>/<name>`
+    (a server whose `--storage` is an object store keeps them there).
 
     A name already taken is a SweepConflict; a space, range override or setting that the space
     module rejects is InvalidStudy carrying its message (which names the field and allowed values).
@@ -85,7 +86,11 @@ def create(state: ControlState, name: str, spec: SweepSpec) -> None:
             name,
             spec,
             storage_url=state.settings.db_url,
-            storage_path=state.settings.storage_root / name,
+            storage_path=(
+                state.settings.object_root.child(name).uri
+                if state.settings.object_root is not None
+                else state.settings.storage_root / name
+            ),
             data_roots=state.settings.data_roots,
         )
     except StudyExistsError as err:
@@ -115,7 +120,10 @@ def start(state: ControlState, name: str) -> Handle:
             check_cluster({"cpu": spec.cpus_per_trial, "gpu": spec.gpus_per_trial})
         # The folder resolved once, here (a relative stored path from the server's storage root), and
         # handed to the sweep, which would otherwise resolve it from its own working directory.
-        folder = study_folder(study_attrs.STORAGE_PATH.of(row.user_attrs), state.settings.storage_root, name)
+        settings = state.settings
+        folder = study_location(
+            study_attrs.STORAGE_PATH.of(row.user_attrs), settings.storage_root, name, settings.object_root
+        )
         if folder is None:
             raise SweepConflict(f"study {name!r} keeps its files outside this server's storage root; refused")
         handle = state.launcher.start(

@@ -29,10 +29,10 @@ from tuner.storage import study_attrs
 from tuner.storage.study import (
     DEFAULT_STORAGE_ROOT,
     generate_study_name,
-    local_folder,
     now,
     open_storage,
     redact_url,
+    stored_location,
 )
 from tuner.sweeps.dyneval import study as dyneval_study
 from tuner.sweeps.study import warm_start as warm
@@ -95,7 +95,7 @@ def create_study(
         raise StudyError(
             f"name: study name {name!r} must be 1-128 letters, digits, _ . - (not starting with . or -)"
         )
-    root = local_folder(storage_path, "storage") if storage_path else DEFAULT_STORAGE_ROOT / name
+    root = stored_location(storage_path) if storage_path else str((DEFAULT_STORAGE_ROOT / name).resolve())
     prior = warm.check(storage_url, spec.warm_start, space, spec.sampler) if spec.warm_start else None
     storage = open_storage(storage_url)
     try:
@@ -117,7 +117,7 @@ def create_study(
         study_attrs.WARM_START: prior,
         study_attrs.STATUS: "created",
         study_attrs.CREATED_AT: now(),
-        study_attrs.STORAGE_PATH: str(root.resolve()),
+        study_attrs.STORAGE_PATH: root,
     }
     for key, value in attrs.items():
         study_attrs.write(study, key, value)

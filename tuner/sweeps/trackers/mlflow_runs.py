@@ -16,6 +16,7 @@ from typing import Any
 from mlflow.entities import Metric, Param
 from mlflow.tracking import MlflowClient
 
+from tuner.storage.object_store import is_uri
 from tuner.sweeps.trackers.records import VALUE, Ending, Point
 from tuner.sweeps.trackers.records import hparams as scalar_params
 
@@ -85,7 +86,7 @@ class MlflowRuns:
             self.client.log_metric(run, VALUE, ending.value)
         if ending.checkpoint:
             self.client.set_tag(run, CHECKPOINT, ending.checkpoint)
-            if self._upload:
+            if self._upload and not is_uri(ending.checkpoint):  # an object store's key: tagged only
                 self.client.log_artifact(run, ending.checkpoint, artifact_path="checkpoint")
         if ending.error:
             self.client.set_tag(run, "rnntune.error", ending.error[:5000])

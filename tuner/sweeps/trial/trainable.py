@@ -12,6 +12,9 @@ A setting that breaks a bound known before training (the driver refuses those be
 them, bounds.py; this is the check where the driver could not size the model) returns at once
 with `refused`, which the searcher tells the study as an infeasible setting, never trained.
 
+In a study kept in an object store the run folder is copied there after each evaluation, and the
+checkpoint reported is the copy's key (mirror.py).
+
 Placement (placement.py): the device `auto` means, or a FAIL with the cause when the trial reserved
 a GPU it cannot use. Every result carries the assigned ids (`gpu_ids`), the device used and the
 training path taken on it (`cuda_path_used`), which the searcher stores as user attrs.
@@ -28,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 from tuner.sweeps.trial import member
 from tuner.sweeps.trial.bounds import REFUSED, refusal
 from tuner.sweeps.trial.lifecycle import FINAL, SEGMENT, TrialReport
+from tuner.sweeps.trial.mirror import RunMirror
 from tuner.sweeps.trial.placement import GPUUnusable, failed_placement, placement
 from tuner.sweeps.trial.trial_config import TrialConfig
 
@@ -83,6 +87,9 @@ def run_trial(config: dict[str, Any]) -> dict[str, Any]:
         return {**last, **refused.measures, REFUSED: refused.reason, FINAL: True}
 
     started = time.monotonic()
+    mirror = RunMirror(sent.objects, Path(settings["run_dir"])) if sent.objects else None
+    if mirror is not None:
+        mirror.pull()  # a retry on a node without the folder resumes from the study's copy
     population = sent.population
     own_id = tune.get_context().get_trial_id() if population else ""
     given = None  # a member's: the step of the Ray checkpoint it started from
@@ -92,6 +99,8 @@ def run_trial(config: dict[str, Any]) -> dict[str, Any]:
 
     def report(metrics: dict[str, Any]) -> None:
         nonlocal pending_segment
+        if mirror is not None:  # the checkpoint uploaded before the driver records its key
+            metrics = mirror.published(metrics)
         timed = {**_numeric(metrics), "wall_time": round(time.monotonic() - started, 3)}
         if population is None:
             last.update(timed)
@@ -120,7 +129,8 @@ def run_trial(config: dict[str, Any]) -> dict[str, Any]:
             result = trainer.run(report)
     except Exception as err:  # every trainer failure is the trial's FAIL reason, not a worker crash
         return {**last, **_failure(err)}
-    return _summary(last, pending_segment, result)
+    summary = _summary(last, pending_segment, result)
+    return summary if mirror is None else mirror.published(summary)
 
 
 def _failure(err: Exception) -> dict[str, Any]:

@@ -25,13 +25,15 @@ class Membership:
 class TrialConfig:
     """The study trial's number, its trainer settings (`TrainConfig` fields, run_dir included), the
     checkpoint a trained-model study evaluates, the bounds the trial process checks before
-    training when the driver could not, and a population member's part."""
+    training when the driver could not, a population member's part, and the object store location
+    (`s3://BUCKET/PREFIX`) its run folder is copied to in a study kept there."""
 
     trainer: dict[str, Any]
     trial_number: int | None = None
     checkpoint: str | None = None
     bounds: tuple[str, ...] = ()
     population: Membership | None = None
+    objects: str | None = None
 
     def to_tune(self) -> dict[str, Any]:
         """The dict Tune carries (the keys of what is set only)."""
@@ -42,6 +44,8 @@ class TrialConfig:
             out["checkpoint"] = self.checkpoint
         if self.bounds:
             out["bounds"] = list(self.bounds)
+        if self.objects:
+            out["objects"] = self.objects
         if self.population is not None:
             out["population"] = {
                 "interval": self.population.interval,
@@ -58,6 +62,7 @@ class TrialConfig:
             trial_number=None if number is None else int(number),
             checkpoint=config.get("checkpoint") or None,
             bounds=tuple(config.get("bounds") or ()),
+            objects=config.get("objects") or None,
             population=(
                 Membership(int(population["interval"]), tuple(population["mutable"])) if population else None
             ),

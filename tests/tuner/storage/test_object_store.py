@@ -1,0 +1,140 @@
+"""`s3://BUCKET/PREFIX` locations: parsing, the confinement of keys read from a study, and the store
+against a real S3 server over HTTP (moto's server mode)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests import s3_server
+from tuner.errors import NotFound, StudyError
+from tuner.storage.object_store import (
+    KeyRefused,
+    ObjectLocation,
+    ObjectStore,
+    StorageRefused,
+    location,
+    parse,
+)
+
+s3_endpoint, s3_env, bucket = s3_server.s3_endpoint, s3_server.s3_env, s3_server.bucket  # fixtures
+
+
+def test_an_s3_uri_parses_to_bucket_and_prefix():
+    assert parse("s3://bucket/studies/x/", "--storage") == ObjectLocation("bucket", "studies/x")
+    assert parse("S3://bucket", "--storage").uri == "s3://bucket"
+    assert location("s3://bucket/p", "storage") == ObjectLocation("bucket", "p")
+    assert location("~/runs", "storage") == Path.home() / "runs"
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        (
+            "gs://b/p",
+            r"^--storage: 'gs://b/p' is a gs:// URI, which rnntune does not support; allowed: a local folder or s3://BUCKET/PREFIX",
+        ),
+        ("s3://B_x/p", r"^--storage: 's3://B_x/p' names no valid bucket"),
+        ("s3://bucket/a/../b", r"^--storage: .* has an empty, `.` or `..` component"),
+        ("s3://bucket/a//b", r"^--storage: .* has an empty"),
+    ],
+)
+def test_bad_locations_are_refused_naming_the_field_and_the_allowed_forms(value, message):
+    with pytest.raises(StorageRefused, match=message):
+        parse(value, "--storage")
+    assert issubclass(StorageRefused, StudyError)
+
+
+def test_keys_outside_the_prefix_are_refused():
+    study = ObjectLocation("bucket", "studies/x")
+    assert (
+        study.confine("s3://bucket/studies/x/trial-0/best.pt", "checkpoint").prefix
+        == "studies/x/trial-0/best.pt"
+    )
+    for outside in (
+        "s3://bucket/studies/x-other/trial-0/best.pt",  # a sibling prefix sharing the name's start
+        "s3://bucket/studies/y/trial-0/best.pt",
+        "s3://other/studies/x/trial-0/best.pt",
+        "s3://bucket/studies/x/../y/best.pt",
+        "/studies/x/trial-0/best.pt",
+        "",
+        None,
+    ):
+        with pytest.raises(KeyRefused, match=r"^checkpoint: "):
+            study.confine(outside, "checkpoint")
+    assert issubclass(KeyRefused, NotFound)
+    for name in ("..", ".", "", "a/b"):
+        with pytest.raises(StorageRefused):
+            study.child(name)
+
+
+def test_the_store_lists_reads_downloads_and_deletes_only_under_its_prefix(bucket, tmp_path):
+    store = ObjectStore(ObjectLocation(bucket, "studies/x"))
+    store.check("--storage")
+    (tmp_path / "best.pt").write_bytes(b"w" * 3000)
+    key = store.root.child("trial-0", "best.pt")
+    store.upload(tmp_path / "best.pt", key)
+    assert store.sizes() == {f"s3://{bucket}/studies/x/trial-0/best.pt": 3000}
+    assert store.size(key) == 3000 and store.size(store.root.child("nothing")) is None
+    store.download(key, tmp_path / "copy" / "best.pt")
+    assert (tmp_path / "copy" / "best.pt").read_bytes() == b"w" * 3000
+    with pytest.raises(KeyRefused, match="outside the study's prefix"):
+        store.delete(ObjectLocation(bucket, "studies/y/best.pt"))
+    store.delete(key)
+    store.delete(key)  # already gone: no error
+    assert store.sizes() == {}
+    with pytest.raises(KeyRefused, match="cannot be read"):
+        store.open_read(key)
+
+
+def test_a_missing_bucket_or_unreachable_endpoint_is_refused_naming_the_field(s3_env, monkeypatch):
+    with pytest.raises(
+        StorageRefused, match=r"^storage: bucket 'no-such-bucket' does not exist; set AWS_ENDPOINT_URL_S3"
+    ):
+        ObjectStore(parse("s3://no-such-bucket/p", "storage")).check("storage")
+    from tests.postgres import free_port
+
+    monkeypatch.setenv("AWS_ENDPOINT_URL_S3", f"http://127.0.0.1:{free_port()}")  # nothing listens
+    with pytest.raises(StorageRefused, match=r"^--storage: cannot reach s3://bucket/p: .*AWS_ACCESS_KEY_ID"):
+        ObjectStore(parse("s3://bucket/p", "--storage")).check("--storage")
+
+
+def test_a_study_in_an_object_store_writes_its_run_folders_under_the_local_root(monkeypatch, tmp_path):
+    from tuner.storage.confine import study_folder, study_location
+    from tuner.storage.study import storage_root, study_storage
+
+    assert study_storage("s3://b-1/studies/x", tmp_path, "x") == (
+        tmp_path / "x",
+        ObjectLocation("b-1", "studies/x"),
+    )
+    assert study_storage(str(tmp_path / "own"), tmp_path, "x") == (tmp_path / "own", None)
+    monkeypatch.setenv("RNNTUNE_STORAGE", "s3://b-1/studies")
+    assert storage_root() == Path("studies")  # the working copies' folder; the URI is no folder
+    monkeypatch.setenv("RNNTUNE_STORAGE", "gs://b-1/studies")
+    with pytest.raises(StudyError, match=r"^RNNTUNE_STORAGE: 'gs://b-1/studies' is a gs:// URI"):
+        storage_root()
+    # A stored URI is never taken as a folder (`s3:` under the root); only a server whose object
+    # store root holds it may use it.
+    assert study_folder("s3://b-1/studies/x", tmp_path, "x") is None
+    root = ObjectLocation("b-1", "studies")
+    assert study_location("s3://b-1/studies/x", tmp_path, "x", root) == ObjectLocation("b-1", "studies/x")
+    assert study_location("s3://b-1/other/x", tmp_path, "x", root) is None
+    assert study_location("s3://b-1/studies/x", tmp_path, "x", None) is None
+
+
+def test_the_filesystem_ray_pickles_holds_no_key(monkeypatch):
+    """Ray Tune pickles its `storage_filesystem` into the experiment state in the bucket: the keys
+    stay in each process's environment, never in that pickle."""
+    import pickle
+
+    from tuner.storage.object_store import filesystem
+
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "AKID-7f2c")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "secret-9e4b")
+    monkeypatch.setenv("AWS_ENDPOINT_URL_S3", "http://127.0.0.1:9")
+    fs = filesystem()
+    assert fs.region == "us-east-1"
+    state = pickle.dumps(fs)
+    assert b"secret-9e4b" not in state and b"AKID-7f2c" not in state
+    assert b"127.0.0.1:9" in state  # the endpoint travels with it (no secret)
