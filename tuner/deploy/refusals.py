@@ -30,8 +30,8 @@ SECRETS = (
     "RNNTUNE_API_READ_TOKEN",
     "RNNTUNE_DB_URL",
 )
-SECRET_NAME = re.compile(r"(PASSWORD|TOKEN|SECRET|SECRET_ACCESS_KEY|ACCESS_KEY_ID|CREDENTIALS?|DB_URL)$")
-SECRET_WORDS = ("password", "token", "secret", "db_url", "dburl", "credential")
+SECRET_NAME = re.compile(r"(PASSWORD|TOKEN|SECRET|API_KEY|SECRET_ACCESS_KEY|ACCESS_KEY_ID|CREDENTIALS?|DB_URL)$")
+SECRET_WORDS = ("password", "token", "secret", "api_key", "apikey", "db_url", "dburl", "credential")
 NAMES_SECRETS = ("imagepullsecrets",)  # values keys (lower case) whose values name Secrets
 SERVICE_TYPES = ("ClusterIP", "NodePort", "LoadBalancer")
 RAY_AUTH_MODES = ("token", "disabled")
@@ -52,7 +52,8 @@ class Refused(ValueError):
 
 
 def is_secret(name: str) -> bool:
-    """Whether the setting `name` is a secret (a password, token, secret, credential or database URL)."""
+    """Whether the setting `name` is a secret (a password, token, secret, API key, credential or
+    database URL)."""
     return name in SECRETS or SECRET_NAME.search(name.upper()) is not None
 
 

@@ -20,10 +20,11 @@ SECRET_VALUES = {
     "MLFLOW_TRACKING_TOKEN": "mlflow-token-8e0b1c",
     "AWS_ACCESS_KEY_ID": "aws-key-id-6c0a2f",
     "AWS_SECRET_ACCESS_KEY": "aws-secret-key-4e1d7b",
+    "WANDB_API_KEY": "wandb-api-key-3f9e2d",
 }
-# A setting is a secret when its name says so; Compose may add more (the MLflow credentials and the
-# object store's keys did).
-SECRET_NAME = re.compile(r"(PASSWORD|TOKEN|SECRET|SECRET_ACCESS_KEY|ACCESS_KEY_ID|DB_URL)$")
+# A setting is a secret when its name says so; Compose may add more (the MLflow credentials, the
+# object store's keys and the W&B API key did).
+SECRET_NAME = re.compile(r"(PASSWORD|TOKEN|SECRET|API_KEY|SECRET_ACCESS_KEY|ACCESS_KEY_ID|DB_URL)$")
 # Values that switch on every optional part: GPU workers, an ingress, a namespace, datasets.
 EVERYTHING = {
     "namespace": "ml",
