@@ -2,7 +2,8 @@
 
 Thesis §4.5 and Table 2.6 (Mogrifier paper App. A): dynamic evaluation is tuned on the trained
 model, so a trial trains nothing. It loads the checkpoint (`config["checkpoint"]`, made absolute
-when the study was created), applies the trial's dynamic-evaluation settings and the space's
+when the study was created; an `s3://` object is downloaded here, in the trial's own process,
+which may run on another node: `tuner.sweeps.dyneval.source`), applies the trial's dynamic-evaluation settings and the space's
 evaluation settings (`tuner.sweeps.dyneval.study.EVALUATION_SETTINGS`) on top of the model's own
 config, and runs `trainer.dyneval.run_dynamic_evaluation` on the validation split: the gradient
 statistics over the training data, then the split read as one stream at batch 1 while adapting.
@@ -19,6 +20,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from tuner.sweeps.dyneval import source
 from tuner.sweeps.trial.lifecycle import FINAL
 from tuner.sweeps.trial.placement import GPUUnusable, failed_placement, placement
 from tuner.sweeps.trial.trial_config import TrialConfig
@@ -39,7 +41,8 @@ def run_dyneval_trial(config: dict[str, Any]) -> dict[str, Any]:
         return failed_placement(err)
     result: dict[str, Any] = {"step": 0, **where}
     try:
-        model, cfg = load_checkpoint(str(sent.checkpoint), device=where["device"])
+        with source.local_copy(str(sent.checkpoint)) as local:
+            model, cfg = load_checkpoint(local, device=where["device"])
         if not isinstance(model, LanguageModel):  # creation refuses reverse_copy models
             raise TypeError(f"{sent.checkpoint} is not a language model")
         cfg = make_config({**cfg.to_dict(), **settings, "device": where["device"]})
