@@ -109,7 +109,8 @@ def test_a_cli_sweep_keeps_its_checkpoints_in_the_bucket_and_the_api_serves_them
 
 def _dyneval_of(tmp_path, db: str, checkpoint: str, bucket: str) -> None:
     """A dynamic-evaluation study of an `s3://` checkpoint, itself kept in the bucket: the driver
-    and the trial each download the model; the trial evaluates it and trains nothing."""
+    and the trial each download the model; the trial evaluates it, trains nothing, and its run
+    folder (the evaluation's config.yaml) is copied to the study's prefix."""
     where = f"s3://{bucket}/studies/dyn"
     args = ["--name", "dyn", "--space", "dyneval", "--checkpoint", checkpoint, "--trials", "1"]
     args += ["--parallel", "1", "--db", db, "--seed", "2", "--storage", where]
@@ -122,6 +123,7 @@ def _dyneval_of(tmp_path, db: str, checkpoint: str, bucket: str) -> None:
     assert study.user_attrs["spec"]["checkpoint"] == checkpoint
     assert study.user_attrs["dyneval_best"]["checkpoint"] == checkpoint
     assert not list((tmp_path / "studies").rglob("*.pt"))  # the model was never kept locally
+    assert set(ObjectStore(parse(where, "t")).sizes()) >= {f"{where}/trial-0/config.yaml"}  # mirrored
 
 
 def _finalize_from_the_bucket(tmp_path, db: str, where: str, best: int, store: ObjectStore) -> None:
