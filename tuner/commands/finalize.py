@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from tuner.storage import study_attrs
-from tuner.storage.object_store import ObjectLocation, is_uri, parse
+from tuner.storage.object_store import ObjectLocation, ObjectStore, is_uri, parse
 from tuner.storage.study import (
     DB_ENV,
     StudyError,
@@ -153,7 +153,10 @@ def _prepared(
         raise StudyError(f"study {args.name!r} has no COMPLETE trial to rerun")
     stored = args.storage or study_attrs.STORAGE_PATH.of(study.user_attrs) or args.name
     if is_uri(stored):  # a study kept in an object store reruns in its local folder (study_storage)
-        folder, objects = study_storage(parse(stored, "--storage").uri, storage_root(), args.name)
+        field = "--storage" if args.storage else "storage_path"
+        where = parse(stored, field)
+        ObjectStore(where).check(field)  # exit 2 naming the field, before Ray starts
+        folder, objects = study_storage(where.uri, storage_root(), args.name)
     elif args.storage:
         folder, objects = local_folder(args.storage, "--storage").resolve(), None
     else:

@@ -47,3 +47,14 @@ def test_a_planted_run_dir_never_reads_a_key_outside_the_prefix(tmp_path, bucket
     study = _planted(tmp_path, "/anywhere/..")
     config = finalize.source_config(study, study.trials[0], tmp_path / "studies" / "fin", where)
     assert config["hidden_size"] != 40
+
+
+def test_the_command_refuses_a_bucket_that_does_not_answer_before_ray_starts(tmp_path, s3_env, capsys):
+    from tuner.cli import main
+    from tuner.storage import study_attrs
+
+    study = _planted(tmp_path, tmp_path / "trial-0")
+    study_attrs.STORAGE_PATH.write(study, "s3://no-such-bucket/studies/planted")
+    db = f"sqlite:///{tmp_path / 'planted.sqlite'}"
+    assert main(["finalize", "planted", "--top", "1", "--seeds", "1", "--db", db]) == 2
+    assert "storage_path: bucket 'no-such-bucket' does not exist" in capsys.readouterr().err
