@@ -14,7 +14,7 @@ from tuner.api.routes import finalize as finalize_routes
 from tuner.api.routes.studies import checkpoint_problem
 from tuner.space import load_space
 from tuner.storage import study_attrs
-from tuner.storage.object_store import parse
+from tuner.storage.object_store import ObjectStore, parse
 from tuner.sweeps.finalize.launch import FinalizeLauncher
 
 s3_endpoint, s3_env, bucket = s3_server.s3_endpoint, s3_server.s3_env, s3_server.bucket  # fixtures
@@ -47,11 +47,18 @@ def test_studies_created_through_the_api_live_under_its_object_root(tmp_path, bu
 
 
 def test_a_dyneval_checkpoint_in_the_bucket_must_lie_inside_the_object_root(tmp_path, bucket):
-    """REST creation loads the model it names: an `s3://` key only inside the server's object root."""
+    """REST creation loads the model it names: an `s3://` key only inside the server's object root;
+    one there is downloaded and checked as a local file is (its dataset inside the data roots)."""
+    from tests.tuner.dyneval_checkpoint import quick_checkpoint
+
+    model = quick_checkpoint(tmp_path / "model")
+    key = parse(f"s3://{bucket}/root/trained/trial-0/best.pt", "t")
+    ObjectStore(key).upload(model, key)
     settings = ApiSettings(
         db_url=f"sqlite:///{tmp_path / 's.db'}",
         storage_root=tmp_path / "studies",
         object_root=parse(f"s3://{bucket}/root", "t"),
+        data_roots=(tmp_path / "model" / "data",),
     )
     outside = f"s3://{bucket}/elsewhere/trial-0/best.pt"
     with live_server(settings) as url:
@@ -67,6 +74,13 @@ def test_a_dyneval_checkpoint_in_the_bucket_must_lie_inside_the_object_root(tmp_
         )
         assert inside.status_code == 422 and "checkpoint: s3://" in inside.text, inside.text
         assert "is not a readable rnntune checkpoint" in inside.text
+        created = httpx.post(
+            f"{url}/studies", json={"name": "dv", "space": "dyneval", "checkpoint": key.uri}, timeout=30
+        )
+        assert created.status_code == 201, created.text
+    study = optuna.load_study(study_name="dv", storage=settings.db_url)
+    assert study.user_attrs["spec"]["checkpoint"] == key.uri
+    assert study.user_attrs["storage_path"] == f"s3://{bucket}/root/dv"
 
 
 def test_finalize_of_a_study_in_the_bucket_launches_with_its_location(tmp_path, bucket, monkeypatch):
