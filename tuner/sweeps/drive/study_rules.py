@@ -35,8 +35,8 @@ class StudyRules:
         pins: Callable[[], Collection[Path | str]] = frozenset,
         objects: ObjectLocation | None = None,
     ) -> None:
-        """`pins()`: the weight files and objects other studies use (read at each retention pass), never removed.
-        `objects`: where a study kept in an object store has its weights (retention deletes there)."""
+        """`pins()`: the weight files and objects other studies use (read at each retention pass),
+        never removed. `objects`: where a study kept in an object store has its weights (retention deletes there)."""
         self._store = ObjectStore(objects) if objects is not None and spec.keep_top else None
         self._study = study
         self._pins = pins

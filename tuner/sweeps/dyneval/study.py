@@ -20,14 +20,14 @@ from typing import Any
 
 import optuna
 
-from trainer import load_checkpoint
+from trainer import TrainConfig, load_checkpoint
 from trainer.dyneval import SETTINGS
 from tuner.errors import StudyError
 from tuner.space import SearchSpace
 from tuner.spec import SweepSpec
 from tuner.storage import study_attrs
 from tuner.storage.confine import resolve_within
-from tuner.storage.object_store import StorageRefused, is_uri
+from tuner.storage.object_store import is_uri
 from tuner.storage.study import best_trial, value_of
 from tuner.sweeps.dyneval import source
 
@@ -90,13 +90,10 @@ def check(
     return spec.model_copy(update={"checkpoint": path}), space
 
 
-def _loaded(checkpoint: str) -> tuple[str, Any]:
+def _loaded(checkpoint: str) -> tuple[str, TrainConfig]:
     """The checkpoint as the study stores it (`source.shown`) and its model's config, read from a
     local copy (an `s3://` object downloaded); StudyError naming `checkpoint` when it cannot be read."""
-    try:
-        path = source.shown(checkpoint)
-    except StorageRefused as err:
-        raise StudyError(str(err)) from None
+    path = source.shown(checkpoint)  # StorageRefused (a StudyError) names `checkpoint`
     try:
         with source.local_copy(path) as local:
             _, cfg = load_checkpoint(local)
