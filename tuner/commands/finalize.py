@@ -3,7 +3,8 @@
 The tuner picks the luckiest of noisy runs, so the best trial's own value is optimistic; reruns
 with new seeds show how each configuration really does (mean ± sd) and which one is best on
 average. Reruns go to STORAGE/finalize/trial-N-seed-S and into the study (attr `finalize`) as each
-ends; running the command again skips the seeds already done.
+ends; running the command again skips the seeds already done. A study kept in an object store
+reruns into ./studies/NAME/finalize and uploads each rerun's folder to PREFIX/finalize/.
 
 Exit status: 0 when every rerun finished, 1 when some failed or Ray could not start, 2 for a bad
 study name or option.
@@ -18,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from tuner.storage import study_attrs
+from tuner.storage.object_store import ObjectLocation, ObjectStore, is_uri, parse
 from tuner.storage.study import (
     DB_ENV,
     StudyError,
@@ -83,7 +85,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument(
         "--storage",
-        help="the study's folder; reruns go to STORAGE/finalize (default: the study's storage_path)",
+        help="the study's folder or s3://BUCKET/PREFIX; reruns go to STORAGE/finalize, uploaded there "
+        "from a local folder for an object store (default: the study's storage_path)",
     )
     p.add_argument(
         "--best-by",
@@ -131,9 +134,11 @@ def report(rows: list[dict], best_by: str | None) -> str:
     return "\n".join(lines)
 
 
-def _prepared(args: argparse.Namespace) -> tuple[str, optuna.Study, Path, list[Rerun]]:
-    """(the database URL, the study, the reruns' folder, the reruns to do); StudyError when the
-    study cannot be finalized now."""
+def _prepared(
+    args: argparse.Namespace,
+) -> tuple[str, optuna.Study, Path, ObjectLocation | None, list[Rerun]]:
+    """(the database URL, the study, the reruns' local folder, the object store location they are
+    uploaded to or None, the reruns to do); StudyError when the study cannot be finalized now."""
     from tuner.storage.study import load_study
     from tuner.sweeps.finalize import rerun as finalize
 
@@ -146,18 +151,20 @@ def _prepared(args: argparse.Namespace) -> tuple[str, optuna.Study, Path, list[R
         )
     if not finalize.top_trials(study, 1):
         raise StudyError(f"study {args.name!r} has no COMPLETE trial to rerun")
-    folder = (
-        local_folder(args.storage, "--storage").resolve()
-        if args.storage
-        # a study kept in an object store reruns in its local folder (study_storage)
-        else study_storage(
-            study_attrs.STORAGE_PATH.of(study.user_attrs) or args.name, storage_root(), args.name
-        )[0]
-    )
+    stored = args.storage or study_attrs.STORAGE_PATH.of(study.user_attrs) or args.name
+    if is_uri(stored):  # a study kept in an object store reruns in its local folder (study_storage)
+        field = "--storage" if args.storage else "storage_path"
+        where = parse(stored, field)
+        ObjectStore(where).check(field)  # exit 2 naming the field, before Ray starts
+        folder, objects = study_storage(where.uri, storage_root(), args.name)
+    elif args.storage:
+        folder, objects = local_folder(args.storage, "--storage").resolve(), None
+    else:
+        folder, objects = study_storage(stored, storage_root(), args.name)
     root = folder / "finalize"
     if args.best_by:
         study_attrs.BEST_BY.write(study, args.best_by)
-    return url, study, root, finalize.plan(study, args.top, args.seeds, root)
+    return url, study, root, objects, finalize.plan(study, args.top, args.seeds, root, objects)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -168,12 +175,13 @@ def run(args: argparse.Namespace) -> int:
 
     optuna.logging.set_verbosity(optuna.logging.INFO if args.verbose else optuna.logging.WARNING)
     try:
-        url, study, root, todo = _prepared(args)
+        url, study, root, objects, todo = _prepared(args)
     except StudyError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
     print(
         f"study {args.name}: {len(todo)} reruns to do (top {args.top} × {args.seeds} seeds)  db {redact_url(url)}  in {root}"
+        + (f" (uploaded to {objects.child('finalize')})" if objects is not None else "")
     )
     started = False
     try:
@@ -197,6 +205,7 @@ def run(args: argparse.Namespace) -> int:
             cpus_per_rerun=args.cpus_per_rerun,
             gpus_per_rerun=args.gpus_per_rerun,
             on_result=progress,
+            objects=objects,
         )
     except RayStartError as err:
         finalize.set_finalize_status(study, "failed", top=args.top, seeds=args.seeds, error=str(err))

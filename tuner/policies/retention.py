@@ -90,7 +90,7 @@ def keep_top(
     keep: int,
     root: Path,
     sizes: dict[str, int] | None = None,
-    pinned: Collection[Path] = (),
+    pinned: Collection[Path | str] = (),
 ) -> tuple[RetentionReport, list[FrozenTrial]]:
     """Remove the weight files of finished trials outside the `keep` best COMPLETE ones.
 
@@ -122,13 +122,17 @@ def keep_top(
 
 
 def keep_top_objects(
-    trials: Sequence[FrozenTrial], keep: int, store: ObjectStore, root: Path
+    trials: Sequence[FrozenTrial],
+    keep: int,
+    store: ObjectStore,
+    root: Path,
+    pinned: Collection[Path | str] = (),
 ) -> tuple[RetentionReport, list[FrozenTrial]]:
     """`keep_top` for a study kept in an object store: the weight objects of finished trials outside
     the `keep` best are deleted under the store's prefix (a trial's copy is `PREFIX/<its run folder's
     name>`, mirror.py), with this node's local copies in `root`. No key outside the prefix is
     deleted: a run folder whose name is no plain component is skipped. `used_bytes`: the objects
-    under the trials' copies."""
+    under the trials' copies. A folder holding one of the `pinned` objects (URIs) keeps its weights."""
     kept, candidates = _ranked(trials, keep)
     objects = store.sizes()
     removed: list[FrozenTrial] = []
@@ -139,7 +143,7 @@ def keep_top_objects(
         except StorageRefused:
             continue
         names = [name for name in WEIGHT_FILES if folder.child(name).uri in objects]
-        if not names:
+        if not names or any(folder.child(name).uri in pinned for name in names):
             continue
         for name in names:
             freed += objects.pop(folder.child(name).uri)

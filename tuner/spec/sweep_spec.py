@@ -195,8 +195,9 @@ class SweepSpec(BaseModel):
         default=None,
         min_length=1,
         max_length=4096,
-        description="A trained model's checkpoint (RUN/best.pt): each trial evaluates it with "
-        "dynamic evaluation under the trial's settings instead of training (the dyneval space).",
+        description="A trained model's checkpoint (RUN/best.pt, or s3://BUCKET/PREFIX/trial-N/best.pt): "
+        "each trial evaluates it with dynamic evaluation under the trial's settings instead of training "
+        "(the dyneval space).",
     )
 
     tensorboard: bool = Field(

@@ -91,10 +91,7 @@ def test_an_unsupported_or_unreachable_store_is_refused_not_made_a_local_folder(
         ["sweep", "--db", db, "--name", "d", "--space", "dyneval", "--checkpoint", "s3://bar/s/best.pt"]
     )
     assert code == 2
-    assert (
-        "checkpoint: 's3://bar/s/best.pt' is a URI; dynamic evaluation takes a local file"
-        in capsys.readouterr().err
-    )
+    assert "checkpoint: s3://bar/s/best.pt is not a readable rnntune checkpoint" in capsys.readouterr().err
     assert optuna.study.get_all_study_names(db) == []
     assert sorted(p.name for p in tmp_path.iterdir()) == ["db.sqlite"]
 

@@ -1,15 +1,20 @@
 """`rnntune sweep --storage s3://BUCKET/PREFIX` end to end against an S3 server over HTTP (moto's
 server mode): the trials' checkpoints land in the bucket, retention deletes there, the API streams
-the best one with a matching SHA-256, and a key outside the study's prefix is refused."""
+the best one with a matching SHA-256, and a key outside the study's prefix is refused. On the same
+sweep: a dynamic-evaluation study of its best `s3://` checkpoint, and `rnntune finalize` reading the
+trials' configs from the bucket and uploading its reruns there."""
 
 from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import shutil
 import signal
 import sqlite3
+import subprocess
+import sys
 
 import httpx
 import pytest
@@ -76,6 +81,9 @@ def test_a_cli_sweep_keeps_its_checkpoints_in_the_bucket_and_the_api_serves_them
         assert sent["max_steps"] == 30 and sent["run_dir"].endswith(f"trial-{best.number}")
         assert httpx.get(f"{url}/studies/s3e2e/trials/{best.number}/config", timeout=60).json() == sent
 
+    _dyneval_of(tmp_path, db, f"{where}/trial-{best.number}/best.pt", bucket)
+    _finalize_from_the_bucket(tmp_path, db, where, best.number, store)
+
     elsewhere = ApiSettings(
         db_url=db, storage_root=tmp_path / "studies", object_root=parse(f"s3://{bucket}/other", "t")
     )
@@ -97,6 +105,43 @@ def test_a_cli_sweep_keeps_its_checkpoints_in_the_bucket_and_the_api_serves_them
         assert refused.status_code == 404
         assert "checkpoint: " in refused.text and "outside the study's prefix" in refused.text
         assert "not this study" not in refused.text
+
+
+def _dyneval_of(tmp_path, db: str, checkpoint: str, bucket: str) -> None:
+    """A dynamic-evaluation study of an `s3://` checkpoint, itself kept in the bucket: the driver
+    and the trial each download the model; the trial evaluates it, trains nothing, and its run
+    folder (the evaluation's config.yaml) is copied to the study's prefix."""
+    where = f"s3://{bucket}/studies/dyn"
+    args = ["--name", "dyn", "--space", "dyneval", "--checkpoint", checkpoint, "--trials", "1"]
+    args += ["--parallel", "1", "--db", db, "--seed", "2", "--storage", where]
+    proc, log = launch(tmp_path, [*args, "--set", "dyneval_stats_batches=5"])
+    assert finish(proc, log, 600) == 0, log.read_text()
+    study = load_study("dyn", db)
+    (trial,) = study.trials
+    assert trial.state == TrialState.COMPLETE and math.isfinite(trial.value), trial.user_attrs
+    assert trial.user_attrs["best_step"] == 0 and not trial.intermediate_values  # nothing trained
+    assert study.user_attrs["spec"]["checkpoint"] == checkpoint
+    assert study.user_attrs["dyneval_best"]["checkpoint"] == checkpoint
+    assert not list((tmp_path / "studies").rglob("*.pt"))  # the model was never kept locally
+    assert set(ObjectStore(parse(where, "t")).sizes()) >= {f"{where}/trial-0/config.yaml"}  # mirrored
+
+
+def _finalize_from_the_bucket(tmp_path, db: str, where: str, best: int, store: ObjectStore) -> None:
+    """`rnntune finalize` of the study with its local run folders gone: the config comes from the
+    bucket, the rerun's folder is uploaded to PREFIX/finalize/, the report has its mean."""
+    ran = subprocess.run(
+        [sys.executable, "-m", "tuner.cli", "finalize", "s3e2e", "--top", "1", "--seeds", "1", "--db", db,
+         "--num-cpus", "2"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=600, check=False,
+    )  # fmt: skip
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    assert f"uploaded to {where}/finalize" in ran.stdout
+    (rerun,) = load_study("s3e2e", db).user_attrs["finalize"][str(best)]["reruns"]
+    assert math.isfinite(rerun["val_loss"]) and "error" not in rerun
+    folder = f"{where}/finalize/trial-{best}-seed-{rerun['seed']}"
+    assert rerun["best_checkpoint"] == f"{folder}/best.pt"
+    assert {f"{folder}/best.pt", f"{folder}/config.yaml", f"{folder}/metrics.jsonl"} <= set(store.sizes())
+    assert f"{best:>5}   1" in ran.stdout
 
 
 def test_a_trial_whose_worker_is_killed_resumes_on_a_node_without_its_folder(tmp_path, bucket):

@@ -50,3 +50,18 @@ def test_the_weights_of_trials_outside_the_best_are_deleted_under_the_prefix_onl
     assert report.used_bytes == 10 + 2010 + 2010  # trials 0, 1, 2 (trial 3's folder is no key)
     again, _ = keep_top_objects(trials, 1, store, local)
     assert again.removed == () and again.freed_bytes == 0
+
+
+def test_a_folder_holding_an_object_a_dyneval_study_evaluates_keeps_its_weights(tmp_path, bucket):
+    store = ObjectStore(ObjectLocation(bucket, "studies/x"))
+    (tmp_path / "best.pt").write_bytes(b"w")
+    for n in range(3):
+        store.upload(tmp_path / "best.pt", store.root.child(f"trial-{n}", "best.pt"))
+    trials = [_trial(n, TrialState.COMPLETE, 4.0 + n, f"/node/trial-{n}") for n in range(3)]
+    pinned = {
+        f"s3://{bucket}/studies/x/trial-2/best.pt",
+        tmp_path / "trial-1" / "best.pt",
+    }  # a local path pins no key
+    _, removed = keep_top_objects(trials, 1, store, tmp_path, pinned)
+    assert [t.number for t in removed] == [1]
+    assert set(store.sizes()) == {f"s3://{bucket}/studies/x/trial-{n}/best.pt" for n in (0, 2)}

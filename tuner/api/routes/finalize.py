@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+from pathlib import Path
 from typing import Any
 
 from fastapi import APIRouter, Depends, Request, status
@@ -13,7 +14,7 @@ from tuner.api import serializers as views
 from tuner.api.auth import require_read, require_write
 from tuner.api.errors import Conflict
 from tuner.api.finalize_models import FinalizeReport, FinalizeRequest, FinalizeStarted
-from tuner.api.paths import study_folder
+from tuner.api.paths import study_location
 from tuner.api.routes.common import (
     STUDY,
     StudyName,
@@ -68,11 +69,20 @@ def _start(request: Request, name: str, body: FinalizeRequest) -> dict:
         raise Conflict(
             f"study {name!r} was not created by rnntune (no stored space); its trials cannot be rerun"
         )
-    # A path read from the database never decides where the server writes (409 outside its root).
-    folder = study_folder(row.user_attrs, state.settings.storage_root, name)
-    bounds.check_runs(live_runs(request), state.settings)
+    # A path read from the database never decides where the server writes (409 outside its roots);
+    # a study kept in an object store reruns in the server's local folder for it and uploads there.
+    settings = state.settings
+    where = study_location(row.user_attrs, settings.storage_root, name, settings.object_root)
+    logs = where if isinstance(where, Path) else settings.storage_root / name
+    bounds.check_runs(live_runs(request), settings)
     handle = launcher_of(request).start(
-        name, row.user_attrs, top=body.top, seeds=body.seeds, parallel=body.parallel, storage_path=folder
+        name,
+        row.user_attrs,
+        top=body.top,
+        seeds=body.seeds,
+        parallel=body.parallel,
+        storage_path=where,
+        log_folder=logs,
     )
     state.store.invalidate(name)
     return {

@@ -32,11 +32,11 @@ class StudyRules:
         root: Path,
         spec: SweepSpec,
         max_steps: int,
-        pins: Callable[[], Collection[Path]] = frozenset,
+        pins: Callable[[], Collection[Path | str]] = frozenset,
         objects: ObjectLocation | None = None,
     ) -> None:
-        """`pins()`: the weight files other studies use (read at each retention pass), never removed.
-        `objects`: where a study kept in an object store has its weights (retention deletes there)."""
+        """`pins()`: the weight files and objects other studies use (read at each retention pass),
+        never removed. `objects`: where a study kept in an object store has its weights (retention deletes there)."""
         self._store = ObjectStore(objects) if objects is not None and spec.keep_top else None
         self._study = study
         self._pins = pins
@@ -82,7 +82,7 @@ class StudyRules:
             return
         trials = self._study.get_trials(deepcopy=False)
         if self._store is not None:
-            report, removed = keep_top_objects(trials, self.keep, self._store, self._root)
+            report, removed = keep_top_objects(trials, self.keep, self._store, self._root, self._pins())
         else:
             report, removed = keep_top(trials, self.keep, self._root, self._sizes, pinned=self._pins())
         study_attrs.CHECKPOINT_BYTES.write(self._study, report.used_bytes)

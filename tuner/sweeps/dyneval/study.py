@@ -20,7 +20,7 @@ from typing import Any
 
 import optuna
 
-from trainer import load_checkpoint
+from trainer import TrainConfig, load_checkpoint
 from trainer.dyneval import SETTINGS
 from tuner.errors import StudyError
 from tuner.space import SearchSpace
@@ -29,6 +29,7 @@ from tuner.storage import study_attrs
 from tuner.storage.confine import resolve_within
 from tuner.storage.object_store import is_uri
 from tuner.storage.study import best_trial, value_of
+from tuner.sweeps.dyneval import source
 
 # Settings a checkpoint study's space may fix besides SETTINGS: where the data is, which device
 # evaluates, how many validation tokens a trial reads. The model's own settings are the checkpoint's.
@@ -51,18 +52,7 @@ def check(
                 f'--checkpoint RUN/best.pt (REST: "checkpoint"); trials no longer train a model each'
             )
         return spec, space
-    if is_uri(spec.checkpoint):
-        raise StudyError(
-            f"checkpoint: {spec.checkpoint[:200]!r} is a URI; dynamic evaluation takes a local file "
-            "(a best.pt a run wrote): download it first, e.g. `rnntune remote best NAME --checkpoint best.pt`"
-        )
-    path = Path(spec.checkpoint).expanduser().resolve()
-    try:
-        _, cfg = load_checkpoint(path)
-    except Exception:  # one answer whether the file is missing, unreadable or not a checkpoint
-        raise StudyError(
-            f"checkpoint: {path} is not a readable rnntune checkpoint (a best.pt or last.pt a run wrote)"
-        ) from None
+    path, cfg = _loaded(spec.checkpoint)
     if cfg.dataset == "reverse_copy":
         raise StudyError(
             f"checkpoint: {path} is a reverse_copy model; dynamic evaluation needs a language model"
@@ -97,7 +87,22 @@ def check(
                 f"give it with --set data_dir=PATH"
             )
         space = space.with_overrides(fixed={"data_dir": str(data_dir)})
-    return spec.model_copy(update={"checkpoint": str(path)}), space
+    return spec.model_copy(update={"checkpoint": path}), space
+
+
+def _loaded(checkpoint: str) -> tuple[str, TrainConfig]:
+    """The checkpoint as the study stores it (`source.shown`) and its model's config, read from a
+    local copy (an `s3://` object downloaded); StudyError naming `checkpoint` when it cannot be read."""
+    path = source.shown(checkpoint)  # StorageRefused (a StudyError) names `checkpoint`
+    try:
+        with source.local_copy(path) as local:
+            _, cfg = load_checkpoint(local)
+    except Exception:  # one answer whether the file is missing, unreadable or not a checkpoint
+        raise StudyError(
+            f"checkpoint: {path} is not a readable rnntune checkpoint (a best.pt or last.pt a run wrote, "
+            "a local file or an s3://BUCKET/KEY object)"
+        ) from None
+    return path, cfg
 
 
 def best_setting(study: optuna.Study) -> dict[str, Any] | None:
@@ -129,15 +134,18 @@ def record_best(study: optuna.Study) -> None:
         study_attrs.DYNEVAL_BEST.write(study, best)
 
 
-def referenced_checkpoints(storage: optuna.storages.BaseStorage) -> frozenset[Path]:
-    """The checkpoints the studies in `storage` evaluate (their spec's `checkpoint`), resolved:
-    a trained study's retention keeps these weight files whatever their rank."""
-    pinned = set()
+def referenced_checkpoints(storage: optuna.storages.BaseStorage) -> frozenset[Path | str]:
+    """The checkpoints the studies in `storage` evaluate (their spec's `checkpoint`): local files
+    resolved, objects by their `s3://` URI. A trained study's retention keeps these weights
+    whatever their rank."""
+    pinned: set[Path | str] = set()
     for summary in optuna.get_all_study_summaries(storage, include_best_trial=False):
         try:
             spec = SweepSpec.stored_in(summary.user_attrs)
         except Exception:  # another tool's study, or a spec this version cannot read: it pins nothing
             continue
         if spec is not None and spec.checkpoint:
-            pinned.add(Path(spec.checkpoint).expanduser().resolve())
+            pinned.add(
+                spec.checkpoint if is_uri(spec.checkpoint) else Path(spec.checkpoint).expanduser().resolve()
+            )
     return frozenset(pinned)

@@ -4,7 +4,8 @@ Like a sweep, a finalize run (Ray, S×K trainings) is heavy and may crash, so it
 process launcher (`tuner.sweeps.launch.launcher`): its own session, no token, the database URL in the
 environment. When the child exits while the study's `finalize_status` still says `queued` or
 `running` for it, the launcher's watcher records `failed`, so the status never lies about a dead
-run. Finished reruns are already stored.
+run. Finished reruns are already stored. A study kept in an object store is finalized with
+`--storage s3://...` (its reruns uploaded there), its log in the server's local folder for it.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from pathlib import Path
 
 from tuner.errors import Conflict
 from tuner.storage import study_attrs
+from tuner.storage.object_store import ObjectLocation
 from tuner.storage.study import load_study
 from tuner.sweeps.finalize.rerun import live_run, set_finalize_status
 from tuner.sweeps.launch.launcher import Handle, Launcher
@@ -27,7 +29,9 @@ class FinalizeLauncher:
         self._launcher = Launcher(db_url, on_exit=self._record_exit, python=python)
 
     @staticmethod
-    def command(name: str, top: int, seeds: int, parallel: int, storage_path: Path) -> list[str]:
+    def command(
+        name: str, top: int, seeds: int, parallel: int, storage_path: Path | ObjectLocation
+    ) -> list[str]:
         """The `rnntune` arguments of the run."""
         return [
             "finalize",
@@ -50,9 +54,18 @@ class FinalizeLauncher:
         return self._launcher.live()
 
     def start(
-        self, name: str, attrs: dict, *, top: int, seeds: int, parallel: int, storage_path: Path
+        self,
+        name: str,
+        attrs: dict,
+        *,
+        top: int,
+        seeds: int,
+        parallel: int,
+        storage_path: Path | ObjectLocation,
+        log_folder: Path,
     ) -> Handle:
-        """Launch the run; Conflict (409) while this server's or another local process's run goes on."""
+        """Launch the run, its log `log_folder/finalize.log`; Conflict (409) while this server's or
+        another local process's run goes on."""
         with self._launcher.lock:
             if self._launcher.running(name) is not None or live_run(attrs) is not None:
                 raise Conflict(f"study {name!r} already has a finalize run in progress")
@@ -62,7 +75,7 @@ class FinalizeLauncher:
                 {"state": "queued", "top": top, "seeds": seeds},
             )
             return self._launcher.start(
-                name, self.command(name, top, seeds, parallel, storage_path), storage_path / "finalize.log"
+                name, self.command(name, top, seeds, parallel, storage_path), log_folder / "finalize.log"
             )
 
     def _record_exit(self, handle: Handle, code: int) -> None:

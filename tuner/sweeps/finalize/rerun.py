@@ -8,6 +8,11 @@ the K best COMPLETE trials with S new seeds each on Ray and keeps every rerun in
 writable; a finished trial's do not), so a crash loses nothing finished and a second call skips the
 seeds already done. `summarize` turns the attr into mean ± sd per configuration and the gap to the
 tuning run's own value.
+
+A study kept in an object store (`--storage s3://BUCKET/PREFIX`) has each trial's config read from
+its copy in the bucket when this node lacks the run folder (`PREFIX/<run folder's name>/config.yaml`,
+never a key outside the prefix), and each rerun's folder uploaded by the worker that trained it to
+`PREFIX/finalize/<rerun's folder name>/` (`RunMirror`), its `best_checkpoint` recorded as that key.
 """
 
 from __future__ import annotations
@@ -17,9 +22,10 @@ import math
 import os
 import socket
 import statistics
+import tempfile
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePath
 from typing import Any
 
 import optuna
@@ -29,7 +35,9 @@ from optuna.trial import FrozenTrial, TrialState
 from trainer.evaluate import headline
 from tuner.storage import study_attrs, trial_attrs
 from tuner.storage.confine import resolve_within
+from tuner.storage.object_store import ObjectLocation, ObjectStore, StorageRefused
 from tuner.storage.study import StudyError, value_of
+from tuner.sweeps.trial.mirror import RunMirror
 
 BEST_BY = ("tuning", "rerun_mean")
 
@@ -51,8 +59,11 @@ def top_trials(study: optuna.Study, k: int) -> list[FrozenTrial]:
     return sorted(complete, key=lambda t: (value_of(t), t.number))[:k]
 
 
-def source_config(study: optuna.Study, trial: FrozenTrial, storage: Path) -> dict[str, Any]:
-    """The trainer config the trial ran: its run folder's config.yaml, else rebuilt from the stored space.
+def source_config(
+    study: optuna.Study, trial: FrozenTrial, storage: Path, objects: ObjectLocation | None = None
+) -> dict[str, Any]:
+    """The trainer config the trial ran: its run folder's config.yaml (local, else its copy under
+    `objects` for a study kept in an object store), else rebuilt from the stored space.
     The run folder is read only inside the study's `storage` folder (a stored run_dir elsewhere is
     ignored, as a retry ignores it), and a config.yaml that is not a trainer config is an error that
     names the trial, never the file's content. A study of a trained model (`checkpoint`) trained
@@ -68,6 +79,8 @@ def source_config(study: optuna.Study, trial: FrozenTrial, storage: Path) -> dic
     saved = run_dir / "config.yaml" if run_dir is not None else None
     if saved is not None and saved.is_file():
         return _saved_config(saved, trial.number)
+    if objects is not None and (copied := _copied_config(trial, objects)) is not None:
+        return copied
     from tuner.space import SearchSpace
     from tuner.sweeps.drive.run import resolve_data_dir
 
@@ -94,6 +107,24 @@ def _saved_config(path: Path, number: int) -> dict[str, Any]:
     return dict(loaded)
 
 
+def _copied_config(trial: FrozenTrial, objects: ObjectLocation) -> dict[str, Any] | None:
+    """The trial's config.yaml from its run folder's copy under `objects` (the folder's name as one
+    plain component, so no key outside the prefix is read), None when there is no copy."""
+    raw = trial_attrs.RUN_DIR.of(trial.user_attrs)
+    if not isinstance(raw, str) or not raw:
+        return None
+    try:
+        key = objects.child(PurePath(raw).name, "config.yaml")
+    except StorageRefused:
+        return None
+    store = ObjectStore(objects)
+    if store.size(key) is None:
+        return None
+    with tempfile.TemporaryDirectory(prefix="rnntune-config-") as folder:
+        store.download(key, Path(folder) / "config.yaml")
+        return _saved_config(Path(folder) / "config.yaml", trial.number)
+
+
 def fresh_seeds(original: int, count: int) -> list[int]:
     """`count` seeds other than the tuning run's: original+1, original+2, … (deterministic, so a
     second finalize asks for the same seeds and skips the ones done)."""
@@ -105,12 +136,15 @@ def done_seeds(entry: Mapping[str, Any] | None) -> set[int]:
     return {int(r["seed"]) for r in (entry or {}).get("reruns", []) if r.get("val_loss") is not None}
 
 
-def plan(study: optuna.Study, top: int, seeds: int, root: Path) -> list[Rerun]:
-    """The reruns still to do for the `top` best trials with `seeds` fresh seeds each."""
+def plan(
+    study: optuna.Study, top: int, seeds: int, root: Path, objects: ObjectLocation | None = None
+) -> list[Rerun]:
+    """The reruns still to do for the `top` best trials with `seeds` fresh seeds each (`objects`:
+    the object store location of a study kept there)."""
     stored = study_attrs.FINALIZE.of(study.user_attrs) or {}
     todo = []
     for trial in top_trials(study, top):
-        config = source_config(study, trial, root.parent)  # root: the study folder's finalize/
+        config = source_config(study, trial, root.parent, objects)  # root: the study folder's finalize/
         have = done_seeds(stored.get(str(trial.number)))
         for seed in fresh_seeds(int(config.get("seed", 0)), seeds):
             if seed not in have:
@@ -215,8 +249,17 @@ def word_level_of(user_attrs: Mapping[str, Any]) -> bool:
     return (study_attrs.TASK.of(user_attrs) or {}).get("dataset", "builtin") in WORD_LEVEL_DATASETS
 
 
-def rerun_trial(config: dict[str, Any]) -> dict[str, Any]:
-    """Train one rerun (runs in a Ray worker); a trainer error becomes the rerun's `error`."""
+def rerun_trial(config: dict[str, Any], objects: str | None = None) -> dict[str, Any]:
+    """Train one rerun (runs in a Ray worker); a trainer error becomes the rerun's `error`. With
+    `objects` (the study's `PREFIX/finalize`), its run folder is uploaded there and its
+    `best_checkpoint` names the uploaded object."""
+    result = _trained(config)
+    if objects is None:
+        return result
+    return RunMirror(objects, Path(config["run_dir"])).published(result)
+
+
+def _trained(config: dict[str, Any]) -> dict[str, Any]:
     from trainer import make_config, train
 
     try:
@@ -254,11 +297,14 @@ def run_finalize(
     cpus_per_rerun: float = 1.0,
     gpus_per_rerun: float = 0.0,
     on_result: Callable[[Rerun, dict[str, Any]], None] | None = None,
+    objects: ObjectLocation | None = None,
 ) -> list[dict[str, Any]]:
-    """Run the missing reruns on Ray (Ray must be started), `parallel` in flight; returns `summarize`."""
+    """Run the missing reruns on Ray (Ray must be started), `parallel` in flight; returns `summarize`.
+    `objects`: the study's object store location, for a study kept there (module docstring)."""
     import ray
 
-    todo = plan(study, top, seeds, Path(root))
+    todo = plan(study, top, seeds, Path(root), objects)
+    uploads = objects.child("finalize").uri if objects is not None else None
     sources = {t.number: t for t in top_trials(study, top)}
     set_finalize_status(study, "running", top=top, seeds=seeds, todo=len(todo))
     remote = ray.remote(num_cpus=cpus_per_rerun, num_gpus=gpus_per_rerun)(rerun_trial)
@@ -268,7 +314,7 @@ def run_finalize(
         while queue or pending:
             while queue and len(pending) < parallel:
                 job = queue.pop(0)
-                pending[remote.remote(job.config)] = job
+                pending[remote.remote(job.config, uploads)] = job
             ready, _ = ray.wait(list(pending), num_returns=1)
             job = pending.pop(ready[0])
             try:

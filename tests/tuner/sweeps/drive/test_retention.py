@@ -113,3 +113,7 @@ def test_the_pins_are_the_checkpoints_of_the_databases_studies(tmp_path):
         study_attrs.SPEC, {"version": 99}
     )
     assert referenced_checkpoints(storage) == frozenset({model.resolve()})
+    in_bucket = optuna.create_study(study_name="dyn-s3", storage=storage)  # an object by its URI
+    key = "s3://models/study/trial-1/best.pt"
+    in_bucket.set_user_attr(study_attrs.SPEC, validate({"space": "dyneval", "checkpoint": key}).stored())
+    assert referenced_checkpoints(storage) == frozenset({model.resolve(), key})
