@@ -30,7 +30,9 @@ SECRETS = (
     "RNNTUNE_API_READ_TOKEN",
     "RNNTUNE_DB_URL",
 )
-SECRET_NAME = re.compile(r"(PASSWORD|TOKEN|SECRET|API_KEY|SECRET_ACCESS_KEY|ACCESS_KEY_ID|CREDENTIALS?|DB_URL)$")
+SECRET_NAME = re.compile(
+    r"(PASSWORD|TOKEN|SECRET|API_KEY|SECRET_ACCESS_KEY|ACCESS_KEY_ID|CREDENTIALS?|DB_URL)$"
+)
 SECRET_WORDS = ("password", "token", "secret", "api_key", "apikey", "db_url", "dburl", "credential")
 NAMES_SECRETS = ("imagepullsecrets",)  # values keys (lower case) whose values name Secrets
 SERVICE_TYPES = ("ClusterIP", "NodePort", "LoadBalancer")

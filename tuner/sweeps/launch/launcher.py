@@ -33,7 +33,9 @@ _PACKAGE_ROOT = str(Path(tuner.__file__).resolve().parent.parent)
 STOP_TIMEOUT_S = 120.0
 KILL_AFTER_S = 15.0
 # The only environment a child gets from the API (plus its database URL): no API token, nothing else.
-# MLFLOW_* carries the tracking server's credentials and settings (docs/trackers.md) to the sweep.
+# MLFLOW_* carries the tracking server's credentials and settings (docs/trackers.md) to the sweep;
+# AWS_* the object store's endpoint, region and keys, which a sweep or finalize run of a study kept
+# there (`--storage s3://...`) needs to write its checkpoints (docs/cluster.md).
 _ENV_NAMES = (
     "PATH",
     "HOME",
@@ -46,7 +48,7 @@ _ENV_NAMES = (
     "VIRTUAL_ENV",
     "LD_LIBRARY_PATH",
 )
-_ENV_PREFIXES = ("LC_", "RAY_", "CUDA_", "NVIDIA_", "OMP_", "MKL_", "TORCH_", "PYTHON", "RNNTUNE_", "MLFLOW_")
+_ENV_PREFIXES = ("LC_", "RAY_", "CUDA_", "NVIDIA_", "OMP_", "MKL_", "TORCH_", "PYTHON", "RNNTUNE_", "MLFLOW_", "AWS_")
 
 
 @dataclass

@@ -15,14 +15,13 @@ from tuner.sweeps.launch import launcher
 def test_child_env_has_the_database_url_and_no_token(monkeypatch):
     monkeypatch.setenv("RNNTUNE_API_TOKEN", "w-secret")
     monkeypatch.setenv("RNNTUNE_API_READ_TOKEN", "r-secret")
-    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "cloud-secret")
     monkeypatch.setenv("RAY_ADDRESS", "10.0.0.1:6379")
     monkeypatch.setenv("RNNTUNE_SPACES_DIR", "/spaces")
     env = launcher.child_env("postgresql://u:pw@db/x", 7)
     assert env[DB_ENV] == "postgresql://u:pw@db/x" and env[GENERATION_ENV] == "7"
     assert env["RAY_ADDRESS"] == "10.0.0.1:6379" and env["RNNTUNE_SPACES_DIR"] == "/spaces"
-    assert not {"RNNTUNE_API_TOKEN", "RNNTUNE_API_READ_TOKEN", "AWS_SECRET_ACCESS_KEY"} & set(env)
-    assert "w-secret" not in str(env) and "cloud-secret" not in str(env)
+    assert not {"RNNTUNE_API_TOKEN", "RNNTUNE_API_READ_TOKEN"} & set(env)
+    assert "w-secret" not in str(env) and "r-secret" not in str(env)
 
 
 def test_child_env_carries_mlflow_settings_docs_tell_users_to_set(monkeypatch):
@@ -32,6 +31,21 @@ def test_child_env_carries_mlflow_settings_docs_tell_users_to_set(monkeypatch):
     monkeypatch.setenv("MLFLOW_HTTP_REQUEST_TIMEOUT", "10")
     env = launcher.child_env("sqlite:///x.db", None)
     assert env["MLFLOW_TRACKING_TOKEN"] == "ml-token" and env["MLFLOW_HTTP_REQUEST_TIMEOUT"] == "10"
+
+
+def test_child_env_carries_the_object_stores_settings(monkeypatch):
+    """docs/cluster.md: a study kept in an object store is written with the AWS SDK's variables; a
+    sweep or finalize run the API starts for it must see them, as it sees MLflow's credentials."""
+    settings = {
+        "AWS_ENDPOINT_URL_S3": "http://minio:9000",
+        "AWS_ACCESS_KEY_ID": "key-id",
+        "AWS_SECRET_ACCESS_KEY": "cloud-secret",
+        "AWS_DEFAULT_REGION": "eu-west-1",
+    }
+    for key, value in settings.items():
+        monkeypatch.setenv(key, value)
+    env = launcher.child_env("sqlite:///x.db", None)
+    assert {key: env.get(key) for key in settings} == settings
 
 
 def test_log_path_stays_under_the_server_storage_whatever_the_study_name(tmp_path):
