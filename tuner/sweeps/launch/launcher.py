@@ -48,7 +48,19 @@ _ENV_NAMES = (
     "VIRTUAL_ENV",
     "LD_LIBRARY_PATH",
 )
-_ENV_PREFIXES = ("LC_", "RAY_", "CUDA_", "NVIDIA_", "OMP_", "MKL_", "TORCH_", "PYTHON", "RNNTUNE_", "MLFLOW_", "AWS_")
+_ENV_PREFIXES = (
+    "LC_",
+    "RAY_",
+    "CUDA_",
+    "NVIDIA_",
+    "OMP_",
+    "MKL_",
+    "TORCH_",
+    "PYTHON",
+    "RNNTUNE_",
+    "MLFLOW_",
+    "AWS_",
+)
 
 
 @dataclass
