@@ -1,13 +1,13 @@
 """`rnntune evaluate`: evaluate a checkpoint on a split, with the temperature chosen on validation,
 or dynamically (`--dyneval`; `--dyneval-from STUDY`: with the best setting a dynamic-evaluation
-study found, thesis §4.5 and Table 2.6)."""
+study found, thesis §4.5 and Table 2.6). The checkpoint may be an `s3://` object a study kept in an
+object store wrote: it is downloaded to a temporary folder for the load (docs/cluster.md)."""
 
 from __future__ import annotations
 
 import argparse
 import json
 import sys
-from pathlib import Path
 from typing import Any
 
 import torch
@@ -21,12 +21,16 @@ from trainer.model import LanguageModel
 from trainer.reverse_copy import evaluate_examples
 from tuner.errors import RnntuneError
 from tuner.storage.study import DB_ENV, load_study, resolve_db_url
+from tuner.sweeps.dyneval import source
 from tuner.sweeps.dyneval.study import best_setting
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("evaluate", help="evaluate a checkpoint (best.pt / last.pt) on a data split")
-    p.add_argument("checkpoint", help="path of a checkpoint file")
+    p.add_argument(
+        "checkpoint",
+        help="path of a checkpoint file, or its s3://BUCKET/KEY in an object store (AWS_* variables, docs/cluster.md)",
+    )
     p.add_argument("--split", choices=("valid", "test"), default="test")
     p.add_argument("--data-dir", help="dataset folder, if it moved since training")
     p.add_argument(
@@ -74,7 +78,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     try:
-        model, cfg = load_checkpoint(args.checkpoint)
+        with source.local_copy(args.checkpoint) as path:
+            model, cfg = load_checkpoint(path)
         updates = _tuned_settings(args) if args.dyneval_from else {}
         updates.update(parse_set(args.overrides))
         if args.data_dir:
@@ -83,7 +88,7 @@ def run(args: argparse.Namespace) -> int:
             updates["mc_dropout_samples"] = args.mc_samples
         cfg = make_config({**cfg.to_dict(), **updates})
         corpus = load_corpus(cfg)
-    except (FileNotFoundError, ValueError, DataError, RnntuneError) as err:
+    except (OSError, ValueError, DataError, RnntuneError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
     args.dyneval = args.dyneval or bool(args.dyneval_from)
@@ -154,7 +159,7 @@ def _tuned_settings(args: argparse.Namespace) -> dict[str, Any]:
             f"({', '.join(SETTINGS)})"
         )
     tuned = best["checkpoint"]
-    if tuned and Path(tuned).resolve() != Path(args.checkpoint).resolve():
+    if tuned and source.shown(tuned) != source.shown(args.checkpoint):
         print(f"note: study {args.dyneval_from!r} tuned dynamic evaluation of {tuned}", file=sys.stderr)
     shown = ", ".join(f"{k}={v:g}" for k, v in best["params"].items())
     print(

@@ -4,15 +4,19 @@ study's best COMPLETE trial (thesis §4.5, Table 2.6), on a hand-made study of a
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import optuna
 import pytest
 from optuna.trial import TrialState
 
+from tests import s3_server
 from tests.tuner.dyneval_checkpoint import quick_checkpoint
 from tuner.cli import main
 from tuner.space import SearchSpace
 from tuner.sweeps.study.create import create_study
+
+s3_endpoint, s3_env, bucket = s3_server.s3_endpoint, s3_server.s3_env, s3_server.bucket  # fixtures
 
 BEST = {
     "max_time_steps": 7,
@@ -89,3 +93,23 @@ def test_finalize_points_to_evaluate_instead(setup, capsys):
     checkpoint, db = setup
     assert main(["finalize", "dv", "--db", db]) == 2
     assert f"rnntune evaluate {checkpoint} --dyneval-from dv" in capsys.readouterr().err
+
+
+def test_an_s3_checkpoint_is_evaluated_as_its_local_file_is(setup, capsys, bucket, tmp_path):
+    """`rnntune evaluate s3://...` (a best.pt a study kept in an object store wrote), against an S3
+    server over HTTP: downloaded for the load, the same number as the local file; a missing key
+    and another scheme exit 2 naming the checkpoint."""
+    from tuner.storage.object_store import ObjectStore, parse
+
+    checkpoint, db = setup
+    key = parse(f"s3://{bucket}/studies/dv/trial-0/best.pt", "test")
+    ObjectStore(key).upload(Path(checkpoint), key)
+    local = _loss(capsys, checkpoint, "--dyneval-from", "dv", "--db", db)
+    assert main(["evaluate", key.uri, "--dyneval-from", "dv", "--db", db, "--split", "valid", "--json"]) == 0
+    shown = capsys.readouterr()
+    assert json.loads(shown.out)["loss"] == pytest.approx(local, rel=1e-12)
+    assert f"tuned dynamic evaluation of {checkpoint}" in shown.err  # the study tuned the local file
+    assert main(["evaluate", f"s3://{bucket}/studies/dv/trial-9/best.pt"]) == 2
+    assert "trial-9/best.pt: cannot be read" in capsys.readouterr().err
+    assert main(["evaluate", "gs://elsewhere/best.pt"]) == 2
+    assert "checkpoint: 'gs://elsewhere/best.pt' is a gs:// URI" in capsys.readouterr().err
