@@ -67,10 +67,9 @@ def _member_settings(settings: dict[str, Any], own_id: str) -> tuple[dict[str, A
 
 def run_trial(config: dict[str, Any]) -> dict[str, Any]:
     """Train the trial `config` describes (a `TrialConfig` as Tune carries it); return its final
-    result (`TrialReport`). A study of a trained model runs `run_dyneval_trial` instead
-    (`drive.wiring.trainable`). With a `population` part (pbt/pb2) the trial is a member: it starts
-    from the Ray checkpoint the scheduler gives it and reports checkpoints at each perturbation
-    step (member.py)."""
+    result (`TrialReport`). With a `population` part (pbt/pb2) the trial is a member: it starts from
+    the Ray checkpoint the scheduler gives it and reports checkpoints at each perturbation step
+    (member.py). A study of a trained model runs `run_dyneval_trial` instead (`drive.wiring`)."""
     from ray import tune
 
     from trainer import Trainer, make_config, train
@@ -86,15 +85,11 @@ def run_trial(config: dict[str, Any]) -> dict[str, Any]:
     if (refused := refusal(settings, sent.bounds)) is not None:  # the driver could not size it
         return {**last, **refused.measures, REFUSED: refused.reason, FINAL: True}
 
-    started = time.monotonic()
-    mirror = RunMirror(sent.objects, Path(settings["run_dir"])) if sent.objects else None
-    if mirror is not None:
-        mirror.pull()  # a retry on a node without the folder resumes from the study's copy
+    started, mirror = time.monotonic(), _pulled_mirror(sent.objects, Path(settings["run_dir"]))
     population = sent.population
     own_id = tune.get_context().get_trial_id() if population else ""
-    given = None  # a member's: the step of the Ray checkpoint it started from
-    if population:
-        settings, given = _member_settings(settings, own_id)
+    # `given`: a member's, the step of the Ray checkpoint it started from.
+    settings, given = _member_settings(settings, own_id) if population else (settings, None)
     pending_segment, start = "", 0  # a member's segment not yet sent, the step it (re)started at
 
     def report(metrics: dict[str, Any]) -> None:
@@ -102,11 +97,10 @@ def run_trial(config: dict[str, Any]) -> dict[str, Any]:
         if mirror is not None:  # the checkpoint uploaded before the driver records its key
             metrics = mirror.published(metrics)
         timed = {**_numeric(metrics), "wall_time": round(time.monotonic() - started, 3)}
+        last.update(timed)
         if population is None:
-            last.update(timed)
             tune.report({**timed, **where})
             return
-        last.update(timed)
         extra = {SEGMENT: pending_segment} if pending_segment else {}
         pending_segment = ""
         # The evaluation a member resumed at is reported again (the driver keeps the first value of
@@ -131,6 +125,16 @@ def run_trial(config: dict[str, Any]) -> dict[str, Any]:
         return {**last, **_failure(err)}
     summary = _summary(last, pending_segment, result)
     return summary if mirror is None else mirror.published(summary)
+
+
+def _pulled_mirror(objects: str | None, run_dir: Path) -> RunMirror | None:
+    """The run folder's copy in the study's object store (None for a study kept in a folder),
+    pulled first: a retry on a node without the folder resumes from the study's copy."""
+    if not objects:
+        return None
+    mirror = RunMirror(objects, run_dir)
+    mirror.pull()
+    return mirror
 
 
 def _failure(err: Exception) -> dict[str, Any]:
