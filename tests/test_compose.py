@@ -331,11 +331,12 @@ def test_dockerfile_installs_the_pinned_cpu_torch_and_no_secrets() -> None:
 
 def test_scripts_are_executable_and_parse() -> None:
     start_dockerd = ROOT / "scripts" / "start-dockerd"
+    clear_pidfiles = ROOT / "scripts" / "clear-stale-docker-pidfiles"
     postgres_entrypoint = ROOT / "tests" / "images" / "postgres" / "entrypoint"
-    for script in (ENTRYPOINT, MAKE_ENV, start_dockerd, postgres_entrypoint):
+    for script in (ENTRYPOINT, MAKE_ENV, start_dockerd, clear_pidfiles, postgres_entrypoint):
         assert os.access(script, os.X_OK), f"{script} is not executable"
-    assert subprocess.run(["bash", "-n", str(ENTRYPOINT)]).returncode == 0
-    assert subprocess.run(["bash", "-n", str(start_dockerd)]).returncode == 0
+    for script in (ENTRYPOINT, start_dockerd, clear_pidfiles):
+        assert subprocess.run(["bash", "-n", str(script)]).returncode == 0
     assert subprocess.run(["sh", "-n", str(MAKE_ENV)]).returncode == 0
     assert subprocess.run(["sh", "-n", str(postgres_entrypoint)]).returncode == 0
 
