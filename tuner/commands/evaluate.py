@@ -29,7 +29,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("evaluate", help="evaluate a checkpoint (best.pt / last.pt) on a data split")
     p.add_argument(
         "checkpoint",
-        help="path of a checkpoint file, or its s3://BUCKET/KEY in an object store (AWS_* variables, docs/cluster.md)",
+        help="path of a checkpoint file, or its s3://BUCKET/KEY or gs://BUCKET/KEY in an object store "
+        "(credentials from the environment, docs/cluster.md)",
     )
     p.add_argument("--split", choices=("valid", "test"), default="test")
     p.add_argument("--data-dir", help="dataset folder, if it moved since training")

@@ -29,8 +29,8 @@ def add_server_options(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--storage",
         help="root folder of the studies' checkpoints, the only one files are "
-        "served from (default $RNNTUNE_STORAGE or ./studies); s3://BUCKET/PREFIX keeps new studies "
-        "there and serves only keys under it (endpoint and keys from AWS_* variables)",
+        "served from (default $RNNTUNE_STORAGE or ./studies); s3://BUCKET/PREFIX or gs://BUCKET/PREFIX "
+        "keeps new studies there and serves only keys under it (credentials from the environment)",
     )
     p.add_argument(
         "--data-root",

@@ -57,7 +57,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--storage",
         help="folder for the trials' run folders and checkpoints (default ./studies/NAME), or "
-        "s3://BUCKET/PREFIX to keep them in an S3-compatible store (endpoint and keys from AWS_* variables)",
+        "s3://BUCKET/PREFIX or gs://BUCKET/PREFIX to keep them in an object store (S3 or S3-compatible, "
+        "Google Cloud Storage; credentials from the environment, docs/cluster.md)",
     )
     p.add_argument("--name", help="study name (default: generated, e.g. tiny-20261122-0312-ab12)")
     p.add_argument("--resume", metavar="NAME", help="continue the study NAME")

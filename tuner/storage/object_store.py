@@ -1,12 +1,13 @@
-"""Where a study's checkpoints live when that is an object store: `s3://BUCKET/PREFIX` parsed, the
-S3 filesystem built from the environment, and every key a study names confined to its prefix.
+"""Where a study's checkpoints live when that is an object store: `s3://BUCKET/PREFIX` or
+`gs://BUCKET/PREFIX` parsed, its filesystem built from the environment (object_backends.py), and
+every key a study names confined to its prefix.
 
-The study database keeps object keys (as `s3://` URIs), never the endpoint or the credentials: those
-come from each process's environment (`AWS_ENDPOINT_URL_S3` or `AWS_ENDPOINT_URL` for an
-S3-compatible server such as MinIO, `AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`,
-`AWS_DEFAULT_REGION`). As with local paths (confine.py), the database is data: a key it names is
-read or deleted only when it lies inside the prefix the caller trusts (`ObjectStore.key`). Ray
-Tune writes its own checkpoints there through the same filesystem (`RunConfig.storage_filesystem`).
+The study database keeps object keys (as URIs), never the endpoint or the credentials: those come
+from each process's environment (object_backends.py: the AWS SDK's variables for S3 and
+S3-compatible servers such as MinIO, Google's Application Default Credentials for GCS). As with
+local paths (confine.py), the database is data: a key it names is read or deleted only when it lies
+inside the prefix the caller trusts (`ObjectStore.key`). Ray Tune writes its own checkpoints there
+through the same filesystem (`RunConfig.storage_filesystem`).
 """
 
 from __future__ import annotations
@@ -18,19 +19,13 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
-from urllib.parse import urlsplit
 
 from tuner.errors import NotFound, StudyError
+from tuner.storage.object_backends import BACKENDS, filesystem
 
-SCHEME = "s3"
-# The environment an S3 filesystem reads; the first endpoint variable set wins.
-ENDPOINT_ENVS = ("AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL")
-REGION_ENVS = ("AWS_DEFAULT_REGION", "AWS_REGION")
-DEFAULT_REGION = "us-east-1"
-ALLOWED = "a local folder or s3://BUCKET/PREFIX (an S3-compatible store; docs/cluster.md)"
+ALLOWED = f"a local folder, {' or '.join(f'{s}://BUCKET/PREFIX' for s in BACKENDS)} (an object store; docs/cluster.md)"
 
 _URI = re.compile(r"([A-Za-z][A-Za-z0-9+.\-]*)://(.*)", re.DOTALL)
-_BUCKET = re.compile(r"[a-z0-9][a-z0-9.\-]{1,61}[a-z0-9]")
 
 
 class StorageRefused(StudyError):
@@ -48,10 +43,12 @@ def is_uri(value: str | os.PathLike[str]) -> bool:
 
 @dataclass(frozen=True)
 class ObjectLocation:
-    """A bucket and a prefix in it (no leading or trailing slash; empty for the whole bucket)."""
+    """A bucket and a prefix in it (no leading or trailing slash; empty for the whole bucket) in the
+    object store `scheme` names (object_backends.BACKENDS)."""
 
     bucket: str
     prefix: str = ""
+    scheme: str = "s3"
 
     @property
     def path(self) -> str:
@@ -60,7 +57,7 @@ class ObjectLocation:
 
     @property
     def uri(self) -> str:
-        return f"{SCHEME}://{self.path}"
+        return f"{self.scheme}://{self.path}"
 
     def __str__(self) -> str:
         return self.uri
@@ -70,16 +67,16 @@ class ObjectLocation:
         for name in names:
             if not name or name in (".", "..") or "/" in name or "\x00" in name:
                 raise StorageRefused(f"{name[:100]!r} is not a plain name inside {self.uri}")
-        return ObjectLocation(self.bucket, "/".join(p for p in (self.prefix, *names) if p))
+        return ObjectLocation(self.bucket, "/".join(p for p in (self.prefix, *names) if p), self.scheme)
 
     def contains(self, other: ObjectLocation) -> bool:
         """Whether `other` is this location or lies below it (whole components only)."""
-        if other.bucket != self.bucket:
+        if (other.scheme, other.bucket) != (self.scheme, self.bucket):
             return False
         return not self.prefix or other.prefix == self.prefix or other.prefix.startswith(self.prefix + "/")
 
     def confine(self, raw: Any, field: str) -> ObjectLocation:
-        """`raw` (an `s3://` URI read from the study database) as a location inside this one;
+        """`raw` (an object URI read from the study database) as a location inside this one;
         KeyRefused naming `field` when it is malformed or lies outside."""
         if not isinstance(raw, str) or not raw:
             raise KeyRefused(f"{field}: no object key is recorded")
@@ -93,29 +90,31 @@ class ObjectLocation:
 
 
 def parse(value: str | os.PathLike[str], field: str) -> ObjectLocation:
-    """`value` as an `s3://BUCKET/PREFIX` location; StorageRefused naming `field` and the allowed
-    forms for another scheme, a bad bucket name, or a prefix with empty, `.` or `..` components."""
+    """`value` as a `SCHEME://BUCKET/PREFIX` location of a supported object store; StorageRefused
+    naming `field` and the allowed forms for another scheme, a bad bucket name, or a prefix with
+    empty, `.` or `..` components."""
     text = os.fspath(value)
     found = _URI.match(text)
     if found is None:
         raise StorageRefused(f"{field}: {text[:200]!r} is not a URI; allowed: {ALLOWED}")
     scheme, rest = found.group(1).lower(), found.group(2)
-    if scheme != SCHEME:
+    backend = BACKENDS.get(scheme)
+    if backend is None:
         raise StorageRefused(
             f"{field}: {text[:200]!r} is a {scheme}:// URI, which rnntune does not support; allowed: {ALLOWED}"
         )
     bucket, _, prefix = rest.partition("/")
     prefix = prefix.rstrip("/")
-    if not _BUCKET.fullmatch(bucket):
+    if not backend.bucket.fullmatch(bucket):
         raise StorageRefused(
-            f"{field}: {text[:200]!r} names no valid bucket (3-63 of a-z 0-9 . -); allowed: {ALLOWED}"
+            f"{field}: {text[:200]!r} names no valid bucket ({backend.bucket_rule}); allowed: {ALLOWED}"
         )
     parts = prefix.split("/") if prefix else []
     if any(p in ("", ".", "..") or "\x00" in p for p in parts):
         raise StorageRefused(
             f"{field}: {text[:200]!r} has an empty, `.` or `..` component; allowed: {ALLOWED}"
         )
-    return ObjectLocation(bucket, prefix)
+    return ObjectLocation(bucket, prefix, scheme)
 
 
 def location(value: str | os.PathLike[str], field: str) -> Path | ObjectLocation:
@@ -124,29 +123,17 @@ def location(value: str | os.PathLike[str], field: str) -> Path | ObjectLocation
     return parse(value, field) if is_uri(value) else Path(os.fspath(value)).expanduser()
 
 
-def filesystem() -> Any:
-    """A pyarrow S3 filesystem configured from this process's environment (module docstring).
-
-    The credentials are left to the AWS SDK's own lookup (environment, profile, instance role), so
-    no key is held in the object, which Ray pickles into its experiment state."""
-    from pyarrow import fs
-
-    region = next((os.environ[e] for e in REGION_ENVS if os.environ.get(e)), DEFAULT_REGION)
-    options: dict[str, Any] = {"region": region, "connect_timeout": 5, "request_timeout": 30}
-    endpoint = next((os.environ[e] for e in ENDPOINT_ENVS if os.environ.get(e)), None)
-    if endpoint:
-        parts = urlsplit(endpoint if "://" in endpoint else f"https://{endpoint}")
-        options.update(scheme=parts.scheme or "https", endpoint_override=parts.netloc)
-    return fs.S3FileSystem(**options, retry_strategy=fs.AwsStandardS3RetryStrategy(max_attempts=3))
-
-
 class ObjectStore:
     """A study's checkpoints under one object store location: its keys listed, read, written and
     deleted, each key confined to the location (`key`)."""
 
     def __init__(self, root: ObjectLocation, fs: Any | None = None) -> None:
         self.root = root
-        self.fs = fs if fs is not None else filesystem()
+        self.fs = fs if fs is not None else filesystem(root.scheme)
+
+    @property
+    def _hint(self) -> str:
+        return BACKENDS[self.root.scheme].hint
 
     def key(self, raw: Any, field: str) -> ObjectLocation:
         """`raw` confined to this store's root (`ObjectLocation.confine`)."""
@@ -160,10 +147,10 @@ class ObjectStore:
             info = self.fs.get_file_info(self.root.bucket)
         except OSError as err:
             raise StorageRefused(
-                f"{field}: cannot reach {self.root.uri}: {_first_line(err)}; {_HINT}"
+                f"{field}: cannot reach {self.root.uri}: {_first_line(err)}; {self._hint}"
             ) from None
         if info.type == fs.FileType.NotFound:
-            raise StorageRefused(f"{field}: bucket {self.root.bucket!r} does not exist; {_HINT}")
+            raise StorageRefused(f"{field}: bucket {self.root.bucket!r} does not exist; {self._hint}")
 
     def sizes(self, under: ObjectLocation | None = None) -> dict[str, int]:
         """{URI: bytes} of every object below `under` (default: the root)."""
@@ -172,7 +159,7 @@ class ObjectStore:
         where = under or self.root
         selector = fs.FileSelector(where.path, recursive=True, allow_not_found=True)
         return {
-            f"{SCHEME}://{info.path}": info.size or 0
+            f"{where.scheme}://{info.path}": info.size or 0
             for info in self.fs.get_file_info(selector)
             if info.type == fs.FileType.File
         }
@@ -196,7 +183,7 @@ class ObjectStore:
             yield from iter(lambda: stream.read(size), b"")
 
     def upload(self, local: Path, key: ObjectLocation) -> None:
-        """The local file `local` written as `key` (whole: S3 has no partial objects)."""
+        """The local file `local` written as `key` (whole: an object store has no partial objects)."""
         with open(local, "rb") as source, self.fs.open_output_stream(key.path) as sink:
             for block in iter(lambda: source.read(1 << 20), b""):
                 sink.write(block)
@@ -216,12 +203,6 @@ class ObjectStore:
             raise KeyRefused(f"{key.uri} is outside the study's prefix {self.root.uri}; refused")
         with contextlib.suppress(FileNotFoundError):
             self.fs.delete_file(key.path)
-
-
-_HINT = (
-    "set AWS_ENDPOINT_URL_S3 (for MinIO or another S3-compatible server), AWS_ACCESS_KEY_ID, "
-    "AWS_SECRET_ACCESS_KEY and AWS_DEFAULT_REGION in the environment (docs/cluster.md)"
-)
 
 
 def _first_line(err: BaseException) -> str:

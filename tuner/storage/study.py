@@ -47,7 +47,8 @@ def local_folder(value: str | os.PathLike, field: str) -> Path:
     if is_uri(text):
         raise StudyError(
             f"{field}: {text[:200]!r} is a URI, and {field} takes a local folder here "
-            "(a study's checkpoints may live in an object store: `rnntune sweep --storage s3://BUCKET/PREFIX`, "
+            "(a study's checkpoints may live in an object store: `rnntune sweep --storage s3://BUCKET/PREFIX` "
+            "or gs://BUCKET/PREFIX, "
             "docs/cluster.md)"
         )
     return Path(text).expanduser()

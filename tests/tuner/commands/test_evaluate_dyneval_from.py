@@ -111,5 +111,5 @@ def test_an_s3_checkpoint_is_evaluated_as_its_local_file_is(setup, capsys, bucke
     assert f"tuned dynamic evaluation of {checkpoint}" in shown.err  # the study tuned the local file
     assert main(["evaluate", f"s3://{bucket}/studies/dv/trial-9/best.pt"]) == 2
     assert "trial-9/best.pt: cannot be read" in capsys.readouterr().err
-    assert main(["evaluate", "gs://elsewhere/best.pt"]) == 2
-    assert "checkpoint: 'gs://elsewhere/best.pt' is a gs:// URI" in capsys.readouterr().err
+    assert main(["evaluate", "az://elsewhere/best.pt"]) == 2
+    assert "checkpoint: 'az://elsewhere/best.pt' is a az:// URI" in capsys.readouterr().err

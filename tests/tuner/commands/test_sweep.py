@@ -77,13 +77,13 @@ def test_an_unsupported_or_unreachable_store_is_refused_not_made_a_local_folder(
     db = f"sqlite:///{tmp_path / 'db.sqlite'}"
     assert main(["sweep", "--db", db, "--name", "s", "--space", "tiny", "--storage", "s3://bar/studies"]) == 2
     assert "--storage: bucket 'bar' does not exist; set AWS_ENDPOINT_URL_S3" in capsys.readouterr().err
-    assert main(["sweep", "--db", db, "--name", "s", "--space", "tiny", "--storage", "gs://bar/studies"]) == 2
+    assert main(["sweep", "--db", db, "--name", "s", "--space", "tiny", "--storage", "az://bar/studies"]) == 2
     assert (
-        "--storage: 'gs://bar/studies' is a gs:// URI, which rnntune does not support"
+        "--storage: 'az://bar/studies' is a az:// URI, which rnntune does not support"
         in capsys.readouterr().err
     )
-    with pytest.raises(StudyError, match=r"^storage: 'gs://b/p' is a gs:// URI"):
-        python_api.create("s", {"space": "tiny"}, db=db, storage="gs://b/p")
+    with pytest.raises(StudyError, match=r"^storage: 'hdfs://b/p' is a hdfs:// URI"):
+        python_api.create("s", {"space": "tiny"}, db=db, storage="hdfs://b/p")
     monkeypatch.setenv("RNNTUNE_STORAGE", "file://bar/root")
     with pytest.raises(StudyError, match=r"^RNNTUNE_STORAGE: 'file://bar/root' is a file:// URI"):
         ApiSettings.from_env(db)

@@ -1,5 +1,5 @@
-"""`s3://BUCKET/PREFIX` locations: parsing, the confinement of keys read from a study, and the store
-against a real S3 server over HTTP (moto's server mode)."""
+"""`s3://` and `gs://BUCKET/PREFIX` locations: parsing, the confinement of keys read from a study,
+and the store against a real server of each over HTTP (moto's S3 server mode, fake-gcs-server)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests import s3_server
+from tests import gcs_server, s3_server
 from tuner.errors import NotFound, StudyError
 from tuner.storage.object_store import (
     KeyRefused,
@@ -19,11 +19,20 @@ from tuner.storage.object_store import (
 )
 
 s3_endpoint, s3_env, bucket = s3_server.s3_endpoint, s3_server.s3_env, s3_server.bucket  # fixtures
+gcs_endpoint, gcs_env, gcs_bucket = gcs_server.gcs_endpoint, gcs_server.gcs_env, gcs_server.gcs_bucket
 
 
-def test_an_s3_uri_parses_to_bucket_and_prefix():
+@pytest.fixture(params=["s3", "gs"])
+def new_bucket(request) -> tuple[str, str]:
+    """(scheme, a new bucket) on the session's server of that scheme."""
+    return request.param, request.getfixturevalue("bucket" if request.param == "s3" else "gcs_bucket")
+
+
+def test_an_s3_or_gs_uri_parses_to_bucket_and_prefix():
     assert parse("s3://bucket/studies/x/", "--storage") == ObjectLocation("bucket", "studies/x")
     assert parse("S3://bucket", "--storage").uri == "s3://bucket"
+    assert parse("gs://my_bucket/studies/x", "--storage") == ObjectLocation("my_bucket", "studies/x", "gs")
+    assert parse("gs://b-1/x", "--storage").child("trial-0").uri == "gs://b-1/x/trial-0"
     assert location("s3://bucket/p", "storage") == ObjectLocation("bucket", "p")
     assert location("~/runs", "storage") == Path.home() / "runs"
 
@@ -32,10 +41,13 @@ def test_an_s3_uri_parses_to_bucket_and_prefix():
     ("value", "message"),
     [
         (
-            "gs://b/p",
-            r"^--storage: 'gs://b/p' is a gs:// URI, which rnntune does not support; allowed: a local folder or s3://BUCKET/PREFIX",
+            "hdfs://b/p",
+            r"^--storage: 'hdfs://b/p' is a hdfs:// URI, which rnntune does not support; "
+            r"allowed: a local folder, s3://BUCKET/PREFIX or gs://BUCKET/PREFIX",
         ),
-        ("s3://B_x/p", r"^--storage: 's3://B_x/p' names no valid bucket"),
+        ("s3://B_x/p", r"^--storage: 's3://B_x/p' names no valid bucket \(3-63 of a-z 0-9 \. -\)"),
+        ("s3://b_x/p", r"^--storage: 's3://b_x/p' names no valid bucket"),  # S3 takes no underscore
+        ("gs://B_x/p", r"^--storage: 'gs://B_x/p' names no valid bucket \(3-63 of a-z 0-9 \. _ -\)"),
         ("s3://bucket/a/../b", r"^--storage: .* has an empty, `.` or `..` component"),
         ("s3://bucket/a//b", r"^--storage: .* has an empty"),
     ],
@@ -57,6 +69,7 @@ def test_keys_outside_the_prefix_are_refused():
         "s3://bucket/studies/y/trial-0/best.pt",
         "s3://other/studies/x/trial-0/best.pt",
         "s3://bucket/studies/x/../y/best.pt",
+        "gs://bucket/studies/x/trial-0/best.pt",  # the same bucket and prefix in another store
         "/studies/x/trial-0/best.pt",
         "",
         None,
@@ -69,18 +82,23 @@ def test_keys_outside_the_prefix_are_refused():
             study.child(name)
 
 
-def test_the_store_lists_reads_downloads_and_deletes_only_under_its_prefix(bucket, tmp_path):
-    store = ObjectStore(ObjectLocation(bucket, "studies/x"))
+def test_the_store_lists_reads_downloads_and_deletes_only_under_its_prefix(new_bucket, tmp_path):
+    scheme, bucket = new_bucket
+    store = ObjectStore(parse(f"{scheme}://{bucket}/studies/x", "--storage"))
     store.check("--storage")
-    (tmp_path / "best.pt").write_bytes(b"w" * 3000)
+    weights = bytes(range(256)) * 40_000  # 10 MB: more than one part or chunk of an upload
+    (tmp_path / "best.pt").write_bytes(weights)
     key = store.root.child("trial-0", "best.pt")
     store.upload(tmp_path / "best.pt", key)
-    assert store.sizes() == {f"s3://{bucket}/studies/x/trial-0/best.pt": 3000}
-    assert store.size(key) == 3000 and store.size(store.root.child("nothing")) is None
+    assert store.sizes() == {f"{scheme}://{bucket}/studies/x/trial-0/best.pt": len(weights)}
+    assert store.size(key) == len(weights) and store.size(store.root.child("nothing")) is None
     store.download(key, tmp_path / "copy" / "best.pt")
-    assert (tmp_path / "copy" / "best.pt").read_bytes() == b"w" * 3000
+    assert (tmp_path / "copy" / "best.pt").read_bytes() == weights
     with pytest.raises(KeyRefused, match="outside the study's prefix"):
-        store.delete(ObjectLocation(bucket, "studies/y/best.pt"))
+        store.delete(ObjectLocation(bucket, "studies/y/best.pt", scheme))
+    with pytest.raises(KeyRefused, match="outside the study's prefix"):
+        store.delete(ObjectLocation(bucket, "studies/x/trial-0/best.pt", "s3" if scheme == "gs" else "gs"))
+    assert store.size(key) == len(weights)
     store.delete(key)
     store.delete(key)  # already gone: no error
     assert store.sizes() == {}
@@ -100,6 +118,14 @@ def test_a_missing_bucket_or_unreachable_endpoint_is_refused_naming_the_field(s3
         ObjectStore(parse("s3://bucket/p", "--storage")).check("--storage")
 
 
+def test_a_missing_gcs_bucket_is_refused_naming_the_field_and_the_credentials(gcs_env):
+    with pytest.raises(
+        StorageRefused,
+        match=r"^storage: bucket 'no-such-bucket' does not exist; set GOOGLE_APPLICATION_CREDENTIALS",
+    ):
+        ObjectStore(parse("gs://no-such-bucket/p", "storage")).check("storage")
+
+
 def test_a_study_in_an_object_store_writes_its_run_folders_under_the_local_root(monkeypatch, tmp_path):
     from tuner.storage.confine import study_folder, study_location
     from tuner.storage.study import storage_root, study_storage
@@ -112,7 +138,9 @@ def test_a_study_in_an_object_store_writes_its_run_folders_under_the_local_root(
     monkeypatch.setenv("RNNTUNE_STORAGE", "s3://b-1/studies")
     assert storage_root() == Path("studies")  # the working copies' folder; the URI is no folder
     monkeypatch.setenv("RNNTUNE_STORAGE", "gs://b-1/studies")
-    with pytest.raises(StudyError, match=r"^RNNTUNE_STORAGE: 'gs://b-1/studies' is a gs:// URI"):
+    assert storage_root() == Path("studies")
+    monkeypatch.setenv("RNNTUNE_STORAGE", "az://b-1/studies")
+    with pytest.raises(StudyError, match=r"^RNNTUNE_STORAGE: 'az://b-1/studies' is a az:// URI"):
         storage_root()
     # A stored URI is never taken as a folder (`s3:` under the root); only a server whose object
     # store root holds it may use it.
@@ -128,13 +156,15 @@ def test_the_filesystem_ray_pickles_holds_no_key(monkeypatch):
     stay in each process's environment, never in that pickle."""
     import pickle
 
-    from tuner.storage.object_store import filesystem
+    from tuner.storage.object_backends import filesystem
 
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", "AKID-7f2c")
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "secret-9e4b")
     monkeypatch.setenv("AWS_ENDPOINT_URL_S3", "http://127.0.0.1:9")
-    fs = filesystem()
+    fs = filesystem("s3")
     assert fs.region == "us-east-1"
     state = pickle.dumps(fs)
     assert b"secret-9e4b" not in state and b"AKID-7f2c" not in state
     assert b"127.0.0.1:9" in state  # the endpoint travels with it (no secret)
+    monkeypatch.setenv("STORAGE_EMULATOR_HOST", "http://127.0.0.1:8")
+    assert b"127.0.0.1:8" in pickle.dumps(filesystem("gs"))

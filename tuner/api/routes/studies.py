@@ -107,7 +107,7 @@ def check_data_dirs(body: CreateStudy, settings: ApiSettings) -> None:
 def check_checkpoint(body: CreateStudy, settings: ApiSettings) -> None:
     """422 unless the `checkpoint` a request names (a dynamic-evaluation study's model, which
     creation loads with torch.load) lies inside the server's storage root or data roots, or, for an
-    `s3://` object, inside its object root; the answer is the same whether or not it exists."""
+    object store key (`s3://`, `gs://`), inside its object root; the answer is the same whether or not it exists."""
     problem = checkpoint_problem(body.checkpoint, settings) if body.checkpoint is not None else None
     if problem is not None:
         raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, f"body.checkpoint: {problem}")
@@ -115,17 +115,17 @@ def check_checkpoint(body: CreateStudy, settings: ApiSettings) -> None:
 
 def checkpoint_problem(raw: str, settings: ApiSettings) -> str | None:
     """Why the server refuses `raw` as a request's checkpoint, None when it lies inside its roots:
-    a local file inside the storage root or data roots, an `s3://` key inside the object root."""
+    a local file inside the storage root or data roots, an object key inside the object root."""
     if is_uri(raw):
         if settings.object_root is None:
             return (
-                "an s3:// checkpoint needs a server that keeps studies in an object store "
-                "(serve with --storage s3://BUCKET/PREFIX); give a file inside its storage root"
+                "a checkpoint in an object store needs a server that keeps studies in one "
+                "(serve with --storage s3://BUCKET/PREFIX or gs://BUCKET/PREFIX); give a file inside its storage root"
             )
         try:
             settings.object_root.confine(raw, "checkpoint")
         except KeyRefused:
-            return f"must be an s3:// key inside the server's object root ({settings.object_root.uri})"
+            return f"must be a key inside the server's object root ({settings.object_root.uri})"
         return None
     roots = (settings.storage_root, *settings.data_roots)
     if resolve_within(raw, roots, Path.cwd()) is None:
@@ -133,7 +133,7 @@ def checkpoint_problem(raw: str, settings: ApiSettings) -> str | None:
             f"must be a file inside the server's storage root or data roots "
             f"({', '.join(str(r) for r in roots)})"
             + (
-                f", or an s3:// key inside its object root ({settings.object_root.uri})"
+                f", or a key inside its object root ({settings.object_root.uri})"
                 if settings.object_root
                 else ""
             )

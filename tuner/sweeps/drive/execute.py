@@ -26,7 +26,7 @@ from ray.tune.stopper import Stopper
 from tuner.policies.population_rules import CHECKPOINTS_KEPT, MEMBER
 from tuner.space.settings import max_steps_and_eval_every
 from tuner.storage import study_attrs, trial_attrs
-from tuner.storage.object_store import filesystem
+from tuner.storage.object_backends import filesystem
 from tuner.storage.study import best_trial, finished_count, open_storage, set_status
 from tuner.sweeps.cluster import mps
 from tuner.sweeps.drive import ask_ahead
@@ -274,10 +274,13 @@ def _tuner(
 
 def ray_storage(plan: SweepPlan) -> dict[str, Any]:
     """Where Ray Tune keeps its experiment state and checkpoints (a population's copies among them):
-    `ray` under the study's object store location, through its S3 filesystem, else in its folder."""
+    `ray` under the study's object store location, through its object store filesystem, else in its folder."""
     if plan.objects is None:
         return {"storage_path": str(plan.root / "ray")}
-    return {"storage_path": plan.objects.child("ray").path, "storage_filesystem": filesystem()}
+    return {
+        "storage_path": plan.objects.child("ray").path,
+        "storage_filesystem": filesystem(plan.objects.scheme),
+    }
 
 
 def _run(

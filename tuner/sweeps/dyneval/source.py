@@ -4,7 +4,7 @@ or an `s3://BUCKET/KEY` object (a best.pt a study kept in an object store wrote)
 An object is downloaded by the process that needs it (the driver to check it at creation, each
 trial in its own process, which may run on another node), into a temporary folder removed
 afterwards: the bucket stays the only stored copy. The credentials and endpoint come from that
-process's environment (`tuner.storage.object_store.filesystem`).
+process's environment (`tuner.storage.object_backends.filesystem`).
 """
 
 from __future__ import annotations

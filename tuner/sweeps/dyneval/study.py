@@ -100,7 +100,7 @@ def _loaded(checkpoint: str) -> tuple[str, TrainConfig]:
     except Exception:  # one answer whether the file is missing, unreadable or not a checkpoint
         raise StudyError(
             f"checkpoint: {path} is not a readable rnntune checkpoint (a best.pt or last.pt a run wrote, "
-            "a local file or an s3://BUCKET/KEY object)"
+            "a local file or an s3:// or gs:// object)"
         ) from None
     return path, cfg
 

@@ -24,6 +24,7 @@ from pathlib import Path
 import tuner
 from tuner.errors import LaunchFailed
 from tuner.storage.database_url import DB_ENV
+from tuner.storage.object_backends import BACKENDS
 from tuner.storage.study import GENERATION_ENV, SECRET_ENV
 
 log = logging.getLogger("rnntune.api")
@@ -34,8 +35,9 @@ STOP_TIMEOUT_S = 120.0
 KILL_AFTER_S = 15.0
 # The only environment a child gets from the API (plus its database URL): no API token, nothing else.
 # MLFLOW_* carries the tracking server's credentials and settings (docs/trackers.md) to the sweep;
-# AWS_* the object store's endpoint, region and keys, which a sweep or finalize run of a study kept
-# there (`--storage s3://...`) needs to write its checkpoints (docs/cluster.md).
+# each object store's endpoint and credentials (AWS_* for S3, GOOGLE_* and STORAGE_EMULATOR_HOST for
+# GCS: object_backends.py), which a sweep or finalize run of a study kept there (`--storage
+# s3://...`, `gs://...`) needs to write its checkpoints (docs/cluster.md).
 _ENV_NAMES = (
     "PATH",
     "HOME",
@@ -59,7 +61,7 @@ _ENV_PREFIXES = (
     "PYTHON",
     "RNNTUNE_",
     "MLFLOW_",
-    "AWS_",
+    *(prefix for backend in BACKENDS.values() for prefix in backend.env_prefixes),
 )
 
 

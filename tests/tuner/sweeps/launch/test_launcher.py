@@ -34,13 +34,16 @@ def test_child_env_carries_mlflow_settings_docs_tell_users_to_set(monkeypatch):
 
 
 def test_child_env_carries_the_object_stores_settings(monkeypatch):
-    """docs/cluster.md: a study kept in an object store is written with the AWS SDK's variables; a
-    sweep or finalize run the API starts for it must see them, as it sees MLflow's credentials."""
+    """docs/cluster.md: a study kept in an object store is written with the AWS SDK's variables (S3)
+    or Google's (GCS); a sweep or finalize run the API starts for it must see them, as it sees
+    MLflow's credentials."""
     settings = {
         "AWS_ENDPOINT_URL_S3": "http://minio:9000",
         "AWS_ACCESS_KEY_ID": "key-id",
         "AWS_SECRET_ACCESS_KEY": "cloud-secret",
         "AWS_DEFAULT_REGION": "eu-west-1",
+        "GOOGLE_APPLICATION_CREDENTIALS": "/var/secrets/gcs.json",
+        "STORAGE_EMULATOR_HOST": "http://127.0.0.1:4443",
     }
     for key, value in settings.items():
         monkeypatch.setenv(key, value)
