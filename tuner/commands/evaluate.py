@@ -20,6 +20,7 @@ from trainer.evaluate import evaluate, headline, mc_evaluate, select_mc, select_
 from trainer.model import LanguageModel
 from trainer.reverse_copy import evaluate_examples
 from tuner.errors import RnntuneError
+from tuner.storage.object_store import local_copy
 from tuner.storage.study import DB_ENV, load_study, resolve_db_url
 from tuner.sweeps.dyneval import source
 from tuner.sweeps.dyneval.study import best_setting
@@ -79,7 +80,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     try:
-        with source.local_copy(args.checkpoint) as path:
+        with local_copy(args.checkpoint) as path:
             model, cfg = load_checkpoint(path)
         updates = _tuned_settings(args) if args.dyneval_from else {}
         updates.update(parse_set(args.overrides))

@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -203,6 +204,22 @@ class ObjectStore:
             raise KeyRefused(f"{key.uri} is outside the study's prefix {self.root.uri}; refused")
         with contextlib.suppress(FileNotFoundError):
             self.fs.delete_file(key.path)
+
+
+@contextlib.contextmanager
+def local_copy(value: str, field: str = "checkpoint") -> Iterator[Path]:
+    """`value` as a local file while the context lasts: a local path as it is, an object's URI
+    downloaded into a temporary folder removed afterwards, so the bucket stays the only stored copy
+    (StorageRefused naming `field` for another scheme or a malformed key; KeyRefused or OSError
+    when it cannot be read)."""
+    if not is_uri(value):
+        yield Path(value).expanduser().resolve()
+        return
+    key = parse(value, field)
+    with tempfile.TemporaryDirectory(prefix="rnntune-object-") as folder:
+        local = Path(folder) / (key.prefix.rsplit("/", 1)[-1] or "object")
+        ObjectStore(key).download(key, local)
+        yield local
 
 
 def _first_line(err: BaseException) -> str:

@@ -27,7 +27,7 @@ from tuner.space import SearchSpace
 from tuner.spec import SweepSpec
 from tuner.storage import study_attrs
 from tuner.storage.confine import resolve_within
-from tuner.storage.object_store import is_uri
+from tuner.storage.object_store import is_uri, local_copy
 from tuner.storage.study import best_trial, value_of
 from tuner.sweeps.dyneval import source
 
@@ -95,7 +95,7 @@ def _loaded(checkpoint: str) -> tuple[str, TrainConfig]:
     local copy (an `s3://` object downloaded); StudyError naming `checkpoint` when it cannot be read."""
     path = source.shown(checkpoint)  # StorageRefused (a StudyError) names `checkpoint`
     try:
-        with source.local_copy(path) as local:
+        with local_copy(path) as local:
             _, cfg = load_checkpoint(local)
     except Exception:  # one answer whether the file is missing, unreadable or not a checkpoint
         raise StudyError(

@@ -24,7 +24,7 @@ from typing import Any
 
 import yaml
 
-from tuner.sweeps.dyneval import source
+from tuner.storage.object_store import local_copy
 from tuner.sweeps.trial.lifecycle import FINAL
 from tuner.sweeps.trial.mirror import RunMirror
 from tuner.sweeps.trial.placement import GPUUnusable, failed_placement, placement
@@ -46,7 +46,7 @@ def run_dyneval_trial(config: dict[str, Any]) -> dict[str, Any]:
         return failed_placement(err)
     result: dict[str, Any] = {"step": 0, **where}
     try:
-        with source.local_copy(str(sent.checkpoint)) as local:
+        with local_copy(str(sent.checkpoint)) as local:
             model, cfg = load_checkpoint(local, device=where["device"])
         if not isinstance(model, LanguageModel):  # creation refuses reverse_copy models
             raise TypeError(f"{sent.checkpoint} is not a language model")

@@ -16,7 +16,7 @@ from typing import Any
 from mlflow.entities import Metric, Param
 from mlflow.tracking import MlflowClient
 
-from tuner.storage.object_store import is_uri
+from tuner.storage.object_store import local_copy
 from tuner.sweeps.trackers.records import VALUE, Ending, Point
 from tuner.sweeps.trackers.records import hparams as scalar_params
 
@@ -86,8 +86,9 @@ class MlflowRuns:
             self.client.log_metric(run, VALUE, ending.value)
         if ending.checkpoint:
             self.client.set_tag(run, CHECKPOINT, ending.checkpoint)
-            if self._upload and not is_uri(ending.checkpoint):  # an object store's key: tagged only
-                self.client.log_artifact(run, ending.checkpoint, artifact_path="checkpoint")
+            if self._upload:  # an object store's key is downloaded for the upload, then removed
+                with local_copy(ending.checkpoint) as local:
+                    self.client.log_artifact(run, str(local), artifact_path="checkpoint")
         if ending.error:
             self.client.set_tag(run, "rnntune.error", ending.error[:5000])
         self.client.set_terminated(run, status=_TRIAL_STATUS.get(ending.state, "FAILED"))
