@@ -106,6 +106,10 @@ BACKENDS = {
 }
 
 
+# Other names of a scheme pyarrow's FileSystem.from_uri (and so Ray Tune) takes for the same store.
+ALIASES = {"gcs": "gs"}
+
+
 def filesystem(scheme: str) -> Any:
     """The pyarrow filesystem of the object store `scheme` names, from this process's environment."""
     return BACKENDS[scheme].make()

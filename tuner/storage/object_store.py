@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from tuner.errors import NotFound, StudyError
-from tuner.storage.object_backends import BACKENDS, filesystem
+from tuner.storage.object_backends import ALIASES, BACKENDS, filesystem
 
 ALLOWED = f"a local folder, {' or '.join(f'{s}://BUCKET/PREFIX' for s in BACKENDS)} (an object store; docs/cluster.md)"
 
@@ -99,6 +99,7 @@ def parse(value: str | os.PathLike[str], field: str) -> ObjectLocation:
     if found is None:
         raise StorageRefused(f"{field}: {text[:200]!r} is not a URI; allowed: {ALLOWED}")
     scheme, rest = found.group(1).lower(), found.group(2)
+    scheme = ALIASES.get(scheme, scheme)
     backend = BACKENDS.get(scheme)
     if backend is None:
         raise StorageRefused(

@@ -33,6 +33,7 @@ def test_an_s3_or_gs_uri_parses_to_bucket_and_prefix():
     assert parse("S3://bucket", "--storage").uri == "s3://bucket"
     assert parse("gs://my_bucket/studies/x", "--storage") == ObjectLocation("my_bucket", "studies/x", "gs")
     assert parse("gs://b-1/x", "--storage").child("trial-0").uri == "gs://b-1/x/trial-0"
+    assert parse("gcs://b-1/x", "--storage").uri == "gs://b-1/x"  # pyarrow's other name for GCS
     assert location("s3://bucket/p", "storage") == ObjectLocation("bucket", "p")
     assert location("~/runs", "storage") == Path.home() / "runs"
 
