@@ -6,7 +6,6 @@ test_sweep_object_store.py; this run checks that a second store works through th
 
 from __future__ import annotations
 
-import hashlib
 import shutil
 
 import httpx
@@ -16,6 +15,7 @@ from optuna.trial import TrialState
 import trainer
 from tests import gcs_server
 from tests.tuner.api.fixtures import live_server
+from tests.tuner.commands.object_downloads import best_download
 from tests.tuner.sweep_process import finish, launch, tiny_set_args
 from tuner.api import ApiSettings
 from tuner.storage.object_store import ObjectStore, parse
@@ -49,15 +49,11 @@ def test_a_cli_sweep_keeps_its_checkpoints_in_gcs_and_the_api_serves_them(tmp_pa
     assert any(uri.startswith(f"{where}/ray/") for uri in objects)  # Ray Tune's own state, there too
 
     shutil.rmtree(tmp_path / "studies" / "gcs")  # the API reads the bucket alone
-    expected = hashlib.sha256(b"".join(store.chunks(parse(f"{where}/trial-{best.number}/best.pt", "t"))))
     settings = ApiSettings(
         db_url=db, storage_root=tmp_path / "studies", object_root=parse(f"gs://{gcs_bucket}/studies", "t")
     )
     with live_server(settings) as url:
-        download = httpx.get(f"{url}/studies/gcs/best/checkpoint", timeout=60)
-        assert download.status_code == 200, download.text
-        assert download.headers["x-checkpoint-sha256"] == expected.hexdigest()
-        assert hashlib.sha256(download.content).hexdigest() == expected.hexdigest()
+        download = best_download(url, "gcs", store, parse(f"{where}/trial-{best.number}/best.pt", "t"))
     (tmp_path / "best.pt").write_bytes(download.content)
     _model, config = trainer.load_checkpoint(tmp_path / "best.pt")
     assert config.learning_rate == pytest.approx(best.params["learning_rate"])

@@ -6,7 +6,6 @@ trials' configs from the bucket and uploading its reruns there."""
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 import os
@@ -23,6 +22,7 @@ from optuna.trial import TrialState
 import trainer
 from tests import s3_server
 from tests.tuner.api.fixtures import live_server
+from tests.tuner.commands.object_downloads import best_download
 from tests.tuner.sweep_process import finish, launch, tiny_set_args, trials, wait_until
 from tuner import python_api
 from tuner.api import ApiSettings
@@ -64,15 +64,11 @@ def test_a_cli_sweep_keeps_its_checkpoints_in_the_bucket_and_the_api_serves_them
     assert "AWS_SECRET_ACCESS_KEY" not in str(study.user_attrs) and "testing" not in str(study.user_attrs)
 
     shutil.rmtree(tmp_path / "studies" / "s3e2e")  # the API reads the bucket alone
-    expected = hashlib.sha256(b"".join(store.chunks(parse(f"{where}/trial-{best.number}/best.pt", "t"))))
     settings = ApiSettings(
         db_url=db, storage_root=tmp_path / "studies", object_root=parse(f"s3://{bucket}/studies", "t")
     )
     with live_server(settings) as url:
-        download = httpx.get(f"{url}/studies/s3e2e/best/checkpoint", timeout=60)
-        assert download.status_code == 200, download.text
-        assert download.headers["x-checkpoint-sha256"] == expected.hexdigest()
-        assert hashlib.sha256(download.content).hexdigest() == expected.hexdigest()
+        download = best_download(url, "s3e2e", store, parse(f"{where}/trial-{best.number}/best.pt", "t"))
         (tmp_path / "best.pt").write_bytes(download.content)
         _model, config = trainer.load_checkpoint(tmp_path / "best.pt")
         assert config.learning_rate == pytest.approx(best.params["learning_rate"])
