@@ -6,8 +6,9 @@ RAY_AUTH_MODE here is an empty one in the containers, not Compose's default.
 Each rule returns the problems it finds, each naming the field to change (`values: api.serviceType`
 for the values file, `env: RAY_AUTH_TOKEN` for the .env): a secret left empty, a secret written
 into the values file, GPUs asked for without the GPU image (or without GPU workers), an API exposed
-beyond the cluster without a read token, a URL's user info in a setting the manifests print, and
-shapes Kubernetes or KubeRay would reject later and less clearly. A secret of blanks is an empty
+beyond the cluster without a read token, a URL's user info in a setting the manifests print, a
+checkpoint store rnntune cannot write (every pod would refuse it at start), and shapes Kubernetes or
+KubeRay would reject later and less clearly. A secret of blanks is an empty
 one. Nothing is printed until every rule passes, so a refused values file leaves no half-applied
 cluster.
 """
@@ -19,6 +20,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from tuner.deploy import placement
+from tuner.storage.object_store import StorageRefused, is_uri, parse
 
 # The secrets every cluster needs (or may need: RNNTUNE_DB_URL for an external database). Any other
 # setting whose name says it is a secret (`is_secret`: MLFLOW_TRACKING_PASSWORD, ...) is one too: all
@@ -224,6 +226,18 @@ def ray(values: Mapping[str, Any], settings: Mapping[str, str]) -> list[str]:
     return found
 
 
+def storage(settings: Mapping[str, str]) -> list[str]:
+    """RNNTUNE_STORAGE: a folder, or an object store rnntune supports (object_store.parse)."""
+    value = settings.get("RNNTUNE_STORAGE", "").strip()
+    if not is_uri(value):
+        return []
+    try:
+        parse(value, "env: RNNTUNE_STORAGE")
+    except StorageRefused as err:
+        return [str(err)]
+    return []
+
+
 def shape(values: Mapping[str, Any]) -> list[str]:
     """Names and replica counts Kubernetes and KubeRay accept."""
     found = []
@@ -257,6 +271,7 @@ def problems(
         + exposure(values, settings)
         + gpus(values, settings)
         + ray(values, settings)
+        + storage(settings)
         + user_info(settings)
         + placement.problems(values)
     )

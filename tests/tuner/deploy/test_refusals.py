@@ -49,6 +49,17 @@ def test_an_external_database_needs_its_url_and_not_the_password() -> None:
     assert found(external, POSTGRES_PASSWORD="", RNNTUNE_DB_URL="postgresql+psycopg2://u:p@db/x") == []
 
 
+def test_a_checkpoint_store_rnntune_cannot_write_is_refused_before_any_pod_refuses_it() -> None:
+    assert found(RNNTUNE_STORAGE="s3://rnntune-ckpt/studies") == []
+    assert found(RNNTUNE_STORAGE="gs://rnntune_ckpt/studies") == []
+    assert found(RNNTUNE_STORAGE="/data/studies") == []
+    (problem,) = found(RNNTUNE_STORAGE="hdfs://namenode/studies")
+    assert problem.startswith("env: RNNTUNE_STORAGE: 'hdfs://namenode/studies' is a hdfs:// URI")
+    assert "allowed: a local folder, s3://BUCKET/PREFIX or gs://BUCKET/PREFIX" in problem
+    (problem,) = found(RNNTUNE_STORAGE="s3://Bad_Bucket/x")
+    assert problem.startswith("env: RNNTUNE_STORAGE: 's3://Bad_Bucket/x' names no valid bucket")
+
+
 def test_ray_without_auth_needs_no_token_and_an_unknown_mode_is_refused() -> None:
     assert found(RAY_AUTH_MODE="disabled", RAY_AUTH_TOKEN="") == []
     assert found(RAY_AUTH_MODE="off") == ["env: RAY_AUTH_MODE must be token or disabled, not 'off'"]
