@@ -1,8 +1,9 @@
 """`rnntune sweep --storage s3://BUCKET/PREFIX` end to end against an S3 server over HTTP (moto's
 server mode): the trials' checkpoints land in the bucket, retention deletes there, the API streams
 the best one with a matching SHA-256, and a key outside the study's prefix is refused. On the same
-sweep: a dynamic-evaluation study of its best `s3://` checkpoint, and `rnntune finalize` reading the
-trials' configs from the bucket and uploading its reruns there."""
+sweep: a dynamic-evaluation study of its best `s3://` checkpoint, and the API's finalize (the
+`rnntune finalize` it launches) reading the trials' configs from the bucket and uploading its reruns
+there."""
 
 from __future__ import annotations
 
@@ -12,8 +13,8 @@ import os
 import shutil
 import signal
 import sqlite3
-import subprocess
-import sys
+import time
+from pathlib import Path
 
 import httpx
 import pytest
@@ -78,7 +79,7 @@ def test_a_cli_sweep_keeps_its_checkpoints_in_the_bucket_and_the_api_serves_them
         assert httpx.get(f"{url}/studies/s3e2e/trials/{best.number}/config", timeout=60).json() == sent
 
     _dyneval_of(tmp_path, db, f"{where}/trial-{best.number}/best.pt", bucket)
-    _finalize_from_the_bucket(tmp_path, db, where, best.number, store)
+    _finalize_from_the_bucket(tmp_path, db, where, best.number, settings)
 
     elsewhere = ApiSettings(
         db_url=db, storage_root=tmp_path / "studies", object_root=parse(f"s3://{bucket}/other", "t")
@@ -122,22 +123,24 @@ def _dyneval_of(tmp_path, db: str, checkpoint: str, bucket: str) -> None:
     assert set(ObjectStore(parse(where, "t")).sizes()) >= {f"{where}/trial-0/config.yaml"}  # mirrored
 
 
-def _finalize_from_the_bucket(tmp_path, db: str, where: str, best: int, store: ObjectStore) -> None:
-    """`rnntune finalize` of the study with its local run folders gone: the config comes from the
-    bucket, the rerun's folder is uploaded to PREFIX/finalize/, the report has its mean."""
-    ran = subprocess.run(
-        [sys.executable, "-m", "tuner.cli", "finalize", "s3e2e", "--top", "1", "--seeds", "1", "--db", db,
-         "--num-cpus", "2"],
-        cwd=tmp_path, capture_output=True, text=True, timeout=600, check=False,
-    )  # fmt: skip
-    assert ran.returncode == 0, ran.stdout + ran.stderr
-    assert f"uploaded to {where}/finalize" in ran.stdout
+def _finalize_from_the_bucket(tmp_path, db: str, where: str, best: int, settings: ApiSettings) -> None:
+    """The API's finalize of the study with its local run folders gone, as a REST client starts it:
+    the `rnntune finalize` it launches (with the server's AWS_* variables) reads the config from
+    the bucket and uploads the rerun's folder to PREFIX/finalize/; the report has its mean."""
+    with live_server(settings) as url, httpx.Client(base_url=url, timeout=30) as client:
+        started = client.post("/studies/s3e2e/finalize", json={"top": 1, "seeds": 1})
+        assert started.status_code == 202, started.text
+        deadline = time.monotonic() + 600
+        while (report := client.get("/studies/s3e2e/finalize").json())["process"]["running"]:
+            assert time.monotonic() < deadline, report
+            time.sleep(1.0)
+    log = Path(report["process"]["log"]).read_text()
+    assert report["state"] == "finished" and report["process"]["returncode"] == 0, log
+    assert f"uploaded to {where}/finalize" in log
     (rerun,) = load_study("s3e2e", db).user_attrs["finalize"][str(best)]["reruns"]
     assert math.isfinite(rerun["val_loss"]) and "error" not in rerun
-    folder = f"{where}/finalize/trial-{best}-seed-{rerun['seed']}"
-    assert rerun["best_checkpoint"] == f"{folder}/best.pt"
-    assert {f"{folder}/best.pt", f"{folder}/config.yaml", f"{folder}/metrics.jsonl"} <= set(store.sizes())
-    assert f"{best:>5}   1" in ran.stdout
+    uploaded = ObjectStore(parse(where, "t")).sizes(parse(f"{where}/finalize", "t"))
+    assert any(uri.endswith("/best.pt") for uri in uploaded), uploaded
 
 
 def test_a_trial_whose_worker_is_killed_resumes_on_a_node_without_its_folder(tmp_path, bucket):
