@@ -98,10 +98,10 @@ def locate(raw: Any, roots: tuple[Path, ...], base: Path) -> Checkpoint:
 
 
 def locate_object(raw: str, root: ObjectLocation | None, stored: Any) -> Checkpoint:
-    """The checkpoint `raw` (an object key, `s3://` or `gs://`) of a study kept in an object store, copied into an
-    unnamed temporary file (its digest must be known before the body is sent): only when the
-    study's stored location `stored` lies inside the server's object root `root` and the key inside
-    the study's location; CheckpointUnavailable naming the rule otherwise."""
+    """The checkpoint `raw` (an object key, `s3://` or `gs://`) of a study kept in an object store,
+    copied into an unnamed temporary file (its digest must be known before the body is sent): only
+    when the study's stored location `stored` lies inside the server's object root `root` and the
+    key inside the study's location; CheckpointUnavailable naming the rule otherwise."""
     if root is None:
         raise CheckpointUnavailable(
             f"checkpoint: {raw[:200]!r} is in an object store, and this server serves none "

@@ -21,10 +21,8 @@ from urllib.parse import urlsplit
 
 @dataclass(frozen=True)
 class Backend:
-    """One object store kind: `scheme://BUCKET/PREFIX`."""
+    """One object store kind, `SCHEME://BUCKET/PREFIX` (its scheme is its key in BACKENDS)."""
 
-    scheme: str
-    name: str
     bucket: re.Pattern[str]
     bucket_rule: str  # the bucket rule in words, for a refusal
     env_prefixes: tuple[str, ...]  # variables a process rnntune starts needs to reach the store
@@ -78,9 +76,7 @@ def gcs_filesystem() -> Any:
 
 
 BACKENDS = {
-    "s3": Backend(
-        scheme="s3",
-        name="S3 or an S3-compatible store",
+    "s3": Backend(  # S3 or an S3-compatible store
         bucket=re.compile(r"[a-z0-9][a-z0-9.\-]{1,61}[a-z0-9]"),
         bucket_rule="3-63 of a-z 0-9 . -",
         env_prefixes=("AWS_",),
@@ -90,9 +86,7 @@ BACKENDS = {
         ),
         make=s3_filesystem,
     ),
-    "gs": Backend(
-        scheme="gs",
-        name="Google Cloud Storage",
+    "gs": Backend(  # Google Cloud Storage
         bucket=re.compile(r"[a-z0-9][a-z0-9._\-]{1,61}[a-z0-9]"),
         bucket_rule="3-63 of a-z 0-9 . _ -",
         env_prefixes=("GOOGLE_", "GCE_METADATA_", GCS_EMULATOR_ENV),

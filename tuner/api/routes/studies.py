@@ -107,7 +107,8 @@ def check_data_dirs(body: CreateStudy, settings: ApiSettings) -> None:
 def check_checkpoint(body: CreateStudy, settings: ApiSettings) -> None:
     """422 unless the `checkpoint` a request names (a dynamic-evaluation study's model, which
     creation loads with torch.load) lies inside the server's storage root or data roots, or, for an
-    object store key (`s3://`, `gs://`), inside its object root; the answer is the same whether or not it exists."""
+    object store key (`s3://`, `gs://`), inside its object root; the answer is the same whether or
+    not it exists."""
     problem = checkpoint_problem(body.checkpoint, settings) if body.checkpoint is not None else None
     if problem is not None:
         raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, f"body.checkpoint: {problem}")
@@ -119,8 +120,8 @@ def checkpoint_problem(raw: str, settings: ApiSettings) -> str | None:
     if is_uri(raw):
         if settings.object_root is None:
             return (
-                "a checkpoint in an object store needs a server that keeps studies in one "
-                "(serve with --storage s3://BUCKET/PREFIX or gs://BUCKET/PREFIX); give a file inside its storage root"
+                "a checkpoint in an object store needs a server that keeps studies in one (serve with "
+                "--storage s3://BUCKET/PREFIX or gs://BUCKET/PREFIX); give a file inside its storage root"
             )
         try:
             settings.object_root.confine(raw, "checkpoint")
