@@ -1,7 +1,7 @@
 """`rnntune evaluate`: evaluate a checkpoint on a split, with the temperature chosen on validation,
 or dynamically (`--dyneval`; `--dyneval-from STUDY`: with the best setting a dynamic-evaluation
-study found, thesis §4.5 and Table 2.6). The checkpoint may be an `s3://` object a study kept in an
-object store wrote: it is downloaded to a temporary folder for the load (docs/cluster.md)."""
+study found, thesis §4.5 and Table 2.6). The checkpoint may be an `s3://` or `gs://` object a study
+kept in an object store wrote: it is downloaded to a temporary folder for the load (docs/cluster.md)."""
 
 from __future__ import annotations
 

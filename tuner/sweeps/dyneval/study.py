@@ -92,7 +92,8 @@ def check(
 
 def _loaded(checkpoint: str) -> tuple[str, TrainConfig]:
     """The checkpoint as the study stores it (`source.shown`) and its model's config, read from a
-    local copy (an `s3://` object downloaded); StudyError naming `checkpoint` when it cannot be read."""
+    local copy (an `s3://` or `gs://` object downloaded); StudyError naming `checkpoint` when it
+    cannot be read."""
     path = source.shown(checkpoint)  # StorageRefused (a StudyError) names `checkpoint`
     try:
         with local_copy(path) as local:
