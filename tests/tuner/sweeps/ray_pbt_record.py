@@ -41,9 +41,10 @@ def experiments(ray_root: Path) -> list[Path]:
     return sorted(p for p in ray_root.glob("run-*") if p.is_dir())
 
 
-def ray_copies(experiment: Path, interval: int) -> list[RayCopy]:
+def ray_copies(experiment: Path, interval: int, last_step: int) -> list[RayCopy]:
     """The copies `pbt_global.txt` of `experiment` lists, in its order ([] without the file);
-    `interval` is the perturbation interval (a copy's step is on its grid)."""
+    `interval` is the perturbation interval (a copy's step is on its grid), `last_step` the
+    members' last step (the bound of an iteration Ray's result.json lost, see `_steps_at`)."""
     record = experiment / "pbt_global.txt"
     if not record.is_file():
         return []
@@ -52,17 +53,21 @@ def ray_copies(experiment: Path, interval: int) -> list[RayCopy]:
         fields = json.loads(line)
         assert isinstance(fields, list) and len(fields) == LINE_FIELDS, line[:200]
         target_tag, source_tag, target_iteration, source_iteration, source_config, new_config = fields
-        target_steps = _steps_at(experiment, target_tag, target_iteration, interval)
-        source_steps = _steps_at(experiment, source_tag, source_iteration, interval)
+        target_steps = _steps_at(experiment, target_tag, target_iteration, interval, last_step)
+        source_steps = _steps_at(experiment, source_tag, source_iteration, interval, last_step)
         steps = frozenset(max(a, b) for a in target_steps for b in source_steps)
         copies.append(RayCopy(int(new_config["trial_number"]), int(source_config["trial_number"]), steps))
     return copies
 
 
-def _steps_at(experiment: Path, tag: str, iteration: int, interval: int) -> set[int]:
-    """The steps of a Ray trial's results at `iteration`, from its own result.json. Ray does not
-    write every iteration there (a member restarted in a resumed sweep starts counting past the
-    results it writes); for one it did not, the grid steps between its neighbours' steps."""
+def _steps_at(experiment: Path, tag: str, iteration: int, interval: int, last_step: int) -> set[int]:
+    """The steps of a Ray trial's results at `iteration`, from its result.json in the experiment
+    folder. That copy loses lines: Ray appends to the driver's own copy and uploads it only with
+    the experiment's state, and a trial restarted from a checkpoint (every member, each round)
+    first downloads the uploaded copy over its own (`LoggerCallback._restore_from_remote`,
+    ray/tune/logger/logger.py), so a member's file can lack any iteration, even all of them. For
+    an iteration it lacks: the grid steps between its neighbours' steps, up to `last_step` where
+    no later line bounds it."""
     match = TAG.search(tag)
     assert match is not None, tag
     (folder,) = experiment.glob(f"member-{match.group(1)}-*")
@@ -71,7 +76,7 @@ def _steps_at(experiment: Path, tag: str, iteration: int, interval: int) -> set[
     if at:
         return at
     low = max((int(r["step"]) for r in results if r["training_iteration"] < iteration), default=0)
-    high = min((int(r["step"]) for r in results if r["training_iteration"] > iteration), default=low)
+    high = min((int(r["step"]) for r in results if r["training_iteration"] > iteration), default=last_step)
     steps = {s for s in range(low, high + 1) if s % interval == 0}
     assert steps, (folder, iteration)
     return steps

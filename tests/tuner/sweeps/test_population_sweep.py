@@ -187,7 +187,8 @@ def _check_against_ray(everyone: dict, ray_root) -> int:
     """Every copy Ray's `pbt_global.txt` lists (target, source, step) is in the target member's
     history, and the histories hold no other: compared line by line (members named by their first
     attempt, since a retry in place keeps its Ray config). Returns how many copies Ray made."""
-    ray = [copy for experiment in experiments(ray_root) for copy in ray_copies(experiment, INTERVAL)]
+    last = max(max(t.intermediate_values, default=0) for t in everyone.values())
+    ray = [c for experiment in experiments(ray_root) for c in ray_copies(experiment, INTERVAL, last)]
     ours = sorted(c for t in everyone.values() for c in _own_copies(t, everyone))
     matched = []
     for copy in ray:
