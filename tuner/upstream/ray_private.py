@@ -15,6 +15,15 @@ of a copy, nor the synchronous mode's state, and rnntune needs both:
   which rnntune moves past the members' start steps (a resumed population) and past a finished
   member (which Ray would otherwise wait for forever).
 
+- `ray.init(_system_config={"prestart_worker_first_driver": False})` for the embedded cluster:
+  Ray starts a Python worker per CPU as the first driver connects, and a sweep's trial actors
+  start workers of their own regardless (measured: 4 worker processes for a sweep of 2 in
+  flight, 2 without), so those only took CPU from the sweep's start.
+- `ray.air._internal.usage.tag_callbacks`, which Tune's `run` calls with the callbacks a run is
+  given, for Ray's usage statistics: it imports Ray's MLflow, W&B, Comet and Aim integrations to
+  count them (mlflow and wandb themselves where installed: about 1.2 s of each sweep's start).
+  `without_callback_telemetry` skips it for the run.
+
 - `ray._raylet.GcsClient.get_all_node_info` with a node selector (`alive_in_gcs`): the question
   Ray's own `/api/healthz` asks of the GCS for a node (ray/dashboard/modules/reporter/utils.py,
   `HealthChecker.check_local_raylet_liveness`). The container health check (tuner.deploy.health)
@@ -29,7 +38,8 @@ re-check", lists what to re-read when `RAY_VERSION` moves.
 from __future__ import annotations
 
 import inspect
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import ray
@@ -39,6 +49,9 @@ from tuner.errors import InvalidInput
 RAY_VERSION = "2.60.0"  # the Ray whose pbt.py and pb2.py the names here were read from
 STATE = ("_trial_state", "_next_perturbation_sync", "_perturbation_interval")
 _PIN = f"(rnntune's population schedulers were written for Ray {RAY_VERSION}; pin ray[tune]=={RAY_VERSION})"
+
+
+EMBEDDED_SYSTEM_CONFIG = {"prestart_worker_first_driver": False}
 
 
 class RayPrivateError(InvalidInput):
@@ -78,6 +91,34 @@ class CopyHook:
     def copy_config(self, trial: Any, source: Any, new: dict) -> dict:
         """The config member `trial` goes on with after copying `source` (`new`: Ray's)."""
         return new
+
+
+def embedded_init_options(version: str | None = None) -> dict[str, Any]:
+    """The private `ray.init` options of an embedded cluster: `EMBEDDED_SYSTEM_CONFIG` on the Ray
+    it was read from, none on another (Ray refuses a system config key it does not know)."""
+    found = ray.__version__ if version is None else version
+    return {"_system_config": dict(EMBEDDED_SYSTEM_CONFIG)} if found == RAY_VERSION else {}
+
+
+@contextmanager
+def without_callback_telemetry() -> Iterator[None]:
+    """Within it Tune's `run` counts no callbacks for Ray's usage statistics (and so imports no
+    tracker integration it does not use); Ray's function is put back on exit. On another Ray than
+    `RAY_VERSION` nothing is changed."""
+    from ray.air._internal import usage
+
+    original = usage.tag_callbacks
+    if ray.__version__ == RAY_VERSION:
+        usage.tag_callbacks = _no_callback_telemetry
+    try:
+        yield
+    finally:
+        usage.tag_callbacks = original
+
+
+def _no_callback_telemetry(callbacks: Any) -> bool:
+    """`tag_callbacks`'s contract: whether usage was recorded (never, here)."""
+    return False
 
 
 def last_result(scheduler: Any, trial: Any) -> dict[str, Any]:

@@ -119,3 +119,71 @@ def test_rays_sync_mode_waits_for_members_behind_the_next_sync_point_and_moves_i
         scheduler.on_trial_result(_Controller([a]), a, {"step": 40, "val_loss": 3.0}) == TrialScheduler.PAUSE
     )
     assert private.next_sync(scheduler) == 60
+
+
+def test_tunes_run_counts_the_callbacks_through_the_usage_module_it_calls_at_run_time() -> None:
+    """Tune's `run` looks `tag_callbacks` up on `ray.air._internal.usage` when it runs (so the
+    swap takes), and Ray's count imports the tracker integrations (what the swap saves)."""
+    import inspect
+    import subprocess
+    import sys
+
+    import ray.tune.tune as tune_module
+
+    assert "air_usage.tag_callbacks(callbacks)" in inspect.getsource(tune_module.run)
+    assert tune_module.air_usage.__name__ == "ray.air._internal.usage"
+    probe = (
+        "import sys\n"
+        "from ray.air._internal.usage import _count_callbacks\n"
+        "from ray.tune import Callback\n"
+        "_count_callbacks([Callback()])\n"
+        "print(sorted(m for m in sys.modules if m.startswith('ray.air.integrations.')))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert "ray.air.integrations.mlflow" in out.stdout and "ray.air.integrations.wandb" in out.stdout
+
+
+def test_without_callback_telemetry_swaps_rays_count_for_the_run_only(monkeypatch) -> None:
+    from ray.air._internal import usage
+
+    original = usage.tag_callbacks
+    with private.without_callback_telemetry():
+        assert usage.tag_callbacks is not original
+        assert usage.tag_callbacks([tune.Callback()]) is False
+    assert usage.tag_callbacks is original
+    monkeypatch.setattr(private.ray, "__version__", "0.0.1")  # another Ray: left as it is
+    with private.without_callback_telemetry():
+        assert usage.tag_callbacks is original
+
+
+def test_the_embedded_cluster_options_are_for_the_pinned_ray_only() -> None:
+    assert private.embedded_init_options() == {"_system_config": {"prestart_worker_first_driver": False}}
+    assert private.embedded_init_options("0.0.1") == {}
+
+
+@pytest.mark.slow
+def test_an_embedded_cluster_with_its_options_starts_no_worker_before_a_task(tmp_path) -> None:
+    """Ray takes the system config, and with it a fresh cluster starts no Python worker until
+    something runs (Ray 2.60 starts one per CPU without it: the processes the option saves)."""
+    import subprocess
+    import sys
+
+    probe = (
+        "import glob, sys, time, ray\n"
+        "from tuner.upstream.ray_private import embedded_init_options\n"
+        "options = embedded_init_options() if sys.argv[1] == 'on' else {}\n"
+        "ray.init(address='local', num_cpus=2, include_dashboard=False, **options)\n"
+        "time.sleep(3)\n"
+        "logs = ray._private.worker._global_node.get_logs_dir_path()\n"
+        "print('WORKERS', len(glob.glob(logs + '/worker-*.out')))\n"
+        "ray.shutdown()\n"
+    )
+    counts = {}
+    for mode in ("on", "off"):
+        out = subprocess.run(
+            [sys.executable, "-c", probe, mode], capture_output=True, text=True, timeout=180, cwd=tmp_path
+        )
+        assert out.returncode == 0, out.stderr[-2000:]
+        counts[mode] = int(out.stdout.split("WORKERS")[-1])
+    assert counts == {"on": 0, "off": 2}

@@ -27,6 +27,7 @@ from typing import Any
 
 from tuner.errors import Conflict, Unavailable
 from tuner.storage.study import SECRET_ENV
+from tuner.upstream import ray_private
 
 QUIET_LOGGERS = (
     "ray",
@@ -108,7 +109,8 @@ def start_ray(address: str | None, num_cpus: int | None, verbose: bool) -> bool:
         try:
             # "local": a cluster of our own. Without it, Ray joins the last cluster recorded in its
             # temp dir (`ray start`, or any `ray.cluster_utils.Cluster`) and then refuses num_cpus.
-            ray.init(address="local", num_cpus=num_cpus, include_dashboard=False, **common)
+            options = {**common, **ray_private.embedded_init_options()}
+            ray.init(address="local", num_cpus=num_cpus, include_dashboard=False, **options)
         except Exception as err:
             raise RayStartError(f"could not start an embedded Ray cluster: {err}") from None
         return True

@@ -36,6 +36,7 @@ from tuner.sweeps.drive.study_rules import StudyRules
 from tuner.sweeps.dyneval.study import referenced_checkpoints
 from tuner.sweeps.trackers.guard import count_tracker_failures
 from tuner.sweeps.trackers.installed import check_available
+from tuner.upstream import ray_private
 
 
 @dataclass
@@ -299,8 +300,9 @@ def _run(
     status: study_attrs.Status = "failed"
     error = None
     try:
-        if request.reason is None and driver.wiring.members != 0:  # a stop while Ray started needs no
-            with stop_on_signals(request):  # trial again: ray.init() replaced our SIGTERM handler
+        # A stop while Ray started needs no trial; ray.init() replaced our SIGTERM handler.
+        if request.reason is None and driver.wiring.members != 0:
+            with stop_on_signals(request), ray_private.without_callback_telemetry():
                 tuner.fit()
         status = "finished" if finished_count(study) >= plan.target or searcher.ended_early else "stopped"
         if status == "finished" and (error := all_failed(study)) is not None:
