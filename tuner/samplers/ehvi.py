@@ -171,14 +171,38 @@ def log_ehvi(means: Any, sigmas: Any, lower: Any, width: Any) -> Any:
     import torch
 
     a = (means[..., None, :] - lower) / sigmas[..., None, :]
-    log_h = standard_logei(a)
+    log_h = log_h_of(a)
     # A box open on its better side (beyond the front's extremes) has an infinite width: h(-inf) = 0.
     bounded = torch.isfinite(width)
-    log_h_shifted = standard_logei(a - torch.where(bounded, width, 0.0) / sigmas[..., None, :])
+    log_h_shifted = log_h_of(a - torch.where(bounded, width, 0.0) / sigmas[..., None, :])
     # log(h(a) - h(b)) = log h(a) + log(1 - exp(log h(b) - log h(a))), kept below 0 for the gradient.
     gap = (log_h_shifted - log_h).clamp(max=-1e-12)
     log_side = sigmas.log()[..., None, :] + log_h + torch.where(bounded, _log1mexp(gap), 0.0)
     return torch.logsumexp(log_side.sum(-1), dim=-1)
+
+
+TAIL = -25.0  # below it log h takes the asymptotic form (Ament et al. 2023, eq. 9), as Optuna's
+
+
+def log_h_of(z: Any) -> Any:
+    """log h(z) = log E[max(0, z + N(0, 1))], Optuna's `standard_logei`, with a finite gradient
+    far in the lower tail too: Optuna computes its first form everywhere and overwrites the tail,
+    whose underflowed log then sends NaN back through the overwritten entries (seen at log EHVI
+    around -450, where the optimiser's local searches then stalled). Each form here only sees the
+    arguments it is for."""
+    import torch
+
+    tail = z < TAIL
+    if not tail.any():
+        return standard_logei(z)
+    head = standard_logei(torch.where(tail, TAIL, z))
+    far = torch.where(tail, z, TAIL - 1.0)
+    asymptotic = (
+        -0.5 * far**2
+        - 0.5 * math.log(2 * math.pi)
+        + torch.log1p(math.sqrt(math.pi / 2) * far * torch.special.erfcx(-far / math.sqrt(2)))
+    )
+    return torch.where(tail, asymptotic, head)
 
 
 def _log1mexp(x: Any) -> Any:

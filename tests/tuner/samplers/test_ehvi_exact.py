@@ -9,7 +9,7 @@ import torch
 from optuna.distributions import FloatDistribution
 
 from tuner.samplers import ehvi
-from tuner.upstream.optuna_private import acqf, box_bounds, gp, prior, search_space
+from tuner.upstream.optuna_private import acqf, box_bounds, gp, prior, search_space, standard_logei
 
 RNG = np.random.default_rng(7)
 
@@ -80,6 +80,22 @@ def test_its_gradient_is_finite_and_points_uphill() -> None:
     assert np.isfinite(value) and np.all(np.isfinite(grad)) and np.linalg.norm(grad) > 0
     step = point + 1e-4 * grad / np.linalg.norm(grad)
     assert acquisition.eval_acqf_no_grad(step[None])[0] > value
+
+
+def test_its_gradient_stays_finite_far_behind_the_front() -> None:
+    """Points whose log EHVI is in the hundreds below zero (Optuna's log h alone gave NaN there)."""
+    gprs, space, x = _gprs()
+    acquisition = ehvi.ExactLogEHVI(gprs, space, _front(gprs, x))
+    far = [(v, g) for v, g in map(acquisition.eval_acqf_with_grad, RNG.random((300, x.shape[1]))) if v < -300]
+    assert far and all(np.all(np.isfinite(g)) for _, g in far)
+
+
+def test_log_h_is_optunas_and_its_gradient_stays_finite_far_in_the_tail() -> None:
+    z = torch.tensor([-400.0, -60.0, -25.5, -25.0, -24.0, -3.0, 0.0, 4.0], dtype=torch.float64)
+    assert torch.allclose(ehvi.log_h_of(z), standard_logei(z), rtol=1e-12)
+    z.requires_grad_(True)
+    ehvi.log_h_of(z).sum().backward()
+    assert z.grad is not None and torch.isfinite(z.grad).all() and (z.grad > 0).all()
 
 
 def test_the_closed_form_serves_only_when_no_trial_is_in_flight() -> None:
