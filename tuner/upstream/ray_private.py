@@ -54,6 +54,11 @@ _PIN = f"(rnntune's population schedulers were written for Ray {RAY_VERSION}; pi
 EMBEDDED_SYSTEM_CONFIG = {"prestart_worker_first_driver": False}
 
 
+def _pinned(version: str | None = None) -> bool:
+    """Whether `version` (the installed Ray's by default) is the one the names here were read from."""
+    return (ray.__version__ if version is None else version) == RAY_VERSION
+
+
 class RayPrivateError(InvalidInput):
     """The Ray installed lacks, or may have changed, a private name rnntune relies on."""
 
@@ -66,7 +71,7 @@ def check_ray(scheduler: Any, version: str | None = None) -> None:
     from ray.tune.schedulers.pb2 import PB2
 
     found = ray.__version__ if version is None else version
-    if found != RAY_VERSION:
+    if not _pinned(found):
         raise RayPrivateError(f"Ray {found} is installed {_PIN}")
     for cls in (PopulationBasedTraining, PB2):
         method = cls.__dict__.get("_get_new_config")
@@ -96,8 +101,7 @@ class CopyHook:
 def embedded_init_options(version: str | None = None) -> dict[str, Any]:
     """The private `ray.init` options of an embedded cluster: `EMBEDDED_SYSTEM_CONFIG` on the Ray
     it was read from, none on another (Ray refuses a system config key it does not know)."""
-    found = ray.__version__ if version is None else version
-    return {"_system_config": dict(EMBEDDED_SYSTEM_CONFIG)} if found == RAY_VERSION else {}
+    return {"_system_config": dict(EMBEDDED_SYSTEM_CONFIG)} if _pinned(version) else {}
 
 
 @contextmanager
@@ -108,7 +112,7 @@ def without_callback_telemetry() -> Iterator[None]:
     from ray.air._internal import usage
 
     original = usage.tag_callbacks
-    if ray.__version__ == RAY_VERSION:
+    if _pinned():
         usage.tag_callbacks = _no_callback_telemetry
     try:
         yield
