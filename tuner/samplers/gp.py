@@ -6,7 +6,8 @@ RUNNING trials into observations (`tuner.samplers.bohb_rule`, `tuner.samplers.fi
 fits COMPLETE trials only) and the `subset` policy that caps the points fitted in a large study
 (`tuner.samplers.subset`). Every value a suggestion needs is computed in that call and passed on,
 so one sampler shared by Optuna's `n_jobs` threads is safe; the only value kept between calls is
-the last fitted kernel (Optuna's own warm start of the next fit), replaced in one assignment.
+the last fitted kernels, one per GP (Optuna's own warm start of the next fit, per objective as its
+GPSampler keeps them), replaced in one assignment.
 
 The model is Optuna 5's: its GP (Matérn-5/2 ARD kernel, priors, fit), logEI, q-logEI over the
 RUNNING trials and its acquisition optimiser (`optuna._gp`, through `tuner.upstream.optuna_private`,
@@ -94,7 +95,8 @@ class GPSampler(BaseSampler):
         self._warn_independent_sampling = warn_independent_sampling
         self._prior_trials = list(prior_trials or [])
         self._prior_horizon = prior_horizon
-        self._kernel: tuple[int, Any] | None = None  # (input dimension, last fitted GP)
+        # ((input dimension, EHVI or not), the last fitted GP of each objective): the fits' warm start.
+        self._kernel: tuple[tuple[int, bool], tuple[Any, ...]] | None = None
 
     # Picklable like Optuna's samplers; the kernel cache is only a warm start, left behind.
     def __getstate__(self) -> dict[str, Any]:
@@ -212,11 +214,9 @@ class GPSampler(BaseSampler):
 
     def _suggest(self, inputs: FitInputs, cost: LogCost | None = None) -> dict[str, Any]:
         space = inputs.gp_space
-        cached = self._kernel
-        gpr = self._fit(
-            inputs.x, inputs.standardized, space, cached[1] if cached and cached[0] == space.dim else None
-        )
-        self._kernel = (space.dim, gpr)  # one assignment: a thread reads the old or the new pair
+        key = (space.dim, False)
+        gpr = self._fit(inputs.x, inputs.standardized, space, self._warm(key, 0))
+        self._kernel = (key, (gpr,))  # one assignment: a thread reads the old or the new pair
         acqf, best = self._acquisition(inputs, gpr)
         return self._optimise(acqf, best, inputs, cost)
 
@@ -226,18 +226,25 @@ class GPSampler(BaseSampler):
         """Two objectives (`tuner.samplers.ehvi`): the first objective's GP on `inputs`, a GP per
         other objective on the `trials` that recorded it, (q-)logEHVI from their denoised front."""
         space, objective_signs = inputs.gp_space, signs(study)
-        names = list(study.metric_names or [])
-        gprs = [self._fit(inputs.x, inputs.standardized, space)]
+        names, key = list(study.metric_names or []), (space.dim, True)
+        gprs = [self._fit(inputs.x, inputs.standardized, space, self._warm(key, 0))]
         for index in range(1, len(objective_signs)):
             known = ehvi.measured(trials, names, index)
             y = ehvi.targets([v for _, v in known], objective_signs[index])
-            gprs.append(self._fit(inputs.normalised([t for t, _ in known]), y, space))
+            gprs.append(self._fit(inputs.normalised([t for t, _ in known]), y, space, self._warm(key, index)))
+        self._kernel = (key, tuple(gprs))  # each objective's fit starts from its last, as Optuna's
         complete = [t for t in trials if t.state == TrialState.COMPLETE and t.values is not None]
         x_complete = inputs.normalised(complete)
         front = ehvi.front_means(gprs, x_complete)
         seed = self._rng.rng.randint(MAX_QMC_SEED)
         acqf = ehvi.acquisition(gprs, space, front, inputs.pending, N_QMC_SAMPLES, seed)
         return self._optimise(acqf, ehvi.warm_starts(x_complete, front, self._rng.rng), inputs, cost)
+
+    def _warm(self, key: tuple[int, bool], index: int) -> Any:
+        """The last GP fitted for objective `index` in a suggestion of the same `key` (input
+        dimension, EHVI or not), the next fit's starting kernel; None if there is none."""
+        cached = self._kernel
+        return cached[1][index] if cached and cached[0] == key and index < len(cached[1]) else None
 
     def _fit(self, x: np.ndarray, y: np.ndarray, space: Any, cached: Any = None) -> Any:
         """Optuna's GP fitted to normalised inputs `x` and standardized targets `y` (larger is

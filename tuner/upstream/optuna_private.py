@@ -18,6 +18,10 @@ What, and why no public API serves:
   that tile what a front leaves undominated, up to the reference point Optuna's EHVI uses, so
   rnntune's closed-form EHVI (`tuner.samplers.ehvi`) measures improvement as Optuna's does;
   `standard_logei` (`acqf.standard_logei`): log E[max(0, z + Z)], stable in the tails.
+* `reference_point` (`acqf._get_reference_point`) and `ListConditionalGPRegressor`
+  (`optuna._gp.gp`): the reference point and the per-objective QMC fantasies of the trials in
+  flight that Optuna's q-logEHVI uses, so rnntune's two-objective q-logEHVI (`tuner.samplers.ehvi`,
+  its boxes a sort instead of Optuna's general box decomposition) is Optuna's, value for value.
 * `standardize_values` (`optuna.samplers._gp.sampler._standardize_values`): Optuna's target
   standardisation, infinities clipped to the finite extremes first, so rnntune's targets are what
   Optuna's GP is tuned for.
@@ -35,6 +39,7 @@ import inspect
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
 import optuna
 from optuna._gp import acqf, gp, optim_mixed, prior, search_space
 from optuna.samplers._gp.sampler import _standardize_values as standardize_values
@@ -44,6 +49,7 @@ from optuna.study._multi_objective import _is_pareto_front as is_pareto_front
 __all__ = [
     "SUPPORTED",
     "LazyRandomState",
+    "ListConditionalGPRegressor",
     "acqf",
     "box_bounds",
     "check",
@@ -51,6 +57,7 @@ __all__ = [
     "is_pareto_front",
     "optim_mixed",
     "prior",
+    "reference_point",
     "search_space",
     "standard_logei",
     "standardize_values",
@@ -100,13 +107,25 @@ _SIGNATURES: dict[Callable[..., Any], set[str]] = {
         "qmc_seed",
     },
     gp.GPRegressor.posterior: {"x"},
+    gp.ListConditionalGPRegressor: {
+        "gpr_list",
+        "X_running",
+        "n_qmc_samples",
+        "qmc_seed",
+        "stabilizing_noise",
+    },
+    gp.ListConditionalGPRegressor.sample_candidate_posterior: {"x"},
     search_space.SearchSpace.get_normalized_params: {"trials"},
     is_pareto_front: {"assume_unique_lexsorted"},
 }
-_NAMES = {prior: ("default_log_prior", "DEFAULT_MINIMUM_NOISE_VAR")}
+_NAMES: dict[Any, tuple[str, ...]] = {
+    prior: ("default_log_prior", "DEFAULT_MINIMUM_NOISE_VAR"),
+    gp.ListConditionalGPRegressor: ("get_fantasy_samples",),
+}
 
 
 standard_logei = acqf.standard_logei
+ListConditionalGPRegressor = gp.ListConditionalGPRegressor
 _MIN_WIDTH = 1e-12  # a box's smallest side, as Optuna's LogEHVI clamps it
 
 
@@ -117,6 +136,12 @@ def box_bounds(front: Any) -> tuple[Any, Any]:
     unbounded (an infinite side) beyond the front's best values."""
     lower, upper = acqf._get_non_dominated_box_bounds(front, acqf._get_reference_point(front))
     return lower, (upper - lower).clamp_min_(_MIN_WIDTH)
+
+
+def reference_point(front: Any) -> np.ndarray:
+    """The reference point Optuna's (q-)logEHVI measures the improvement over a larger-is-better
+    `front` from, as losses (negate it for the front's terms): 10% beyond each objective's worst."""
+    return np.asarray(acqf._get_reference_point(front))
 
 
 def trial_id(trial: optuna.Trial) -> int:

@@ -16,7 +16,11 @@ RNG = np.random.default_rng(7)
 
 def _fit(x: np.ndarray) -> list:
     """Two GPs fitted to conflicting objectives of the points `x` in [0, 1]^dim."""
-    ys = [np.sin(3 * x).sum(1), -((x - 0.6) ** 2).sum(1)]
+    return fitted(x, [np.sin(3 * x).sum(1), -((x - 0.6) ** 2).sum(1)])
+
+
+def fitted(x: np.ndarray, ys: list[np.ndarray]) -> list:
+    """Optuna's GP fitted to each of the objectives `ys` (larger is better) at the points `x`."""
     return [
         gp.fit_kernel_params(
             X=x,
@@ -99,10 +103,10 @@ def test_log_h_is_optunas_and_its_gradient_stays_finite_far_in_the_tail() -> Non
 
 
 def test_the_closed_form_serves_only_when_no_trial_is_in_flight() -> None:
-    """With trials in flight Optuna's q-logEHVI stays: believing them at their means, the cheaper
-    way, found smaller fronts (docs/samplers.md)."""
+    """With trials in flight Optuna's q-logEHVI stays (its boxes a sort, test_ehvi_boxes.py):
+    believing them at their means, the cheaper way, found smaller fronts (docs/samplers.md)."""
     gprs, space, x = _gprs()
     front = _front(gprs, x)
     assert isinstance(ehvi.acquisition(gprs, space, front, None, 128, 0), ehvi.ExactLogEHVI)
     pending = ehvi.acquisition(gprs, space, front, RNG.random((2, x.shape[1])), 128, 0)
-    assert isinstance(pending, acqf.qLogEHVI)
+    assert isinstance(pending, ehvi.PendingLogEHVI)

@@ -159,3 +159,24 @@ def test_a_subset_keeps_the_positions_it_must_whatever_the_cap() -> None:
     crowded = Subset(cap=20, best=5, recent=5).select(numbers, minimised, seed=1, always=np.arange(100, 130))
     # All of `always`, then the best and the most recent: never fewer than `always`.
     assert set(range(100, 130)) <= set(crowded) and len(crowded) == 40
+
+
+def test_each_objectives_fit_starts_from_its_own_last_kernel(monkeypatch) -> None:
+    """Two objectives: every GP's fit is warm-started from that objective's previous fit (as
+    Optuna's GPSampler keeps one cache per objective), never from another objective's."""
+    sampler = make_sampler(DEFAULT_SAMPLER, seed=3, n_startup_trials=4)
+    study = optuna.create_study(directions=["minimize", "minimize"], sampler=sampler)
+    calls: list[tuple[object, object]] = []
+    fit = GPSampler._fit
+
+    def spy(self, x, y, space, cached=None):
+        gpr = fit(self, x, y, space, cached)
+        calls.append((cached, gpr))
+        return gpr
+
+    monkeypatch.setattr(GPSampler, "_fit", spy)
+    study.optimize(lambda t: (t.suggest_float("x", 0, 1) ** 2, (1 - t.suggest_float("y", 0, 1)) ** 2), 7)
+    assert len(calls) == 6  # three EHVI suggestions, two GPs each
+    assert calls[0][0] is None and calls[1][0] is None  # the first has nothing to start from
+    for previous, now in ((0, 2), (1, 3), (2, 4), (3, 5)):
+        assert calls[now][0] is calls[previous][1]
