@@ -155,7 +155,7 @@ class GPSampler(BaseSampler):
         inputs = fit_inputs(search_space, own, prior, running, sign, self._warping, self._prior_horizon)
         import torch  # Optuna's GP needs it; imported here as Optuna does, lazily
 
-        with torch.device("cpu"):  # as Optuna: a global default device (cuda) must not leak in
+        with on_cpu(torch):
             cost = self.cost_model(candidates, inputs) if self._cost is not None else None
             if use_ehvi:
                 # The other objectives' GPs and the front fit the trials the subset keeps (RUNNING
@@ -353,3 +353,12 @@ def pinned_last(eval_acqf: Any) -> Any:
         return eval_acqf(torch.cat([x[..., :-1], torch.ones_like(x[..., -1:])], -1))
 
     return evaluate
+
+
+def on_cpu(torch: Any) -> Any:
+    """A context that makes CPU torch's default device, as Optuna's GPSampler does (a global
+    default device such as cuda must not leak into the GP); nothing when it already is: the
+    device mode intercepts every torch call, a tenth of a two-objective suggestion's time."""
+    import contextlib
+
+    return contextlib.nullcontext() if torch.get_default_device().type == "cpu" else torch.device("cpu")

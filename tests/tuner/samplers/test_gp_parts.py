@@ -180,3 +180,19 @@ def test_each_objectives_fit_starts_from_its_own_last_kernel(monkeypatch) -> Non
     assert calls[0][0] is None and calls[1][0] is None  # the first has nothing to start from
     for previous, now in ((0, 2), (1, 3), (2, 4), (3, 5)):
         assert calls[now][0] is calls[previous][1]
+
+
+def test_a_suggestion_runs_on_cpu_whatever_the_default_device() -> None:
+    """A process whose default torch device is another one (here `meta`, which holds no data: any
+    GP tensor made there would fail) still samples on CPU."""
+    import torch
+
+    study = optuna.create_study(sampler=make_sampler(DEFAULT_SAMPLER, seed=2, n_startup_trials=3))
+    study.optimize(objective, n_trials=3)
+    torch.set_default_device("meta")
+    try:
+        study.optimize(objective, n_trials=2)
+    finally:
+        torch.set_default_device(None)
+    assert len({t.params["x"] for t in study.trials}) == 5
+    assert torch.get_default_device().type == "cpu"
