@@ -1,16 +1,17 @@
-"""The default sampler's time per suggestion as a study grows: one objective, two, and two under a
-constraint, at 100 to 5,000 finished trials, with trials in flight (docs/samplers.md).
+"""The default sampler's time per suggestion as a study grows: one objective, two, two under a
+constraint, and three, at 100 to 5,000 finished trials, with trials in flight (docs/samplers.md).
 
 Each study holds `n` COMPLETE trials of the `tiny` space (9 parameters, two conditional) at random points with synthetic
 values (objective 1: a smooth loss of the params; objective 2: a size that grows as the loss
 falls and with `input_embedding_ratio`, so the two conflict and the front is not one point; the
-constraint `size <= 0.6`), and `--pending` RUNNING trials (a sweep's trials in flight). One
+constraint `size <= 0.6`; objective 3, for `three`: a step time that grows with the size and the
+Mogrifier rounds), and `--pending` RUNNING trials (a sweep's trials in flight). One
 suggestion is `study.ask()` plus the space's define-by-run suggestions; the median of
 `--suggestions` is printed, wall clock and this process's CPU time, side by side for every study
 size and kind in one run, with the torch threads the sweep driver samples with.
 
 Usage: .venv/bin/python -m bench.suggestion_time [--history 100,300,1000,2000,5000]
-       [--kinds one,two,two_constrained] [--pending 4] [--suggestions 3]
+       [--kinds one,two,two_constrained,three] [--pending 4] [--suggestions 3]
 """
 
 from __future__ import annotations
@@ -28,7 +29,9 @@ from tuner.samplers import default_sampler, make_sampler
 from tuner.space import SearchSpace, load_space
 from tuner.sweeps.drive.plan import DRIVER_TORCH_THREADS
 
-KINDS = ("one", "two", "two_constrained")
+KINDS = ("one", "two", "two_constrained", "three")
+OBJECTIVES = {"one": 1, "two": 2, "two_constrained": 2, "three": 3}
+METRICS = ["val_loss", "num_params", "step_time"]
 SPACE = "tiny"
 
 
@@ -43,18 +46,26 @@ def size(params: dict[str, Any], value: float) -> float:
     return 1.0 / (1.0 + value - 4.0) + 0.05 * float(params.get("input_embedding_ratio", 0.0))
 
 
+def step_time(params: dict[str, Any], size_value: float) -> float:
+    """A third objective: seconds per step, growing with the size and the Mogrifier rounds."""
+    return 0.1 + size_value + 0.02 * float(params.get("mogrifier_rounds", 0) or 0)
+
+
 def history(space: SearchSpace, kind: str, n: int) -> optuna.Study:
     """An in-memory study of `kind` holding `n` COMPLETE trials at random points."""
-    study = optuna.create_study(directions=["minimize"] * (1 if kind == "one" else 2))
-    if kind != "one":
-        study.set_metric_names(["val_loss", "num_params"])
+    count = OBJECTIVES[kind]
+    study = optuna.create_study(directions=["minimize"] * count)
+    if count > 1:
+        study.set_metric_names(METRICS[:count])
     scratch = optuna.create_study(sampler=optuna.samplers.RandomSampler(seed=n))
     trials = []
     for _ in range(n):
         t = scratch.ask()
         params = space.suggest(t)
         value = loss(params)
-        values = [value] if kind == "one" else [value, size(params, value)]
+        values = [value, size(params, value)][:count]
+        if count == 3:
+            values.append(step_time(params, values[1]))
         trial = optuna.trial.create_trial(params=params, distributions=t.distributions, values=values)
         if kind == "two_constrained":
             trial.set_constraint("size", values[1] - 0.6)
