@@ -91,17 +91,36 @@ def load_checkpoint(
     return model.to(device).eval(), cfg
 
 
-def last_evaluation(run_dir: Path, step: int) -> dict[str, Any] | None:
-    """The metrics of the evaluation at `step` from the run's metrics.jsonl, if it holds one."""
+def resumed_evaluation(run_dir: Path, step: int) -> dict[str, Any] | None:
+    """The metrics of the evaluation at `step` (where last.pt was written) from the run's
+    metrics.jsonl, if it holds one. Lines past it, or cut short by a crash, were written by a run
+    that stopped before (or while) its last.pt was replaced or uploaded: they are dropped, since
+    the resumed run measures those evaluations again, so the file keeps one line per step."""
     path = run_dir / "metrics.jsonl"
     if not path.is_file():
         return None
-    lines = path.read_text().strip().splitlines()
-    try:
-        last = json.loads(lines[-1]) if lines else None
-    except json.JSONDecodeError:  # a line cut short by a crash: nothing to repeat
-        return None
-    return last if isinstance(last, dict) and last.get("step") == step else None
+    kept, found = [], None
+    for line in path.read_text().splitlines():
+        try:
+            metrics = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if not isinstance(metrics, dict) or not isinstance(metrics.get("step"), int) or metrics["step"] > step:
+            continue
+        kept.append(line)
+        found = metrics if metrics["step"] == step else None
+    text = "".join(f"{line}\n" for line in kept)
+    if text != path.read_text():
+        _replace_text(path, text)
+    return found
+
+
+def _replace_text(path: Path, text: str) -> None:
+    """Write `text` to a temporary file beside `path`, then rename it over `path`."""
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    with os.fdopen(fd, "w") as f:
+        f.write(text)
+    os.replace(tmp, path)
 
 
 def saved_header(path: str | Path) -> tuple[dict[str, Any], int]:

@@ -21,7 +21,14 @@ from torch import Tensor
 from . import reverse_copy
 from .averaging import Decision, chosen_weights, make_averaging, swap_in
 from .cells import fallback, paths
-from .checkpoint import checkpoint_config, header, last_evaluation, read_checkpoint, save_atomic, saved_header
+from .checkpoint import (
+    checkpoint_config,
+    header,
+    read_checkpoint,
+    resumed_evaluation,
+    save_atomic,
+    saved_header,
+)
 from .config import MUTABLE_SETTINGS, ConfigError, TrainConfig
 from .data import batchify, load_corpus
 from .device import autocast, resolve_device, set_matmul_precision
@@ -168,7 +175,7 @@ class Trainer:
         self.best_val_loss, self.best_step = ckpt["best_val_loss"], ckpt["best_step"]
         self.train_time, self.tokens = ckpt["train_time"], ckpt["tokens"]
         torch.set_rng_state(ckpt["rng"])
-        self.resumed_metrics = last_evaluation(self.run_dir, self.step)
+        self.resumed_metrics = resumed_evaluation(self.run_dir, self.step)
         if ckpt.get("cuda_rng") is not None and self.device.type == "cuda":
             torch.cuda.set_rng_state_all(ckpt["cuda_rng"])
         self._set_lr()
@@ -424,7 +431,6 @@ class Trainer:
         snapshot = self._snapshot(eval_weights)  # one copy of the state serves both files
         if improved:
             save_atomic(snapshot, self.run_dir / "best.pt")
-        save_atomic(snapshot, self.run_dir / "last.pt")
         metrics: dict[str, Any] = {
             "step": self.step,
             "epoch": self._epochs(),
@@ -450,6 +456,9 @@ class Trainer:
             metrics["best_checkpoint"] = str((self.run_dir / "best.pt").resolve())
         with open(self.run_dir / "metrics.jsonl", "a") as f:
             f.write(json.dumps(metrics) + "\n")
+        # last.pt after its evaluation's line: a run resumed from it always finds that line to
+        # report again (a line past it is dropped on resume and measured again).
+        save_atomic(snapshot, self.run_dir / "last.pt")
         return metrics
 
     def _epochs(self) -> float:

@@ -139,6 +139,30 @@ def test_resume_reports_again_an_evaluation_saved_but_not_seen(tmp_path):
     assert seen[0]["val_loss"] == logged[1]["val_loss"]  # the evaluation at 20, as it was logged
 
 
+def test_resume_past_a_line_whose_checkpoint_was_never_written_measures_it_again(tmp_path):
+    """A run killed after its step-30 line but before last.pt was replaced (or a line cut short by
+    the kill) resumes at 20: the lines past 20 are dropped and measured again, so metrics.jsonl
+    keeps one line per step, the same values as an unbroken run, and the caller sees 20 again."""
+    straight = tmp_path / "straight"
+    train(tiny(straight, max_steps=40))
+    train(tiny(tmp_path, max_steps=20))
+    at_20 = (tmp_path / "run" / "last.pt").read_bytes()
+    train(tiny(tmp_path, max_steps=30))
+    (tmp_path / "run" / "last.pt").write_bytes(at_20)
+    with open(tmp_path / "run" / "metrics.jsonl", "a") as f:
+        f.write('{"step": 4')  # cut short by the kill
+    seen: list[dict] = []
+    train(tiny(tmp_path, max_steps=40), report=lambda m: seen.append(m) and None)
+    assert [m["step"] for m in seen] == [20, 30, 40]
+
+    def logged(folder):
+        lines = (folder / "run" / "metrics.jsonl").read_text().splitlines()
+        return [(m["step"], m["val_loss"]) for m in map(json.loads, lines)]
+
+    assert logged(tmp_path) == logged(straight)
+    assert [s for s, _ in logged(tmp_path)] == [10, 20, 30, 40]
+
+
 def test_resume_refuses_a_different_config(tmp_path):
     train(tiny(tmp_path, max_steps=10))
     with pytest.raises(ValueError, match="hidden_size"):

@@ -25,6 +25,7 @@ from tests import s3_server
 from tests.tuner.api.fixtures import live_server
 from tests.tuner.commands.object_downloads import best_download
 from tests.tuner.sweep_process import finish, launch, tiny_set_args, trials, wait_until
+from trainer.checkpoint import saved_header
 from tuner import python_api
 from tuner.api import ApiSettings
 from tuner.storage.object_store import ObjectStore, parse
@@ -146,8 +147,9 @@ def _finalize_from_the_bucket(tmp_path, db: str, where: str, best: int, settings
 def test_a_trial_whose_worker_is_killed_resumes_on_a_node_without_its_folder(tmp_path, bucket):
     """The trial process stopped mid-run, its local run folder deleted (the retry lands on another
     node), then killed: Ray's retry downloads the copy in the bucket and resumes from it, so the
-    run's metrics.jsonl goes on from the lines the killed attempt had uploaded, byte for byte (a
-    run started afresh would have measured its own `elapsed_s`)."""
+    run's metrics.jsonl goes on from the lines the killed attempt had uploaded up to its uploaded
+    last.pt, byte for byte (a run started afresh would have measured its own `elapsed_s`), and the
+    study's curve has every step, however the stop fell between a checkpoint and its report."""
     db = f"sqlite:///{tmp_path / 'studies.db'}"
     where = f"s3://{bucket}/studies/kill"
     args = ["--name", "kill", "--trials", "1", "--parallel", "1", "--db", db, "--seed", "3"]
@@ -172,6 +174,9 @@ def test_a_trial_whose_worker_is_killed_resumes_on_a_node_without_its_folder(tmp
     store = ObjectStore(parse(where, "test"))
     metrics = parse(f"{where}/trial-{running[0].number}/metrics.jsonl", "t")
     uploaded = b"".join(store.chunks(metrics))
+    store.download(parse(f"{where}/trial-{running[0].number}/last.pt", "t"), tmp_path / "last.pt")
+    resumes_at = saved_header(tmp_path / "last.pt")[1]
+    kept = b"".join(line for line in uploaded.splitlines(True) if json.loads(line)["step"] <= resumes_at)
     os.kill(pid, signal.SIGKILL)
     assert finish(proc, log, 600) == 0, log.read_text()
 
@@ -180,4 +185,4 @@ def test_a_trial_whose_worker_is_killed_resumes_on_a_node_without_its_folder(tmp
     assert any(t.state == TrialState.FAIL and t.user_attrs.get("needs_retry") for t in study.trials)
     assert sorted(done.intermediate_values) == list(range(10, 201, 10))
     final = b"".join(store.chunks(metrics))
-    assert uploaded.count(b"\n") >= 2 and final.startswith(uploaded) and len(final) > len(uploaded)
+    assert kept.count(b"\n") >= 2 and final.startswith(kept) and len(final) > len(kept)

@@ -2,7 +2,7 @@
 
 The trainer writes its run folder (`best.pt`, `last.pt`, `config.yaml`, `metrics.jsonl`, ...) on the
 node's local disk; after each evaluation, before the result goes to the driver, the files that
-changed are uploaded to `PREFIX/<run folder's name>/`, and the result's `best_checkpoint` names the
+changed are uploaded to `PREFIX/<run folder's name>/` (`last.pt` last), and the result's `best_checkpoint` names the
 uploaded object (`s3://...`), which the study then records. A retry on a node without the folder
 (its worker died) first downloads the copy, so it resumes from the last evaluation uploaded.
 """
@@ -49,7 +49,9 @@ class RunMirror:
         if not self.run_dir.is_dir():
             return []
         sent = []
-        for path in sorted(self.run_dir.iterdir()):
+        # last.pt last: a push cut short leaves the copy at an earlier last.pt whose evaluation's
+        # line the copy's metrics.jsonl holds, never a last.pt past the lines it holds.
+        for path in sorted(self.run_dir.iterdir(), key=lambda p: (p.name == RESUMES_FROM, p.name)):
             if path.name.startswith(".") or not path.is_file():
                 continue  # a file the trainer is still writing is hidden until it is replaced whole
             stat = path.stat()
