@@ -99,19 +99,23 @@ def resumed_evaluation(run_dir: Path, step: int) -> dict[str, Any] | None:
     path = run_dir / "metrics.jsonl"
     if not path.is_file():
         return None
+    text = path.read_text()
     kept, found = [], None
-    for line in path.read_text().splitlines():
+    for line in text.splitlines():
         try:
             metrics = json.loads(line)
         except json.JSONDecodeError:
             continue
-        if not isinstance(metrics, dict) or not isinstance(metrics.get("step"), int) or metrics["step"] > step:
+        if (
+            not isinstance(metrics, dict)
+            or not isinstance(metrics.get("step"), int)
+            or metrics["step"] > step
+        ):
             continue
         kept.append(line)
         found = metrics if metrics["step"] == step else None
-    text = "".join(f"{line}\n" for line in kept)
-    if text != path.read_text():
-        _replace_text(path, text)
+    if (rewritten := "".join(f"{line}\n" for line in kept)) != text:
+        _replace_text(path, rewritten)
     return found
 
 
