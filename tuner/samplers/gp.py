@@ -263,7 +263,7 @@ class GPSampler(BaseSampler):
         self, acqf: Any, best: np.ndarray, inputs: FitInputs, cost: LogCost | None
     ) -> dict[str, Any]:
         """The acquisition's maximiser (Optuna's optimiser, started from `best`), as params."""
-        from tuner.samplers import activity, inactive
+        from tuner.samplers import activity, inactive, line_cache
 
         space = inputs.gp_space
         evaluate = acqf.eval_acqf
@@ -274,8 +274,11 @@ class GPSampler(BaseSampler):
             evaluate = pinned_last(evaluate)
             best = best.copy()
             best[:, -1] = 1.0
-        # Candidates are scored with the parameters they leave inactive at the imputed value.
-        acqf.eval_acqf = activity.masked(evaluate, inputs.rules)
+        # Candidates are scored with the parameters they leave inactive at the imputed value; a
+        # line search's candidates are scored a whole line at a time (line_cache.py).
+        acqf.eval_acqf = line_cache.LineCache(
+            activity.masked(evaluate, inputs.rules), line_cache.searched_lines(space)
+        )
         normalized, _ = optim_mixed.optimize_acqf_mixed(
             acqf,
             warmstart_normalized_params_array=inactive.warm_start_points(best, space),
