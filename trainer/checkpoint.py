@@ -10,8 +10,9 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import torch
 
@@ -26,13 +27,18 @@ FORMS_KEY = "multiplicative_forms"
 
 
 def save_atomic(obj: dict[str, Any], path: str | Path) -> None:
-    """Write to a temporary file beside `path`, fsync, then rename: readers never see half a file."""
-    path = Path(path)
+    """`torch.save` to `path` through `write_atomic`: readers never see half a checkpoint."""
+    write_atomic(Path(path), lambda f: torch.save(obj, f))
+
+
+def write_atomic(path: Path, write: Callable[[IO[bytes]], object]) -> None:
+    """Call `write` on a temporary file beside `path`, fsync, then rename it over `path`: readers
+    never see half a file, and a failed write leaves no temporary file behind."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as f:
-            torch.save(obj, f)
+            write(f)
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
@@ -115,16 +121,8 @@ def resumed_evaluation(run_dir: Path, step: int) -> dict[str, Any] | None:
         kept.append(line)
         found = metrics if metrics["step"] == step else None
     if (rewritten := "".join(f"{line}\n" for line in kept)) != text:
-        _replace_text(path, rewritten)
+        write_atomic(path, lambda f: f.write(rewritten.encode()))
     return found
-
-
-def _replace_text(path: Path, text: str) -> None:
-    """Write `text` to a temporary file beside `path`, then rename it over `path`."""
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    with os.fdopen(fd, "w") as f:
-        f.write(text)
-    os.replace(tmp, path)
 
 
 def saved_header(path: str | Path) -> tuple[dict[str, Any], int]:
