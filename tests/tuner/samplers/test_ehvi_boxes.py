@@ -90,15 +90,16 @@ def test_its_values_and_gradients_are_optunas_qlogehvi() -> None:
         grads.append(point.grad)
     assert torch.isfinite(values[0]).all() and torch.isfinite(grads[0]).all()
     assert torch.allclose(values[0], values[1], rtol=0, atol=1e-9), (values[0] - values[1]).abs().max()
-    away = slice(0, -2)  # all but the pending points
+    away = slice(0, 64)  # the random candidates: away from every trial
     assert torch.allclose(grads[0][away], grads[1][away], rtol=0, atol=1e-9), (
-        (grads[0] - grads[1]).abs().max()
+        (grads[0][away] - grads[1][away]).abs().max()
     )
-    # At the pending points the posterior's std vanishes, its gradient (~1/std) multiplies each
-    # sample's, and the samples' terms cancel to ~1e5: the strip sums' (`ehvi.StripSums`) other
-    # order of the same terms, 1e-16 apart per sample, leaves them 1.5e-8 apart relative there.
-    assert torch.allclose(grads[0][-2:], grads[1][-2:], rtol=1e-7, atol=1e-9), (
-        (grads[0] - grads[1]).abs().max()
+    # At the trials' points the posterior's std is small (noise alone; it vanishes at the pending
+    # ones), its gradient (~1/std) multiplies each sample's, and the samples' terms cancel to up to
+    # ~1e5: the strip sums' (`ehvi.StripSums`) other order of the same terms, 1e-16 apart per
+    # sample, leaves them up to 1.5e-8 apart relative there (how far depends on the CPU's BLAS).
+    assert torch.allclose(grads[0][64:], grads[1][64:], rtol=1e-7, atol=1e-9), (
+        ((grads[0][64:] - grads[1][64:]) / grads[1][64:]).abs().max()
     )
 
 
