@@ -30,7 +30,7 @@ END_TO_END = {
     "test_sqlite_sweep_of_eight_trials_two_at_a_time_stopped_by_sigterm_then_resumed",
     "none": "tests/tuner/sweeps/drive/test_run.py::test_sweep_whose_every_trial_fails_ends_failed_and_says_why",
     "pbt": "tests/tuner/sweeps/test_population_sweep.py::"
-    "test_a_pbt_sweep_copies_checkpoints_keeps_histories_and_resumes",
+    "test_a_pbt_sweep_copies_checkpoints_keeps_histories_and_resumes_past_a_killed_member",
     "pb2": "tests/tuner/sweeps/test_population_sweep.py::"
     "test_every_copy_ray_records_is_in_the_members_history_when_members_meet_at_each_evaluation",
     TRAINED: "tests/tuner/sweeps/dyneval/test_study.py::"
