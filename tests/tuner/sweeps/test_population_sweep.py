@@ -1,7 +1,7 @@
 """Issue 47 end to end: a tiny PBT sweep on CPU through the CLI, stopped by SIGTERM after a member
 copied another, then resumed, a member's worker killed mid-run in the resumed run; and one
-perturbing at every evaluation, where a copy is decided on a member's first result. Checked: a copy happened and
-carried the source's checkpoint (the loss it held is the source's at that step, and the member's
+perturbing at every evaluation, where a copy is decided on a member's first result. Checked: a
+copy happened and carried the source's checkpoint (the loss it held is the source's at that step, and the member's
 next loss is close to the source's), every copy in Ray's own `pbt_global.txt` is in the member's
 history and no other (tests/tuner/sweeps/ray_pbt_record.py reads it as Ray writes it), every
 member trained in its own folder and kept its history and curve across the stop, the settings a
@@ -235,7 +235,6 @@ def _kill_a_member_training_past_a_sync_point(db: str, before: dict, proc, log) 
             t
             for t in now.values()
             if t.state == TrialState.RUNNING
-            and t.number not in before
             and t.user_attrs.get("pid")
             and max(t.intermediate_values, default=0) > INTERVAL
             and max(t.intermediate_values) % INTERVAL
