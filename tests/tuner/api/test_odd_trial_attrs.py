@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 
-import httpx
 import pytest
 import sqlalchemy as sa
 from hypothesis import HealthCheck, given, seed, settings
@@ -46,7 +45,7 @@ def test_any_value_in_any_trial_attribute_is_never_a_5xx(env, key, value_json) -
     try:
         store_attr(env, key, value_json)
         for route in ROUTES:
-            response = httpx.get(f"{env['url']}/studies/pbt{route}", timeout=30)
+            response = env["http"].get(f"/studies/pbt{route}")
             assert response.status_code < 500, (key, value_json, route, response.text[:300])
     finally:
         store_attr(env, key, kept)
@@ -58,7 +57,7 @@ def test_a_reproduced_odd_typed_column_is_no_500_on_the_export(env, key, value) 
     kept = original(env, key)
     try:
         store_attr(env, key, json.dumps(value))
-        response = httpx.get(f"{env['url']}/studies/pbt/trials.csv", timeout=30)
+        response = env["http"].get("/studies/pbt/trials.csv")
         assert response.status_code == 200, response.text[:300]
     finally:
         store_attr(env, key, kept)

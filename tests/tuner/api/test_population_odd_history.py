@@ -42,8 +42,9 @@ def served_pbt_study(tmp_path_factory, name: str) -> Iterator[dict]:
     make_pbt_study(db, "pbt", root / "store" / "pbt")
     app = create_app(ApiSettings(db_url=db, storage_root=root / "store"))
     engine = sa.create_engine(db)
-    with live_app(app) as url:
-        yield {"url": url, "engine": engine, "store": app.state.rnntune.store}
+    # One client for every read: a new httpx client builds an SSL context (about 27 ms of CPU).
+    with live_app(app) as url, httpx.Client(base_url=url, timeout=30) as http:
+        yield {"url": url, "http": http, "engine": engine, "store": app.state.rnntune.store}
     engine.dispose()
 
 
@@ -74,9 +75,8 @@ def store_history(env, value_json: str) -> None:
 
 
 def _reads(env) -> dict[str, httpx.Response]:
-    url = f"{env['url']}/studies/pbt"
     paths = ("/population", "/best", "/trials", f"/trials/{BEST}", "/trials.csv")
-    return {path: httpx.get(url + path, timeout=30) for path in paths}
+    return {path: env["http"].get("/studies/pbt" + path) for path in paths}
 
 
 def _check(env, value_json: str) -> None:
@@ -122,7 +122,7 @@ def test_a_history_of_5000_copies_is_followed_without_a_recursion_error(env) -> 
     two += [{"step": s, "from_trial": 1, "from_value": 4.0, "settings": settings_} for s in range(1, 5000, 2)]
     try:
         store_history(env, json.dumps(two))
-        best = httpx.get(f"{env['url']}/studies/pbt/best", timeout=30)
+        best = env["http"].get("/studies/pbt/best")
         assert best.status_code == 200, best.text
         schedule = best.json()["schedule"]  # back through trial 1's copy of trial 0 at step 100
         assert [(e["step"], e["trial"]) for e in schedule] == [(0, 0), (100, 1), (4999, 2)]

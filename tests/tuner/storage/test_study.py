@@ -6,6 +6,7 @@ import re
 
 import optuna
 import pytest
+import sqlalchemy
 from optuna.trial import TrialState
 
 from tuner.space import load_space
@@ -20,6 +21,7 @@ from tuner.storage.study import (
     finished_curves,
     generate_study_name,
     load_study,
+    open_storage,
     pending_retries,
     redact_url,
     resolve_db_url,
@@ -161,6 +163,20 @@ def test_urls_are_redacted_and_defaulted(tmp_path, monkeypatch):
     monkeypatch.setenv("RNNTUNE_DB_URL", "sqlite:///other.db")
     assert resolve_db_url() == "sqlite:///other.db"
     assert resolve_db_url("sqlite:///given.db") == "sqlite:///given.db"
+
+
+def test_optuna_checks_a_databases_schema_once_per_process(db, tmp_path):
+    """Optuna refuses a schema it does not know on the first open (its own check, run for real);
+    a later open of that URL in the same process skips the check, which reloads every Alembic
+    script. rnntune's writes still check the version themselves (test_attrs.py)."""
+    make(db)
+    engine = sqlalchemy.create_engine(db)
+    with engine.begin() as conn:
+        conn.execute(sqlalchemy.text("UPDATE alembic_version SET version_num = 'v9.9.9'"))
+    engine.dispose()
+    with pytest.raises(StudyError, match=r"cannot open study database .*no longer compatible"):
+        open_storage(f"sqlite:///{tmp_path}/./studies.db")  # the same file, a URL not checked yet
+    assert open_storage(db).get_current_version() == "v9.9.9"  # `make` opened it: not checked again
 
 
 def test_create_study_accepts_a_space_object(db):
