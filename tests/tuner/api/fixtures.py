@@ -18,6 +18,7 @@ from optuna.trial import TrialState, create_trial
 from tuner.api import ApiSettings, create_app
 from tuner.api.connections import Limits
 from tuner.api.server import make_server
+from tuner.storage.study import open_storage
 
 SPACE = {
     "learning_rate": FloatDistribution(0.001, 0.004, log=True),
@@ -90,8 +91,10 @@ def make_study(
     checkpoints: dict[int, str] | None = None,
 ) -> optuna.Study:
     """A study with the contract's study and trial attrs; `checkpoints` maps trial number → path.
-    `db_url` may be a storage already open, for many studies in a row (about twice as fast)."""
-    study = optuna.create_study(study_name=name, storage=db_url, direction="minimize")
+    `db_url` may be a storage already open, for many studies in a row (about twice as fast). A URL
+    is opened as rnntune opens it (SQLite in WAL mode: no sync to disk at each trial's commit)."""
+    storage = open_storage(db_url) if isinstance(db_url, str) else db_url
+    study = optuna.create_study(study_name=name, storage=storage, direction="minimize")
     for key, value in {
         "space": "fixed",
         "sampler": "random",
