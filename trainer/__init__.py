@@ -12,12 +12,38 @@ The trainer never imports the tuner, Ray or Optuna: `train(config, report)` is a
 * `init`: lamb's initial weights and the forget-gate bias; `order`: lamb's training data order.
 """
 
-from .checkpoint import load_checkpoint, saved_header
-from .config import MUTABLE_SETTINGS, ConfigError, ScheduleChange, TrainConfig, load_config, make_config
-from .data import DataError
-from .loop import Trainer, train
-from .measures import model_size
-from .result import TrainingDiverged, TrainingInfeasible, TrainResult
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .checkpoint import load_checkpoint, saved_header
+    from .config import MUTABLE_SETTINGS, ConfigError, ScheduleChange, TrainConfig, load_config, make_config
+    from .data import DataError
+    from .loop import Trainer, train
+    from .measures import model_size
+    from .result import TrainingDiverged, TrainingInfeasible, TrainResult
+
+# The module each public name lives in, imported on first use: a process that only reads settings
+# (a sweep's driver, the API, the CLI) imports `trainer.config` and `trainer.result` without PyTorch.
+_HOME = {
+    "load_checkpoint": "checkpoint",
+    "saved_header": "checkpoint",
+    "MUTABLE_SETTINGS": "config",
+    "ConfigError": "config",
+    "ScheduleChange": "config",
+    "TrainConfig": "config",
+    "load_config": "config",
+    "make_config": "config",
+    "DataError": "data",
+    "Trainer": "loop",
+    "train": "loop",
+    "model_size": "measures",
+    "TrainingDiverged": "result",
+    "TrainingInfeasible": "result",
+    "TrainResult": "result",
+}
 
 __all__ = [
     "MUTABLE_SETTINGS",
@@ -36,3 +62,12 @@ __all__ = [
     "saved_header",
     "train",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """PEP 562: `trainer.NAME` imports the module that holds NAME the first time it is asked for."""
+    if name not in _HOME:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{_HOME[name]}"), name)
+    globals()[name] = value
+    return value

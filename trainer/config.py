@@ -73,6 +73,9 @@ DROPOUTS = (
     "state_dropout",
     "output_dropout",
 )
+# The dynamic-evaluation settings (thesis Table 2.6, Mogrifier paper App. A): what tuning dynamic
+# evaluation on a trained model varies; every other setting is the model's (`trainer.dyneval`).
+DYNEVAL_SETTINGS = ("max_time_steps", "dyneval_learning_rate", "dyneval_decay_rate", "dyneval_epsilon")
 # Settings that may change in the middle of a run (a `schedule`, or a population-based-training restart
 # from another member's checkpoint): each steers training without changing the model's shape or what a
 # checkpoint holds, and takes effect when a Trainer built from the new config resumes the checkpoint.

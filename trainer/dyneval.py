@@ -38,15 +38,13 @@ from typing import cast
 import torch
 from torch import Tensor
 
-from .config import TrainConfig
+from .config import DYNEVAL_SETTINGS, TrainConfig
 from .data import batchify
 from .model import LanguageModel, detach_state
 from .objective import token_log_likelihood
 from .temperature import TEMPERATURE_TOKENS, search_temperature
 
-# The dynamic-evaluation settings (thesis Table 2.6, Mogrifier paper App. A): what tuning dynamic
-# evaluation on a trained model varies; every other setting is the model's.
-SETTINGS = ("max_time_steps", "dyneval_learning_rate", "dyneval_decay_rate", "dyneval_epsilon")
+SETTINGS = DYNEVAL_SETTINGS  # declared with the other setting groups, read without PyTorch
 # Batch size for estimating the mean squared gradients (thesis App. 2.A, Mogrifier paper App. A).
 STATS_BATCH_SIZE = 1024
 # Batch size of the evaluated stream (lamb, Krause et al. 2018).

@@ -3,8 +3,8 @@ or with Monte Carlo dropout (Mogrifier paper §3.3): predictions averaged over s
 the dropout rates optionally scaled ("in the MC case dropout rates are scaled", §3.3). With a
 mixture of softmaxes the temperature divides every component's logits (trainer/mos.py).
 
-Losses are mean cross-entropy in nats per token; `perplexity` and `bits_per_char` convert them
-to what word- and character-level papers report.
+Losses are mean cross-entropy in nats per token; `trainer.result.headline` converts them to what
+word- and character-level papers report.
 """
 
 from __future__ import annotations
@@ -180,16 +180,3 @@ def same_masks(device: torch.device) -> AbstractContextManager[None]:
         device.index if device.index is not None else torch.get_device_module(device.type).current_device()
     )
     return torch.random.fork_rng(devices=[index], device_type=device.type)
-
-
-def perplexity(loss: float) -> float:
-    return math.exp(min(loss, 700.0))
-
-
-def bits_per_char(loss: float) -> float:
-    return loss / math.log(2.0)
-
-
-def headline(loss: float, word_level: bool) -> tuple[str, float]:
-    """The figure papers report for this task: ('ppl', perplexity) or ('bpc', bits per character)."""
-    return ("ppl", perplexity(loss)) if word_level else ("bpc", bits_per_char(loss))

@@ -33,14 +33,14 @@ from .config import MUTABLE_SETTINGS, ConfigError, TrainConfig
 from .data import batchify, load_corpus
 from .device import autocast, resolve_device, set_matmul_precision
 from .divergence import Watch
-from .evaluate import evaluate, headline
+from .evaluate import evaluate
 from .figures import test_figures
 from .measures import peak_memory
 from .model import LanguageModel, ReverseCopyModel, build_model, count_parameters, detach_state, drop_states
 from .objective import multi_sample_log_likelihood, repeat_for_samples, training_loss
 from .optim import make_optimizer
 from .order import LambOrder, separator_id
-from .result import TrainingDiverged, TrainingInfeasible, TrainResult
+from .result import TrainingDiverged, TrainingInfeasible, TrainResult, headline
 from .temperature import search_temperature, search_tokens
 
 # On divergence the run restores its best checkpoint and multiplies the learning rate by this

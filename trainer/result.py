@@ -3,7 +3,21 @@ the error of a run that kept diverging."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
+
+
+def perplexity(loss: float) -> float:
+    return math.exp(min(loss, 700.0))
+
+
+def bits_per_char(loss: float) -> float:
+    return loss / math.log(2.0)
+
+
+def headline(loss: float, word_level: bool) -> tuple[str, float]:
+    """The figure papers report for this task: ('ppl', perplexity) or ('bpc', bits per character)."""
+    return ("ppl", perplexity(loss)) if word_level else ("bpc", bits_per_char(loss))
 
 
 class TrainingDiverged(RuntimeError):

@@ -56,6 +56,11 @@ def wait_until(predicate: Callable[[], bool], proc: subprocess.Popen, log: Path,
         time.sleep(0.5)
 
 
+def loads_torch(pid: int) -> bool:
+    """Whether the live process `pid` has loaded PyTorch: its memory maps name libtorch."""
+    return "libtorch" in Path(f"/proc/{pid}/maps").read_text()
+
+
 def count(ts, state: TrialState) -> int:
     return sum(t.state == state for t in ts)
 

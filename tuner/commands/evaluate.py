@@ -16,8 +16,9 @@ from trainer import DataError, load_checkpoint, make_config
 from trainer.config import parse_set
 from trainer.data import batchify, load_corpus
 from trainer.dyneval import SETTINGS, estimate_temperature, run_dynamic_evaluation
-from trainer.evaluate import evaluate, headline, mc_evaluate, select_mc, select_temperature
+from trainer.evaluate import evaluate, mc_evaluate, select_mc, select_temperature
 from trainer.model import LanguageModel
+from trainer.result import headline
 from trainer.reverse_copy import evaluate_examples
 from tuner.errors import RnntuneError
 from tuner.storage.object_store import local_copy

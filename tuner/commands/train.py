@@ -7,7 +7,7 @@ import sys
 from datetime import datetime
 
 from trainer import ConfigError, DataError, TrainingDiverged, load_config, train
-from trainer.evaluate import headline
+from trainer.result import headline
 
 
 def register(sub: argparse._SubParsersAction) -> None:

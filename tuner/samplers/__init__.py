@@ -9,9 +9,12 @@ retired names to their replacement. rnntune's GP is one class built from parts
 (`GPSampler(warping=HalfRank(), fidelity=FidelityGP() | BOHBRule() | None, subset=Subset(...))`).
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
 from tuner.samplers.bohb_rule import BOHBRule
 from tuner.samplers.fidelity_gp import FidelityGP
-from tuner.samplers.gp import GPSampler
 from tuner.samplers.observations import FidelityModel, Observations
 from tuner.samplers.registry import (
     COST_AWARE_SAMPLERS,
@@ -26,6 +29,9 @@ from tuner.samplers.registry import (
 )
 from tuner.samplers.subset import Subset
 from tuner.samplers.warping import HalfRank, Warping
+
+if TYPE_CHECKING:
+    from tuner.samplers.gp import GPSampler
 
 __all__ = [
     "COST_AWARE_SAMPLERS",
@@ -46,3 +52,12 @@ __all__ = [
     "make_sampler",
     "sampler_options",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """`GPSampler` is imported on first use (PEP 562): it imports PyTorch through Optuna's GP."""
+    if name == "GPSampler":
+        from tuner.samplers.gp import GPSampler
+
+        return GPSampler
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

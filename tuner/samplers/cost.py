@@ -20,7 +20,6 @@ import numpy as np
 from optuna.trial import FrozenTrial
 
 from tuner.storage import trial_attrs
-from tuner.upstream.optuna_private import gp, prior  # Optuna 5.0's GP internals
 
 COST_ATTR = trial_attrs.SECONDS_PER_STEP  # a trial's measured training seconds per step
 MIN_TRIALS = 3  # trials with a measured cost before the model is fitted
@@ -83,6 +82,10 @@ def fit_log_cost(x: np.ndarray, costs: Sequence[float], is_categorical: np.ndarr
     center, scale = float(logs.mean()), float(logs.std())
     if not scale > 1e-9:
         return None
+    # Optuna 5.0's GP internals import PyTorch: imported when a cost is fitted, so a driver that
+    # only records costs (`step_cost`, every sweep) does not load it.
+    from tuner.upstream.optuna_private import gp, prior
+
     gpr = gp.fit_kernel_params(
         X=x,
         Y=(logs - center) / scale,

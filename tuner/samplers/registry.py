@@ -54,7 +54,7 @@ import contextlib
 import inspect
 import warnings
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import optuna
 from optuna.samplers import BaseSampler
@@ -62,10 +62,12 @@ from optuna.trial import FrozenTrial
 
 from tuner.samplers.cost import CostAware
 from tuner.samplers.fidelity_gp import FidelityGP
-from tuner.samplers.gp import GPSampler
 from tuner.samplers.subset import Subset
 from tuner.samplers.tpe import TPESampler
 from tuner.samplers.warping import HalfRank
+
+if TYPE_CHECKING:
+    from tuner.samplers.gp import GPSampler
 
 DEFAULT_SAMPLER = "gp_fidelity"  # best under ASHA on real learning curves (docs/samplers.md)
 # What a study with several objectives gets when it names no sampler: rnntune's GP (two objectives:
@@ -83,7 +85,15 @@ def _gp(**kw: Any) -> BaseSampler:
 
 def _gp_fidelity(**kw: Any) -> BaseSampler:
     defaults = {"warn_independent_sampling": False, "subset": SUBSET}
-    return GPSampler(warping=HalfRank(), fidelity=FidelityGP(), **{**defaults, **kw})
+    return _rnntune_gp()(warping=HalfRank(), fidelity=FidelityGP(), **{**defaults, **kw})
+
+
+def _rnntune_gp() -> type[GPSampler]:
+    """rnntune's GP class, imported when a sweep uses it: it imports PyTorch (through Optuna's GP),
+    which a driver on another sampler, the API and the CLI do without."""
+    from tuner.samplers.gp import GPSampler
+
+    return GPSampler
 
 
 def _tpe(**kw: Any) -> BaseSampler:
@@ -113,14 +123,14 @@ def _experimental_ok() -> Iterator[None]:
         yield
 
 
-# name -> (factory, the Optuna class whose keyword arguments are the allowed options)
-_FACTORIES: dict[str, tuple[Callable[..., BaseSampler], type[BaseSampler]]] = {
-    "gp": (_gp, optuna.samplers.GPSampler),
-    "gp_fidelity": (_gp_fidelity, GPSampler),
-    "tpe": (_tpe, optuna.samplers.TPESampler),
-    "nsga2": (_nsga2, optuna.samplers.NSGAIISampler),
-    "random": (_random, optuna.samplers.RandomSampler),
-    "qmc": (_qmc, optuna.samplers.QMCSampler),
+# name -> (factory, the class whose keyword arguments are the allowed options)
+_FACTORIES: dict[str, tuple[Callable[..., BaseSampler], Callable[[], type[BaseSampler]]]] = {
+    "gp": (_gp, lambda: optuna.samplers.GPSampler),
+    "gp_fidelity": (_gp_fidelity, _rnntune_gp),
+    "tpe": (_tpe, lambda: optuna.samplers.TPESampler),
+    "nsga2": (_nsga2, lambda: optuna.samplers.NSGAIISampler),
+    "random": (_random, lambda: optuna.samplers.RandomSampler),
+    "qmc": (_qmc, lambda: optuna.samplers.QMCSampler),
 }
 
 SAMPLERS: tuple[str, ...] = tuple(_FACTORIES)
@@ -143,7 +153,7 @@ def default_sampler(n_objectives: int = 1) -> str:
 def sampler_options(name: str) -> tuple[str, ...]:
     """The keyword options `make_sampler(name, ...)` accepts besides `seed`."""
     _check_name(name)
-    params = inspect.signature(_FACTORIES[name][1]).parameters
+    params = inspect.signature(_FACTORIES[name][1]()).parameters
     return tuple(p for p in params if p not in _PARTS)
 
 

@@ -36,15 +36,21 @@ What, and why no public API serves:
 from __future__ import annotations
 
 import inspect
+import sys
 from collections.abc import Callable
-from typing import Any
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import optuna
-from optuna._gp import acqf, gp, optim_mixed, prior, search_space
 from optuna.samplers._gp.sampler import _standardize_values as standardize_values
 from optuna.samplers._lazy_random_state import LazyRandomState
 from optuna.study._multi_objective import _is_pareto_front as is_pareto_front
+
+if TYPE_CHECKING:
+    from optuna._gp import acqf, gp, optim_mixed, prior, search_space
+    from optuna._gp.acqf import standard_logei
+    from optuna._gp.gp import ListConditionalGPRegressor
 
 __all__ = [
     "SUPPORTED",
@@ -66,66 +72,10 @@ __all__ = [
 
 SUPPORTED = "5.0."  # the Optuna release line whose private parts these are (pyproject pins 5.0.0)
 
-# The keyword parameters rnntune passes to each private callable.
-_SIGNATURES: dict[Callable[..., Any], set[str]] = {
-    gp.fit_kernel_params: {
-        "X",
-        "Y",
-        "is_categorical",
-        "log_prior",
-        "minimum_noise",
-        "gpr_cache",
-        "deterministic_objective",
-    },
-    optim_mixed.optimize_acqf_mixed: {
-        "warmstart_normalized_params_array",
-        "n_preliminary_samples",
-        "n_local_search",
-        "tol",
-        "rng",
-    },
-    acqf.LogEI: {"gpr", "search_space", "threshold"},
-    acqf.qLogEI: {"normalized_params_of_running_trials", "n_qmc_samples", "qmc_seed"},
-    acqf.LogCEI: {"gpr", "search_space", "threshold", "constraints_gpr_list", "constraints_threshold_list"},
-    acqf.qLogCEI: {
-        "constraints_gpr_list",
-        "constraints_threshold_list",
-        "normalized_params_of_running_trials",
-        "n_qmc_samples",
-        "qmc_seed",
-    },
-    acqf.BaseAcquisitionFunc.__init__: {"length_scales", "search_space"},
-    acqf._get_reference_point: {"Y"},
-    acqf._get_non_dominated_box_bounds: {"Y", "ref_point"},
-    acqf.standard_logei: {"z"},
-    acqf.qLogEHVI: {
-        "gpr_list",
-        "search_space",
-        "Y_train",
-        "normalized_params_of_running_trials",
-        "n_qmc_samples",
-        "qmc_seed",
-    },
-    gp.GPRegressor.posterior: {"x"},
-    gp.ListConditionalGPRegressor: {
-        "gpr_list",
-        "X_running",
-        "n_qmc_samples",
-        "qmc_seed",
-        "stabilizing_noise",
-    },
-    gp.ListConditionalGPRegressor.sample_candidate_posterior: {"x"},
-    search_space.SearchSpace.get_normalized_params: {"trials"},
-    is_pareto_front: {"assume_unique_lexsorted"},
-}
-_NAMES: dict[Any, tuple[str, ...]] = {
-    prior: ("default_log_prior", "DEFAULT_MINIMUM_NOISE_VAR"),
-    gp.ListConditionalGPRegressor: ("get_fantasy_samples",),
-}
-
-
-standard_logei = acqf.standard_logei
-ListConditionalGPRegressor = gp.ListConditionalGPRegressor
+# optuna._gp's modules import PyTorch when they load: they are loaded on first use (`__getattr__`),
+# so a sweep on a sampler without a GP, the API and the CLI run without PyTorch.
+_GP_MODULES = ("acqf", "gp", "optim_mixed", "prior", "search_space")
+_GP_NAMES = (*_GP_MODULES, "standard_logei", "ListConditionalGPRegressor")
 _MIN_WIDTH = 1e-12  # a box's smallest side, as Optuna's LogEHVI clamps it
 
 
@@ -134,6 +84,7 @@ def box_bounds(front: Any) -> tuple[Any, Any]:
     `front` (a (points, m) tensor, larger is better) does not dominate, bounded below by the
     reference point Optuna's LogEHVI takes (10% beyond the worst value of each objective) and
     unbounded (an infinite side) beyond the front's best values."""
+    acqf = _acqf()
     lower, upper = acqf._get_non_dominated_box_bounds(front, acqf._get_reference_point(front))
     return lower, (upper - lower).clamp_min_(_MIN_WIDTH)
 
@@ -141,7 +92,12 @@ def box_bounds(front: Any) -> tuple[Any, Any]:
 def reference_point(front: Any) -> np.ndarray:
     """The reference point Optuna's (q-)logEHVI measures the improvement over a larger-is-better
     `front` from, as losses (negate it for the front's terms): 10% beyond each objective's worst."""
-    return np.asarray(acqf._get_reference_point(front))
+    return np.asarray(_acqf()._get_reference_point(front))
+
+
+def _acqf() -> ModuleType:
+    """optuna._gp.acqf, loaded and checked if nothing has used it yet (`__getattr__`)."""
+    return sys.modules[__name__].acqf
 
 
 def trial_id(trial: optuna.Trial) -> int:
@@ -149,14 +105,105 @@ def trial_id(trial: optuna.Trial) -> int:
     return int(trial._trial_id)
 
 
-def check(version: str = optuna.__version__) -> None:
+def _private_parts() -> tuple[dict[Callable[..., Any], set[str]], dict[Any, tuple[str, ...]]]:
+    """The keyword parameters rnntune passes to each private callable, and the private constants and
+    methods it reads; loading optuna._gp's modules."""
+    acqf, gp, optim_mixed, prior, search_space = _gp_modules()
+    signatures: dict[Callable[..., Any], set[str]] = {
+        gp.fit_kernel_params: {
+            "X",
+            "Y",
+            "is_categorical",
+            "log_prior",
+            "minimum_noise",
+            "gpr_cache",
+            "deterministic_objective",
+        },
+        optim_mixed.optimize_acqf_mixed: {
+            "warmstart_normalized_params_array",
+            "n_preliminary_samples",
+            "n_local_search",
+            "tol",
+            "rng",
+        },
+        acqf.LogEI: {"gpr", "search_space", "threshold"},
+        acqf.qLogEI: {"normalized_params_of_running_trials", "n_qmc_samples", "qmc_seed"},
+        acqf.LogCEI: {
+            "gpr",
+            "search_space",
+            "threshold",
+            "constraints_gpr_list",
+            "constraints_threshold_list",
+        },
+        acqf.qLogCEI: {
+            "constraints_gpr_list",
+            "constraints_threshold_list",
+            "normalized_params_of_running_trials",
+            "n_qmc_samples",
+            "qmc_seed",
+        },
+        acqf.BaseAcquisitionFunc.__init__: {"length_scales", "search_space"},
+        acqf._get_reference_point: {"Y"},
+        acqf._get_non_dominated_box_bounds: {"Y", "ref_point"},
+        acqf.standard_logei: {"z"},
+        acqf.qLogEHVI: {
+            "gpr_list",
+            "search_space",
+            "Y_train",
+            "normalized_params_of_running_trials",
+            "n_qmc_samples",
+            "qmc_seed",
+        },
+        gp.GPRegressor.posterior: {"x"},
+        gp.ListConditionalGPRegressor: {
+            "gpr_list",
+            "X_running",
+            "n_qmc_samples",
+            "qmc_seed",
+            "stabilizing_noise",
+        },
+        gp.ListConditionalGPRegressor.sample_candidate_posterior: {"x"},
+        search_space.SearchSpace.get_normalized_params: {"trials"},
+        is_pareto_front: {"assume_unique_lexsorted"},
+    }
+    names: dict[Any, tuple[str, ...]] = {
+        prior: ("default_log_prior", "DEFAULT_MINIMUM_NOISE_VAR"),
+        gp.ListConditionalGPRegressor: ("get_fantasy_samples",),
+    }
+    return signatures, names
+
+
+def _gp_modules() -> tuple[ModuleType, ...]:
+    """optuna._gp's modules, imported on first use and kept as this module's names."""
+    from optuna._gp import acqf, gp, optim_mixed, prior, search_space
+
+    modules = (acqf, gp, optim_mixed, prior, search_space)
+    globals().update(zip(_GP_MODULES, modules, strict=True))
+    globals().update(
+        standard_logei=acqf.standard_logei, ListConditionalGPRegressor=gp.ListConditionalGPRegressor
+    )
+    return modules
+
+
+def __getattr__(name: str) -> Any:
+    """optuna._gp's parts, loaded and checked on first use (PEP 562: module attributes on demand)."""
+    if name not in _GP_NAMES:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    check()
+    return globals()[name]
+
+
+def check(version: str = optuna.__version__, gp: bool = True) -> None:
     """RuntimeError naming the installed Optuna unless it is of the `SUPPORTED` line and has every
-    private callable with the parameters rnntune passes and every private constant it reads."""
+    private callable with the parameters rnntune passes and every private constant it reads. Run
+    when this module is imported on the parts every sweep uses (`gp=False`), and with optuna._gp's
+    parts when they are first used (a GP sampler being built), before any trial runs."""
     problems = [] if version.startswith(SUPPORTED) else [f"rnntune is written against Optuna {SUPPORTED}x"]
-    for function, names in _SIGNATURES.items():
-        if missing := names - set(inspect.signature(function).parameters):
+    signatures, names = _private_parts() if gp else ({is_pareto_front: {"assume_unique_lexsorted"}}, {})
+    for function, wanted in signatures.items():
+        if missing := wanted - set(inspect.signature(function).parameters):
             problems.append(f"{function.__qualname__} lacks {sorted(missing)}")
-    for module, attrs in _NAMES.items():
+    for module, attrs in names.items():
         problems += [f"{module.__name__}.{a} is gone" for a in attrs if not hasattr(module, a)]
     if problems:
         raise RuntimeError(
@@ -165,4 +212,4 @@ def check(version: str = optuna.__version__) -> None:
         )
 
 
-check()
+check(gp=False)

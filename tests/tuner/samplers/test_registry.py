@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import math
+import subprocess
+import sys
 
 import optuna
 import pytest
@@ -158,3 +161,24 @@ def test_the_default_is_the_composed_gp_with_a_subset() -> None:
     assert isinstance(sampler._fidelity, FidelityGP) and isinstance(sampler._warping, HalfRank)
     assert sampler._subset == Subset()  # the cap measured for the 1 s goal (docs/samplers.md)
     assert "subset" in sampler_options(DEFAULT_SAMPLER) and "fidelity" not in sampler_options(DEFAULT_SAMPLER)
+
+
+def test_only_the_gp_samplers_load_pytorch():
+    """A sweep's driver builds its sampler in-process: rnntune's GP brings PyTorch (Optuna's GP runs
+    on it) and Optuna's private GP parts, checked then; with any other sampler the driver's modules
+    leave both unloaded (docs/samplers.md, "Time per suggestion")."""
+    code = """
+import json, sys
+import tuner.sweeps.drive.execute, tuner.sweeps.drive.searcher, tuner.sweeps.drive.tracking
+import tuner.sweeps.trial.trainable
+from tuner.samplers import make_sampler
+loaded = {}
+for name in sys.argv[1:]:
+    make_sampler(name, seed=0)
+    loaded[name] = sorted({"torch", "optuna._gp.gp"} & set(sys.modules))
+print(json.dumps(loaded))
+"""
+    names = ["random", "tpe", "qmc", "nsga2", "gp_fidelity"]
+    done = subprocess.run([sys.executable, "-c", code, *names], capture_output=True, text=True, check=True)
+    loaded = json.loads(done.stdout.splitlines()[-1])
+    assert loaded == {**{n: [] for n in names[:-1]}, "gp_fidelity": ["optuna._gp.gp", "torch"]}

@@ -107,13 +107,15 @@ def all_failed(study: optuna.Study) -> str | None:
 
 @contextlib.contextmanager
 def driver_process(plan: SweepPlan) -> Iterator[None]:
-    """The plan's process settings while the sweep runs; the caller's, restored, after."""
-    import torch
-
-    env, threads, rng = dict(os.environ), torch.get_num_threads(), np.random.get_state()
-    py_rng = random.getstate()
+    """The plan's process settings while the sweep runs; the caller's, restored, after. PyTorch's
+    threads are set where it is loaded: the GP samplers load it when built (`run.prepare`), and a
+    driver on another sampler never imports it."""
+    torch = sys.modules.get("torch")
+    threads = torch.get_num_threads() if torch is not None else None
+    env, rng, py_rng = dict(os.environ), np.random.get_state(), random.getstate()
     os.environ.update(plan.driver_env)
-    torch.set_num_threads(plan.torch_threads)
+    if torch is not None:
+        torch.set_num_threads(plan.torch_threads)
     if plan.numpy_seed is not None:
         np.random.seed(plan.numpy_seed)
         random.seed(plan.numpy_seed)
@@ -122,7 +124,8 @@ def driver_process(plan: SweepPlan) -> Iterator[None]:
     finally:
         os.environ.clear()
         os.environ.update(env)
-        torch.set_num_threads(threads)
+        if torch is not None and threads is not None:
+            torch.set_num_threads(threads)
         np.random.set_state(rng)
         random.setstate(py_rng)
 

@@ -401,9 +401,9 @@ class StudySearcher(Searcher):
 
 def folder_state(run_dir: Path) -> tuple[str | None, int | None]:
     """The run folder and step a member's last.pt was written with ((None, None) without one)."""
-    from trainer import saved_header
-
     if not (run_dir / "last.pt").is_file():
         return None, None
+    from trainer.checkpoint import saved_header  # PyTorch reads it: loaded when a folder has one
+
     config, step = saved_header(run_dir / "last.pt")
     return str(Path(config["run_dir"]).resolve()), step

@@ -18,7 +18,6 @@ from tuner.storage.study import value_of
 from tuner.sweeps.drive.searcher import StudySearcher
 from tuner.sweeps.trackers.guard import Guard, Tracker
 from tuner.sweeps.trackers.records import Point, ending, point
-from tuner.sweeps.trackers.tensorboard import TensorBoardRuns
 from tuner.sweeps.trackers.uris import artifact_location
 from tuner.sweeps.trial.lifecycle import METRIC
 
@@ -27,6 +26,8 @@ def open_trackers(spec: SweepSpec, study_name: str, storage_root: Path) -> list[
     """The trackers `spec` asks for (none by default)."""
     trackers: list[Tracker] = []
     if spec.tensorboard:
+        from tuner.sweeps.trackers.tensorboard import TensorBoardRuns  # tensorboardX imports PyTorch
+
         trackers.append(TensorBoardRuns(storage_root))
     if spec.mlflow_uri:  # its client's presence was checked before Ray started (execute.py)
         from tuner.sweeps.trackers.mlflow_runs import MlflowRuns  # the optional dependency

@@ -20,8 +20,8 @@ from typing import Any
 
 import optuna
 
-from trainer import TrainConfig, load_checkpoint
-from trainer.dyneval import SETTINGS
+from trainer.config import DYNEVAL_SETTINGS as SETTINGS
+from trainer.config import TrainConfig
 from tuner.errors import StudyError
 from tuner.space import SearchSpace
 from tuner.spec import SweepSpec
@@ -94,6 +94,8 @@ def _loaded(checkpoint: str) -> tuple[str, TrainConfig]:
     """The checkpoint as the study stores it (`source.shown`) and its model's config, read from a
     local copy (an `s3://` or `gs://` object downloaded); StudyError naming `checkpoint` when it
     cannot be read."""
+    from trainer.checkpoint import load_checkpoint  # PyTorch, for a trained model's study only
+
     path = source.shown(checkpoint)  # StorageRefused (a StudyError) names `checkpoint`
     try:
         with local_copy(path) as local:

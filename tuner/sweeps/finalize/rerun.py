@@ -32,7 +32,7 @@ import optuna
 import yaml
 from optuna.trial import FrozenTrial, TrialState
 
-from trainer.evaluate import headline
+from trainer.result import headline
 from tuner.storage import study_attrs, trial_attrs
 from tuner.storage.confine import resolve_within
 from tuner.storage.object_store import ObjectLocation, ObjectStore, StorageRefused

@@ -9,7 +9,7 @@ import pytest
 from optuna.trial import TrialState
 
 from tests.tuner.sweep_checks import check_trials
-from tests.tuner.sweep_process import count, finish, launch, tiny_set_args, trials, wait_until
+from tests.tuner.sweep_process import count, finish, launch, loads_torch, tiny_set_args, trials, wait_until
 from tuner.policies.rank_agreement import MIN_PAIRS
 from tuner.storage.study import finished_count, load_study
 
@@ -31,6 +31,7 @@ def test_sqlite_sweep_of_eight_trials_two_at_a_time_stopped_by_sigterm_then_resu
         log,
         300,
     )
+    assert loads_torch(proc.pid)  # the default sampler, a GP, runs on PyTorch in the driver
     proc.send_signal(signal.SIGTERM)
     assert finish(proc, log, 120) == 130, log.read_text()
     out = log.read_text()
