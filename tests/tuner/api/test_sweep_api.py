@@ -197,7 +197,9 @@ def test_api_killed_mid_sweep_adopts_stops_and_resumes_it_and_no_secret_reaches_
         "RNNTUNE_DB_URL": postgres_url,
     }
     with api_process(tmp_path, env, headers=AUTH) as (api, client):
-        create(client, "adopt", n_trials=5, parallel=1, max_steps=100)
+        # Four trials: one completed before the API's kill, and three for the stop to cut one short
+        # after the API's restart.
+        create(client, "adopt", n_trials=4, parallel=1, max_steps=100)
         driver = client.post("/studies/adopt/start").json()["process"]["pid"]
         wait_for(
             client,
@@ -239,7 +241,7 @@ def test_api_killed_mid_sweep_adopts_stops_and_resumes_it_and_no_secret_reaches_
         failed = client.get("/studies/adopt/trials", params={"state": "FAIL"}).json()["items"]
         assert all(t["error"] for t in failed)  # a trial cut short says why
         after_stop = _completed(client, "adopt")
-        assert before.items() <= after_stop.items() and len(after_stop) < 5
+        assert before.items() <= after_stop.items() and len(after_stop) < 4
         assert client.post("/studies/adopt/start").status_code == 202
         study, _ = wait_for(
             client, "adopt", lambda s: s["status"] in ("finished", "failed"), 600, "the resumed sweep ending"
