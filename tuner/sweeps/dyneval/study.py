@@ -3,7 +3,7 @@ paper App. A): the spec's `checkpoint` names the model, each trial evaluates it 
 
 The papers tune dynamic evaluation after training, on the model training chose: its trials are
 evaluations (minutes), not trainings (hours). So a study with a `checkpoint` tunes only the
-dynamic-evaluation settings (`trainer.dyneval.SETTINGS`), and a space that tunes one of them
+dynamic-evaluation settings (`trainer.config.DYNEVAL_SETTINGS`), and a space that tunes one of them
 without a checkpoint is refused: retraining a model in every trial to tune how it is evaluated
 is what the papers did not do.
 
