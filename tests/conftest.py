@@ -154,6 +154,17 @@ def ray_cluster():
         ray.shutdown()
 
 
+@pytest.fixture
+def joined_ray(ray_cluster) -> dict[str, str]:
+    """The environment that makes a `rnntune sweep` process join the session's cluster
+    (`ray_cluster`) instead of starting an embedded one (whose daemons cost about 4 s of CPU): for
+    end-to-end tests whose subject is not the embedded cluster. Its trials then run in this worker's
+    environment, as a joined cluster's trials run in their node's."""
+    import ray
+
+    return {"RAY_ADDRESS": ray.get_runtime_context().gcs_address}
+
+
 if os.environ.get("PYTEST_XDIST_WORKER"):
     # `make test` runs the fast tests on both cores, one pytest worker each: one torch thread per
     # worker, or the two workers' intra-op threads take turns on the same two cores.

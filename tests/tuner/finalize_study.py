@@ -7,8 +7,9 @@ from pathlib import Path
 from tests.tuner.sweep_process import finish, launch, tiny_set_args
 
 
-def swept_study(cwd: Path, name: str, trials: int = 3) -> str:
-    """Run a finished sweep of `trials` tiny trials (no early stopping, so all COMPLETE); its DB URL."""
+def swept_study(cwd: Path, name: str, trials: int = 3, env: dict[str, str] | None = None) -> str:
+    """Run a finished sweep of `trials` tiny trials (no early stopping, so all COMPLETE), with `env`
+    added to its environment; its DB URL."""
     db = f"sqlite:///{cwd / 'studies.db'}"
     proc, log = launch(
         cwd,
@@ -29,6 +30,7 @@ def swept_study(cwd: Path, name: str, trials: int = 3) -> str:
             db,
             *tiny_set_args(),
         ],
+        env=env,
     )
     assert finish(proc, log, 600) == 0, log.read_text()
     return db

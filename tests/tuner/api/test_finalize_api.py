@@ -56,10 +56,10 @@ def test_before_any_rerun_the_best_is_the_tuning_best(server):
 
 
 @pytest.mark.slow
-def test_post_runs_reruns_and_get_reports_mean_sd_and_gap(tmp_path):
+def test_post_runs_reruns_and_get_reports_mean_sd_and_gap(tmp_path, joined_ray):
     from tests.tuner.finalize_study import swept_study
 
-    db = swept_study(tmp_path, "fin-api", trials=2)
+    db = swept_study(tmp_path, "fin-api", trials=2, env=joined_ray)  # the reruns start a cluster
     study = load_study("fin-api", db)
     best = min((t for t in study.trials if t.state == TrialState.COMPLETE), key=lambda t: t.value)
     settings = ApiSettings(db_url=db, storage_root=tmp_path / "studies")

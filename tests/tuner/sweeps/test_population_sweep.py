@@ -45,12 +45,14 @@ def _copied(ts) -> bool:
     )
 
 
-def test_a_pbt_sweep_copies_checkpoints_keeps_histories_and_resumes_past_a_killed_member(tmp_path):
+def test_a_pbt_sweep_copies_checkpoints_keeps_histories_and_resumes_past_a_killed_member(
+    tmp_path, joined_ray
+):
     db = f"sqlite:///{tmp_path / 'studies.db'}"
     args = ["--name", "pop", "--db", db, "--scheduler", "pbt", "--trials", "4", "--parallel", "4"]
     args += ["--cpus-per-trial", "0.5", "--perturbation-interval", str(INTERVAL), "--sampler", "random"]
     args += ["--seed", "5", *tiny_set_args(max_steps=MAX_STEPS, eval_every=EVERY)]
-    proc, log = launch(tmp_path, args, env=RAY_RECORD)
+    proc, log = launch(tmp_path, args, env={**RAY_RECORD, **joined_ray})
     wait_until(lambda: _copied(trials(db, "pop")), proc, log, 300)
     proc.send_signal(signal.SIGTERM)
     assert finish(proc, log, 120) == 130, log.read_text()
@@ -61,7 +63,7 @@ def test_a_pbt_sweep_copies_checkpoints_keeps_histories_and_resumes_past_a_kille
     assert len(before) == 4 and all(t.state == TrialState.FAIL for t in before.values())
     assert all(t.user_attrs["needs_retry"] for t in before.values())
 
-    proc, log = launch(tmp_path, ["--resume", "pop", "--db", db], env=RAY_RECORD)
+    proc, log = launch(tmp_path, ["--resume", "pop", "--db", db], env={**RAY_RECORD, **joined_ray})
     _kill_a_member_training_past_a_sync_point(db, before, proc, log)
     assert finish(proc, log, 600) == 0, log.read_text()
     study = load_study("pop", db)
@@ -141,7 +143,9 @@ def _check_copies(everyone: dict) -> None:
         }
 
 
-def test_every_copy_ray_records_is_in_the_members_history_when_members_meet_at_each_evaluation(tmp_path):
+def test_every_copy_ray_records_is_in_the_members_history_when_members_meet_at_each_evaluation(
+    tmp_path, joined_ray
+):
     """Perturbing at every evaluation, the first round is decided on the members' first results,
     which also carry their step-0 starts: Ray hears the scheduler's copy before it forwards the
     start to the callbacks (the order that used to lose the copy). Every member's history equals
@@ -152,7 +156,7 @@ def test_every_copy_ray_records_is_in_the_members_history_when_members_meet_at_e
     args = ["--name", "pop", "--db", db, "--scheduler", "pb2", "--trials", "4", "--parallel", "4"]
     args += ["--cpus-per-trial", "0.5", "--perturbation-interval", str(INTERVAL), "--sampler", "random"]
     args += ["--seed", "11", *tiny_set_args(max_steps=PB2_STEPS, eval_every=INTERVAL)]
-    proc, log = launch(tmp_path, args, env=RAY_RECORD)
+    proc, log = launch(tmp_path, args, env={**RAY_RECORD, **joined_ray})
     assert finish(proc, log, 600) == 0, log.read_text()
     everyone = {t.number: t for t in load_study("pop", db).trials}
     assert all(t.state == TrialState.COMPLETE for t in everyone.values())

@@ -16,13 +16,13 @@ from tuner.storage.study import finished_count, load_study
 pytestmark = pytest.mark.slow
 
 
-def test_sqlite_sweep_of_eight_trials_two_at_a_time_stopped_by_sigterm_then_resumed(tmp_path):
+def test_sqlite_sweep_of_eight_trials_two_at_a_time_stopped_by_sigterm_then_resumed(tmp_path, joined_ray):
     """The CLI's sweep, stop and resume in one study: eight trials two at a time under the default
     scheduler, SIGTERM once a trial has completed while another runs (a clean stop that names the
     resume command), then `--resume` to the end."""
     db = f"sqlite:///{tmp_path / 'studies.db'}"
     args = ["--name", "e2e", "--trials", "8", "--parallel", "2", "--db", db, "--seed", "1"]
-    proc, log = launch(tmp_path, [*args, *tiny_set_args(max_steps=60)])
+    proc, log = launch(tmp_path, [*args, *tiny_set_args(max_steps=60)], env=joined_ray)
     wait_until(
         lambda: (lambda ts: count(ts, TrialState.COMPLETE) >= 1 and count(ts, TrialState.RUNNING) >= 1)(
             trials(db, "e2e")
@@ -49,7 +49,7 @@ def test_sqlite_sweep_of_eight_trials_two_at_a_time_stopped_by_sigterm_then_resu
     assert reasons <= {"interrupted: sweep stopped by SIGTERM", "not started: sweep stopped by SIGTERM"}
     assert all(t.user_attrs["needs_retry"] for t in interrupted)
 
-    proc, log = launch(tmp_path, ["--resume", "e2e", "--db", db])
+    proc, log = launch(tmp_path, ["--resume", "e2e", "--db", db], env=joined_ray)
     assert finish(proc, log, 600) == 0, log.read_text()
     assert "study e2e: finished, 8/8 trials" in log.read_text()
     study = load_study("e2e", db)

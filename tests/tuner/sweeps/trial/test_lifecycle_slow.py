@@ -38,11 +38,11 @@ def source(tmp_path_factory):
     return cwd, db
 
 
-def test_a_warm_started_sweep_reports_and_uses_its_prior_trials(source):
+def test_a_warm_started_sweep_reports_and_uses_its_prior_trials(source, joined_ray):
     cwd, db = source
     usable = [t for t in load_study("src", db).trials if t.state == TrialState.COMPLETE]
     args = ["--name", "warm", "--trials", "2", "--sampler", "gp_fidelity", "--seed", "1", "--db", db]
-    proc, log = launch(cwd, [*args, "--warm-start", "src", *COMMON])
+    proc, log = launch(cwd, [*args, "--warm-start", "src", *COMMON], env=joined_ray)
     assert finish(proc, log, 600) == 0, log.read_text()
     out = log.read_text()
     assert f"warm start: {len(usable)} prior trials from src" in out
