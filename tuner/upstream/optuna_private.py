@@ -3,7 +3,8 @@
 Why one module: Optuna's underscore modules and attributes carry no compatibility promise, and an
 upgrade may move or change any of them. With every such use here, an upgrade is one file to
 re-check (docs/contracts.md, "What an upgrade of Optuna must re-check"); `check` runs when this
-module is imported (first by the GP samplers), so an Optuna that lacks them stops rnntune at
+module is imported, and again over optuna._gp's parts when they are first used (they import
+PyTorch, so they load with a GP sampler being built), so an Optuna that lacks them stops rnntune at
 start-up, naming the version, never mid-sweep. tests/tuner/upstream/test_optuna_private.py checks
 the behaviour relied on, not only the names.
 
@@ -109,7 +110,18 @@ def _private_parts() -> tuple[dict[Callable[..., Any], set[str]], dict[Any, tupl
     """The keyword parameters rnntune passes to each private callable, and the private constants and
     methods it reads; loading optuna._gp's modules."""
     acqf, gp, optim_mixed, prior, search_space = _gp_modules()
-    signatures: dict[Callable[..., Any], set[str]] = {
+    names: dict[Any, tuple[str, ...]] = {
+        prior: ("default_log_prior", "DEFAULT_MINIMUM_NOISE_VAR"),
+        gp.ListConditionalGPRegressor: ("get_fantasy_samples",),
+    }
+    return _signatures(acqf, gp, optim_mixed, search_space), names
+
+
+def _signatures(
+    acqf: ModuleType, gp: ModuleType, optim_mixed: ModuleType, search_space: ModuleType
+) -> dict[Callable[..., Any], set[str]]:
+    """The keyword parameters rnntune passes to each private callable."""
+    return {
         gp.fit_kernel_params: {
             "X",
             "Y",
@@ -164,13 +176,7 @@ def _private_parts() -> tuple[dict[Callable[..., Any], set[str]], dict[Any, tupl
         },
         gp.ListConditionalGPRegressor.sample_candidate_posterior: {"x"},
         search_space.SearchSpace.get_normalized_params: {"trials"},
-        is_pareto_front: {"assume_unique_lexsorted"},
     }
-    names: dict[Any, tuple[str, ...]] = {
-        prior: ("default_log_prior", "DEFAULT_MINIMUM_NOISE_VAR"),
-        gp.ListConditionalGPRegressor: ("get_fantasy_samples",),
-    }
-    return signatures, names
 
 
 def _gp_modules() -> tuple[ModuleType, ...]:
@@ -199,7 +205,11 @@ def check(version: str = optuna.__version__, gp: bool = True) -> None:
     when this module is imported on the parts every sweep uses (`gp=False`), and with optuna._gp's
     parts when they are first used (a GP sampler being built), before any trial runs."""
     problems = [] if version.startswith(SUPPORTED) else [f"rnntune is written against Optuna {SUPPORTED}x"]
-    signatures, names = _private_parts() if gp else ({is_pareto_front: {"assume_unique_lexsorted"}}, {})
+    signatures: dict[Callable[..., Any], set[str]] = {is_pareto_front: {"assume_unique_lexsorted"}}
+    names: dict[Any, tuple[str, ...]] = {}
+    if gp:
+        gp_signatures, names = _private_parts()
+        signatures |= gp_signatures
     for function, wanted in signatures.items():
         if missing := wanted - set(inspect.signature(function).parameters):
             problems.append(f"{function.__qualname__} lacks {sorted(missing)}")
