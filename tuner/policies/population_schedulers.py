@@ -13,6 +13,11 @@ what makes a copied checkpoint the same step as the member's (a continuous curve
 checkpoints a member may still copy (`population.CHECKPOINTS_KEPT`). The scheduler never acts on
 a member's last evaluation: a copy there would train nothing (the member's trainable keeps its own
 run, member.py), so Ray neither decides nor logs one.
+
+A member paused at a perturbation keeps its Ray actor (its process, PyTorch loaded) and resumes on
+it, or on another member's, instead of Tune starting a new one each round: the scheduler asks Tune's
+actor cache to hold it (`ray_private.keep_actor`) and `MemberGenerator` keeps the search open until
+every member has finished (Tune caches no actor once its search is over).
 """
 
 from __future__ import annotations
@@ -20,8 +25,10 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from ray.tune.experiment import Trial
 from ray.tune.schedulers import PopulationBasedTraining, TrialScheduler
 from ray.tune.schedulers.pb2 import PB2
+from ray.tune.search import BasicVariantGenerator
 
 from tuner.objectives.measures import PRIMARY
 from tuner.policies.early_stopping import TIME_RESULT_KEY
@@ -48,6 +55,7 @@ class _Members(private.CopyHook):
     def __init__(self, max_steps: int, first_sync: int, on_copy: OnCopy | None = None, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.max_steps, self.on_copy = max_steps, on_copy
+        self._kept: set[Any] = set()  # members paused whose actor Tune's cache may hold
         private.set_next_sync(self, first_sync)
 
     def on_trial_result(self, tune_controller: Any, trial: Any, result: dict) -> str:
@@ -56,7 +64,38 @@ class _Members(private.CopyHook):
             step, private.next_sync(self), private.interval(self)
         ):
             return TrialScheduler.CONTINUE
-        return super().on_trial_result(tune_controller, trial, result)  # type: ignore[misc]
+        # Kept before Ray decides: a copy onto a running member pauses it inside the decision.
+        self._keep(tune_controller, trial)
+        decision = super().on_trial_result(tune_controller, trial, result)  # type: ignore[misc]
+        if decision == TrialScheduler.CONTINUE:
+            self._forget(tune_controller, trial)
+        return decision
+
+    def choose_trial_to_run(self, tune_controller: Any) -> Any:
+        trial = super().choose_trial_to_run(tune_controller)  # type: ignore[misc]
+        if trial is None and _all_paused(tune_controller.get_live_trials()):
+            # No member can reach the sync point they wait at: Ray's round sets the next one to
+            # the furthest member's step when members were past it (a resume), and a member that
+            # ends while still counted behind releases nobody. They go on past it instead.
+            self._release(tune_controller)
+            trial = super().choose_trial_to_run(tune_controller)  # type: ignore[misc]
+        if trial is not None and trial.status == Trial.PAUSED:
+            self._forget(tune_controller, trial)  # it resumes, on a kept actor if one waits
+        return trial
+
+    def on_trial_remove(self, tune_controller: Any, trial: Any) -> None:
+        super().on_trial_remove(tune_controller, trial)  # type: ignore[misc]
+        self._forget(tune_controller, trial)
+
+    def _keep(self, tune_controller: Any, trial: Any) -> None:
+        if trial not in self._kept:
+            self._kept.add(trial)
+            private.keep_actor(tune_controller, trial)
+
+    def _forget(self, tune_controller: Any, trial: Any) -> None:
+        if trial in self._kept:
+            self._kept.discard(trial)
+            private.release_actor(tune_controller, trial)
 
     def copy_config(self, trial: Any, source: Any, new: dict) -> dict:
         new = keep_identity(new, trial.config)
@@ -67,10 +106,12 @@ class _Members(private.CopyHook):
 
     def on_trial_complete(self, tune_controller: Any, trial: Any, result: dict) -> None:
         super().on_trial_complete(tune_controller, trial, result)  # type: ignore[misc]
+        self._forget(tune_controller, trial)
         self._release(tune_controller)
 
     def on_trial_error(self, tune_controller: Any, trial: Any) -> None:
         super().on_trial_error(tune_controller, trial)  # type: ignore[misc]
+        self._forget(tune_controller, trial)
         self._release(tune_controller)
 
     def _release(self, tune_controller: Any) -> None:
@@ -84,6 +125,37 @@ class MemberPBT(_Members, PopulationBasedTraining):
 
 class MemberPB2(_Members, PB2):
     """Ray's synchronous PB2 (GP-bandit explore) with the members' rules (`_Members`)."""
+
+
+class MemberGenerator(BasicVariantGenerator):
+    """Tune's generator of a population's members (a grid) whose search is over once every member
+    has finished, not once the last member is created: Tune keeps no paused member's actor after
+    its search is over (module docstring)."""
+
+    def __init__(self, max_concurrent: int = 0) -> None:
+        super().__init__(max_concurrent=max_concurrent)
+        self._members: list[Any] = []
+
+    def next_trial(self) -> Any:
+        trial = super().next_trial()
+        if trial is not None:
+            self._members.append(trial)
+        return trial
+
+    def is_finished(self) -> bool:
+        return bool(super().is_finished()) and all(member.is_finished() for member in self._members)
+
+    def get_state(self) -> Any:
+        state = super().get_state()
+        if isinstance(state, dict):
+            state.pop("_members", None)  # Tune saves its trials itself
+        return state
+
+
+def _all_paused(trials: Any) -> bool:
+    """Whether there are live members and every one is paused (none running or about to)."""
+    statuses = [trial.status for trial in trials]
+    return bool(statuses) and all(status == Trial.PAUSED for status in statuses)
 
 
 def ends_training(result: Mapping[str, Any], max_steps: int) -> bool:

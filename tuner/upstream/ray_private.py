@@ -15,6 +15,17 @@ of a copy, nor the synchronous mode's state, and rnntune needs both:
   which rnntune moves past the members' start steps (a resumed population) and past a finished
   member (which Ray would otherwise wait for forever).
 
+- `TuneController._actor_cache` (Tune's `_ObjectCache`: `increase_max`, `decrease_max`) and the
+  rule of `TuneController._maybe_cache_trial_actor` it serves: with `reuse_actors`, Tune keeps the
+  actor of a trial it stops (a pause among them) for another trial only while its search is not
+  over and the cache's maximum for the trial's resources leaves room, a maximum Tune raises only
+  for trials it has staged to start. Synchronous PBT pauses every member at each perturbation, with
+  the members' grid long generated, so Tune stopped every member's actor there and started a new
+  process for it (PyTorch imported again: about 4.5 CPU-s a member a round here). `keep_actor` raises
+  the maximum for a member the scheduler pauses and `release_actor` lowers it again as the member
+  resumes (`population_schedulers`); `population_schedulers.MemberGenerator` keeps the search open
+  until every member has finished.
+
 - `ray.init(_system_config={"prestart_worker_first_driver": False})` for the embedded cluster:
   Ray starts a Python worker per CPU as the first driver connects, and a sweep's trial actors
   start workers of their own regardless (measured: 4 worker processes for a sweep of 2 in
@@ -65,7 +76,8 @@ class RayPrivateError(InvalidInput):
 
 def check_ray(scheduler: Any, version: str | None = None) -> None:
     """Refuse to run a population on another Ray than `RAY_VERSION`, or one whose PBT or PB2 lacks
-    the private method, or whose `scheduler` lacks the private state, used here."""
+    the private method, whose `scheduler` lacks the private state, or whose Tune lacks the actor
+    cache, used here."""
     # Imported here: the container health check imports this module and must stay light.
     from ray.tune.schedulers import PopulationBasedTraining
     from ray.tune.schedulers.pb2 import PB2
@@ -83,6 +95,7 @@ def check_ray(scheduler: Any, version: str | None = None) -> None:
     for name in STATE:
         if not hasattr(scheduler, name):
             raise RayPrivateError(f"this Ray's PopulationBasedTraining has no {name} {_PIN}")
+    _check_actor_cache()
 
 
 class CopyHook:
@@ -96,6 +109,34 @@ class CopyHook:
     def copy_config(self, trial: Any, source: Any, new: dict) -> dict:
         """The config member `trial` goes on with after copying `source` (`new`: Ray's)."""
         return new
+
+
+def keep_actor(tune_controller: Any, trial: Any) -> None:
+    """Let Tune keep `trial`'s actor when it stops it (a pause): one more actor of its resources
+    may wait in Tune's cache for a trial to resume on it."""
+    tune_controller._actor_cache.increase_max(trial.placement_group_factory)
+
+
+def release_actor(tune_controller: Any, trial: Any) -> None:
+    """Undo `keep_actor` for `trial` (resumed, or ended): Tune's own count of staged trials then
+    decides again what its cache keeps."""
+    tune_controller._actor_cache.decrease_max(trial.placement_group_factory)
+
+
+def _check_actor_cache() -> None:
+    """Refuse a Tune whose controller lacks the cache rule or the cache's methods used here."""
+    from ray.tune.execution.tune_controller import TuneController
+    from ray.tune.utils.object_cache import _ObjectCache
+
+    for name in ("increase_max", "decrease_max"):
+        method = _ObjectCache.__dict__.get(name)
+        parameters = list(inspect.signature(method).parameters) if method is not None else []
+        if parameters != ["self", "key", "by"]:
+            raise RayPrivateError(f"this Ray's _ObjectCache has no {name}(key, by) {_PIN}")
+    if "_actor_cache" not in inspect.getsource(TuneController.__init__) or not hasattr(
+        TuneController, "_maybe_cache_trial_actor"
+    ):
+        raise RayPrivateError(f"this Ray's TuneController keeps no _actor_cache {_PIN}")
 
 
 def embedded_init_options(version: str | None = None) -> dict[str, Any]:

@@ -10,7 +10,13 @@ from ray.tune.schedulers.pb2 import PB2
 
 from tuner.policies.kinds.population import make_population_scheduler
 from tuner.policies.population_rules import Mutable
-from tuner.policies.population_schedulers import MemberPB2, MemberPBT, ends_training, release_point
+from tuner.policies.population_schedulers import (
+    MemberGenerator,
+    MemberPB2,
+    MemberPBT,
+    ends_training,
+    release_point,
+)
 
 RANGES = {
     "learning_rate": Mutable("learning_rate", 1e-3, 4e-3, log=True),
@@ -99,3 +105,63 @@ def test_results_off_the_sync_point_never_reach_rays_rules(step) -> None:
     result = {"step": step, "val_loss": 3.0}
     assert scheduler.on_trial_result(None, member, result) == TrialScheduler.CONTINUE
     assert scheduler._trial_state[member].last_train_time == 0
+
+
+def test_the_members_search_is_over_when_every_member_has_finished_not_when_the_last_is_created() -> None:
+    """Tune keeps a paused member's actor only while its search is not over (ray_private)."""
+    from ray import tune
+    from ray.tune.experiment import Trial
+
+    generator = MemberGenerator(max_concurrent=2)
+    generator.add_configurations(
+        {"member": {"run": lambda config: None, "config": {"m": tune.grid_search([0, 1])}}}
+    )
+    members = [generator.next_trial(), generator.next_trial()]
+    members[0].set_status(Trial.TERMINATED)
+    generator.on_trial_complete(members[0].trial_id)  # as Tune tells it
+    assert generator.next_trial() is None and not generator.is_finished()  # the grid is used up
+    members[1].set_status(Trial.ERROR)
+    assert generator.is_finished()
+    assert "_members" not in generator.get_state()  # Tune saves the trials itself
+
+
+class _Live:
+    """What the scheduler reads of Tune's controller when it picks a member to run."""
+
+    def __init__(self, trials: list) -> None:
+        self.trials = trials
+
+    def get_trials(self) -> list:
+        return self.trials
+
+    def get_live_trials(self) -> list:
+        return [t for t in self.trials if t.status not in ("TERMINATED", "ERROR")]
+
+
+def _paused_at(scheduler, steps: dict[str, tuple[str, int]]) -> list:
+    members = []
+    for trial_id, (status, _) in steps.items():
+        member = _trial({"trial_number": len(members), "trainer": {"run_dir": f"/s/{trial_id}"}}, trial_id)
+        member.status = status
+        members.append(member)
+    scheduler._trial_state = {m: SimpleNamespace(last_train_time=steps[m.trial_id][1]) for m in members}
+    return members
+
+
+def test_members_all_paused_at_the_sync_point_they_wait_for_go_on_past_it() -> None:
+    """Ray's round sets the next sync point to the furthest member's step when members were past
+    it (`max(next + interval, furthest)`, a resume from an object store): every member then waits
+    at it with none to arrive. The next member to run goes on, the sync point past them all."""
+    scheduler = make_population_scheduler("pbt", RANGES, 20, 80)
+    members = _paused_at(scheduler, {"a": ("PAUSED", 40), "b": ("PAUSED", 40), "c": ("TERMINATED", 0)})
+    scheduler._next_perturbation_sync = 40
+    assert scheduler.choose_trial_to_run(_Live(members)) is members[0]
+    assert scheduler._next_perturbation_sync == 60
+
+
+def test_paused_members_keep_waiting_for_a_member_still_on_its_way() -> None:
+    scheduler = make_population_scheduler("pbt", RANGES, 20, 80)
+    members = _paused_at(scheduler, {"a": ("PAUSED", 40), "b": ("RUNNING", 20)})
+    scheduler._next_perturbation_sync = 40
+    assert scheduler.choose_trial_to_run(_Live(members)) is None
+    assert scheduler._next_perturbation_sync == 40

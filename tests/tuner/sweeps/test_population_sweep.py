@@ -30,9 +30,9 @@ from tuner.storage import trial_attrs
 from tuner.storage.study import load_study
 
 pytestmark = pytest.mark.slow
-# Two perturbation rounds (steps 20 and 40): each round restarts every member's Ray actor (Tune
-# caches no actor in a synchronous population whose trials are all started), so rounds cost time:
-# the tests that need no second round run one.
+# Two perturbation rounds (steps 20 and 40): each round pauses every member and restarts its trainer
+# from a checkpoint (in the process it ran in: ray_private.keep_actor), so rounds cost time: the
+# tests that need no second round run one.
 MAX_STEPS, EVERY, INTERVAL = 60, 10, 20
 # The PB2 sweep checks the first round only (decided on the members' first results): one round.
 PB2_STEPS = 40

@@ -179,11 +179,103 @@ def test_an_embedded_cluster_with_its_options_starts_no_worker_before_a_task(tmp
         "print('WORKERS', len(glob.glob(logs + '/worker-*.out')))\n"
         "ray.shutdown()\n"
     )
-    counts = {}
-    for mode in ("on", "off"):
-        out = subprocess.run(
-            [sys.executable, "-c", probe, mode], capture_output=True, text=True, timeout=180, cwd=tmp_path
+    probes = {  # side by side: each waits 3 s on its own cluster
+        mode: subprocess.Popen(
+            [sys.executable, "-c", probe, mode],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            cwd=tmp_path,
         )
-        assert out.returncode == 0, out.stderr[-2000:]
-        counts[mode] = int(out.stdout.split("WORKERS")[-1])
+        for mode in ("on", "off")
+    }
+    counts = {}
+    for mode, proc in probes.items():
+        out, err = proc.communicate(timeout=180)
+        assert proc.returncode == 0, err[-2000:]
+        counts[mode] = int(out.split("WORKERS")[-1])
     assert counts == {"on": 0, "off": 2}
+
+
+def test_a_tune_without_the_actor_cache_used_is_refused_with_the_pin(monkeypatch) -> None:
+    from ray.tune.utils.object_cache import _ObjectCache
+
+    monkeypatch.delattr(_ObjectCache, "increase_max")
+    with pytest.raises(private.RayPrivateError, match=r"increase_max.*pin ray\[tune\]"):
+        private.check_ray(_pbt())
+
+
+def _member(config: dict) -> None:
+    """A population member that reports at steps 10 and 20, resuming from its checkpoint, 0.3 s
+    apart. Its first start waits until all 4 members have started (files in `config["started"]`),
+    as members that train for longer than a process takes to start do."""
+    import os
+    import tempfile
+    import time
+    from pathlib import Path
+
+    start, started = 0, Path(config["started"])
+    if (checkpoint := tune.get_checkpoint()) is not None:
+        with checkpoint.as_directory() as folder:
+            start = int(Path(folder, "step").read_text())
+    else:
+        (started / str(os.getpid())).touch()
+        while len(list(started.iterdir())) < 4:
+            time.sleep(0.1)
+    for step in range(start + 10, 21, 10):
+        time.sleep(0.3)
+        with tempfile.TemporaryDirectory() as folder:
+            Path(folder, "step").write_text(str(step))
+            loss = config["trainer"]["lr"] * (30 - step)
+            tune.report({"step": step, "val_loss": loss}, checkpoint=tune.Checkpoint.from_directory(folder))
+
+
+class _Pids(tune.Callback):
+    """The worker process (Tune's `pid` of each result) of every result the driver hears, by step."""
+
+    def __init__(self) -> None:
+        self.pids: dict[int, set[int]] = {10: set(), 20: set()}
+
+    def on_trial_result(
+        self, iteration: int, trials: list, trial: object, result: dict, **info: object
+    ) -> None:
+        self.pids[int(result["step"])].add(int(result["pid"]))
+
+
+def _population_run(tmp_path, scheduler: TrialScheduler, search_alg: object | None) -> tuple[_Pids, int]:
+    """The pids each step's results came from, and how many worker processes Ray started (one log
+    file each in the session's logs folder)."""
+    import glob
+
+    import ray
+
+    logs = ray._private.worker._global_node.get_logs_dir_path() + "/worker-*.out"
+    before = set(glob.glob(logs))
+    heard, started = _Pids(), tmp_path / "started"
+    started.mkdir(parents=True)
+    tune.Tuner(
+        tune.with_resources(_member, {"cpu": 0.5}),
+        param_space={"trainer": {"lr": tune.grid_search([0.2, 0.4, 0.6, 0.8])}, "started": str(started)},
+        tune_config=tune.TuneConfig(
+            metric="val_loss", mode="min", scheduler=scheduler, search_alg=search_alg, reuse_actors=True
+        ),
+        run_config=tune.RunConfig(storage_path=str(tmp_path), callbacks=[heard], verbose=0),
+    ).fit()
+    assert len(heard.pids[10]) == 4 and heard.pids[20], heard.pids  # every member started at once
+    return heard, len(set(glob.glob(logs)) - before)
+
+
+@pytest.mark.slow
+def test_paused_members_resume_on_the_processes_they_started_on(ray_cluster, tmp_path) -> None:
+    """Synchronous PBT over a grid of 4 members, one round, under the members' scheduler and
+    generator (`keep_actor`, `MemberGenerator`): every member resumes on a process a member started
+    on, and Ray starts no other. Ray's own `PopulationBasedTraining` with Tune's generator stops
+    each paused member's actor instead and starts others to resume them (measured with this
+    population: 7 worker processes, 10 with members a second apart, against 4)."""
+    from tuner.policies.population_schedulers import MemberGenerator, MemberPBT
+
+    mutations = {"trainer": {"lr": tune.uniform(0.1, 1.0)}}
+    common = dict(time_attr="step", perturbation_interval=10, synch=True, hyperparam_mutations=mutations)
+    scheduler = MemberPBT(max_steps=20, first_sync=10, **common)
+    kept, workers = _population_run(tmp_path, scheduler, MemberGenerator(max_concurrent=4))
+    assert kept.pids[20] <= kept.pids[10] and workers <= 4, (kept.pids, workers)

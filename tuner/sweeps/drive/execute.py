@@ -231,7 +231,7 @@ def _driver(
         open_trackers(spec, plan.name, plan.root),
         lambda line: print(line, file=out or sys.stderr, flush=True),
     )
-    wiring = wire(plan, study, searcher)
+    wiring = wire(plan, study, searcher, parallel)
     if wiring.note is not None:
         print(wiring.note, file=out or sys.stderr, flush=True)
     return _Driver(searcher, progress, trackers, wiring)
@@ -242,7 +242,6 @@ def _tuner(
     study: optuna.Study,
     request: StopRequest,
     options: RunOptions,
-    parallel: int,
     driver: _Driver,
 ) -> Any:
     """Tune's Tuner of the plan: the kind's wiring, then the settings every kind shares."""
@@ -259,7 +258,6 @@ def _tuner(
         tune_config=tune.TuneConfig(
             metric=METRIC,
             mode="min",
-            max_concurrent_trials=parallel,
             reuse_actors=True,
             trial_dirname_creator=_trial_dirname,
             **wiring.search,
@@ -299,7 +297,7 @@ def _run(
 ) -> SweepOutcome:
     """Tune's run of the plan and the study's final status."""
     driver = _driver(plan, study, storage_url, options, fence, parallel, notes)
-    tuner, searcher = _tuner(plan, study, request, options, parallel, driver), driver.searcher
+    tuner, searcher = _tuner(plan, study, request, options, driver), driver.searcher
     status: study_attrs.Status = "failed"
     error = None
     try:

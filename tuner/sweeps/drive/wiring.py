@@ -25,7 +25,7 @@ Trainable = Callable[[dict[str, Any]], dict[str, Any]]
 @dataclass
 class Wiring:
     """A kind's part of Tune's run: `search`, TuneConfig's search settings (search algorithm,
-    scheduler, samples); `param_space` (a population's members); `callbacks`, the kind's own
+    scheduler, samples, trials at once); `param_space` (a population's members); `callbacks`, the kind's own
     (before the shared ones); `members`, a population's size (None: trials asked as Tune runs
     them); `note`, a line for the log."""
 
@@ -49,24 +49,31 @@ def trainable(kind: SweepKind) -> Trainable:
     return run_trial
 
 
-def wire(plan: SweepPlan, study: optuna.Study, searcher: StudySearcher) -> Wiring:
-    """The plan's kind wired to Tune (module docstring)."""
-    return _population(plan, searcher) if plan.kind.population else _searched(plan, study, searcher)
+def wire(plan: SweepPlan, study: optuna.Study, searcher: StudySearcher, parallel: int) -> Wiring:
+    """The plan's kind wired to Tune, `parallel` trials at once (module docstring)."""
+    if plan.kind.population:
+        return _population(plan, searcher, parallel)
+    return _searched(plan, study, searcher, parallel)
 
 
-def _searched(plan: SweepPlan, study: optuna.Study, searcher: StudySearcher) -> Wiring:
+def _searched(plan: SweepPlan, study: optuna.Study, searcher: StudySearcher, parallel: int) -> Wiring:
     """The searcher asks each trial as Tune runs it, under the kind's scheduler."""
     # Only a kind that reads the study's finished curves pays for reading them.
     history = finished_curves(study) if plan.kind.reads_history else None
     inputs = SchedulerInputs(plan.space.fixed, plan.spec.early_stopping(), history, plan.spec.goals())
-    search = dict(search_alg=searcher, scheduler=plan.kind.build(inputs), num_samples=plan.budget)
+    search = dict(
+        search_alg=searcher,
+        scheduler=plan.kind.build(inputs),
+        num_samples=plan.budget,
+        max_concurrent_trials=parallel,
+    )
     return Wiring(search, trainable(plan.kind))
 
 
-def _population(plan: SweepPlan, searcher: StudySearcher) -> Wiring:
-    """PBT/PB2 take no search algorithm: the members are asked now."""
+def _population(plan: SweepPlan, searcher: StudySearcher, parallel: int) -> Wiring:
+    """PBT/PB2 take no searcher: the members are asked now, and generated as a grid."""
     from tuner.sweeps.drive.members import PopulationEvents, population_search
 
-    search = population_search(plan, searcher)
+    search = population_search(plan, searcher, parallel)
     members, note, space = search.pop("members"), search.pop("note"), search.pop("param_space")
     return Wiring(search, trainable(plan.kind), space, [PopulationEvents(searcher)], members, note)
