@@ -3,6 +3,10 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
+# Azurite, Azure Blob Storage's emulator, which the tests of `--storage abfs://...` run (npm registry);
+# 3.35.0 is the last release whose engines admit Node.js 20 (3.36 asks for 21, 3.37 for 22).
+AZURITE := $(VENV)/azurite/node_modules/.bin/azurite-blob
+AZURITE_VERSION := 3.35.0
 
 .PHONY: setup run test test-fast test-gpu fuzz lint system-deps bench clean
 
@@ -14,12 +18,16 @@ $(STAMP): pyproject.toml
 
 setup: $(STAMP)
 
+$(AZURITE):
+	npm install --silent --no-audit --no-fund --prefix $(VENV)/azurite azurite@$(AZURITE_VERSION)
+
 # The main job: the embedded default sweep with the web view served while it runs.
 run: setup
 	$(VENV)/bin/rnntune up
 
-# System packages the end-to-end tests drive: PostgreSQL, headless Chromium, and the Docker engine,
-# docker-compose and debootstrap for `docker-compose up` (Debian); the Compose test starts dockerd.
+# System packages the end-to-end tests drive: PostgreSQL, headless Chromium, npm (for Azurite), and
+# the Docker engine, docker-compose and debootstrap for `docker-compose up` (Debian); the Compose
+# test starts dockerd.
 system-deps:
 	scripts/install-system-deps
 
@@ -36,11 +44,11 @@ lint: setup
 # marked `exclusive` (the Compose run, whose image builds take every core), which no other
 # end-to-end test runs beside, while the second runs fast tests; then both run end-to-end tests,
 # with fast ones filling their waits for Ray, servers and polls.
-test: setup system-deps lint
+test: setup system-deps lint $(AZURITE)
 	RNNTUNE_REQUIRE_E2E=1 $(PY) -m pytest -m "not gpu" -q -n 2 --dist worksteal --durations=30
 
 # The fast suite only (no Ray sweeps, PostgreSQL, Chromium or Docker engine).
-test-fast: setup
+test-fast: setup $(AZURITE)
 	$(PY) -m pytest -m "not slow and not gpu" -q -n 2 --dist worksteal
 
 # The API fuzz with fresh seeds and more cases (make test runs it with fixed seeds): a case it finds

@@ -28,6 +28,7 @@ import yaml
 
 from tuner.api.paths import PathRefused, open_within
 from tuner.storage import study_attrs, trial_attrs
+from tuner.storage.object_backends import URI_FORMS
 from tuner.storage.object_store import KeyRefused, ObjectLocation, ObjectStore, is_uri
 
 # Above this many bytes the run config is not sent as a header (curl and proxies choke on big
@@ -98,14 +99,14 @@ def locate(raw: Any, roots: tuple[Path, ...], base: Path) -> Checkpoint:
 
 
 def locate_object(raw: str, root: ObjectLocation | None, stored: Any) -> Checkpoint:
-    """The checkpoint `raw` (an object key, `s3://` or `gs://`) of a study kept in an object store,
+    """The checkpoint `raw` (an object key: `s3://`, `gs://`, `abfs://`) of a study kept in an object store,
     copied into an unnamed temporary file (its digest must be known before the body is sent): only
     when the study's stored location `stored` lies inside the server's object root `root` and the
     key inside the study's location; CheckpointUnavailable naming the rule otherwise."""
     if root is None:
         raise CheckpointUnavailable(
             f"checkpoint: {raw[:200]!r} is in an object store, and this server serves none "
-            "(serve with --storage s3://BUCKET/PREFIX or gs://BUCKET/PREFIX)"
+            f"(serve with --storage one of {URI_FORMS})"
         )
     try:
         store = ObjectStore(root.confine(stored, "storage_path"))

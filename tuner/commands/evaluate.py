@@ -1,6 +1,6 @@
 """`rnntune evaluate`: evaluate a checkpoint on a split, with the temperature chosen on validation,
 or dynamically (`--dyneval`; `--dyneval-from STUDY`: with the best setting a dynamic-evaluation
-study found, thesis §4.5 and Table 2.6). The checkpoint may be an `s3://` or `gs://` object a study
+study found, thesis §4.5 and Table 2.6). The checkpoint may be an `s3://`, `gs://` or `abfs://` object a study
 kept in an object store wrote: it is downloaded to a temporary folder for the load (docs/cluster.md)."""
 
 from __future__ import annotations
@@ -31,8 +31,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("evaluate", help="evaluate a checkpoint (best.pt / last.pt) on a data split")
     p.add_argument(
         "checkpoint",
-        help="path of a checkpoint file, or its s3://BUCKET/KEY or gs://BUCKET/KEY in an object store "
-        "(credentials from the environment, docs/cluster.md)",
+        help="path of a checkpoint file, or its key in an object store (s3://BUCKET/KEY, gs://..., "
+        "abfs://CONTAINER/KEY; credentials from the environment, docs/cluster.md)",
     )
     p.add_argument("--split", choices=("valid", "test"), default="test")
     p.add_argument("--data-dir", help="dataset folder, if it moved since training")

@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 
 from tuner.errors import InvalidInput
+from tuner.storage.object_backends import URI_FORMS
 from tuner.storage.study import redact_url
 
 
@@ -29,7 +30,7 @@ def add_server_options(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--storage",
         help="root folder of the studies' checkpoints, the only one files are "
-        "served from (default $RNNTUNE_STORAGE or ./studies); s3://BUCKET/PREFIX or gs://BUCKET/PREFIX "
+        f"served from (default $RNNTUNE_STORAGE or ./studies); {URI_FORMS} "
         "keeps new studies there and serves only keys under it (credentials from the environment)",
     )
     p.add_argument(

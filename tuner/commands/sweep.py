@@ -33,6 +33,7 @@ from tuner.errors import InvalidInput, LeaseLost, StudyError
 from tuner.space import load_space
 from tuner.spec import DEFAULT_SPACE, default_budget
 from tuner.storage import trial_attrs
+from tuner.storage.object_backends import URI_FORMS
 from tuner.storage.object_store import ObjectStore, location
 from tuner.storage.study import DB_ENV, GENERATION_ENV, redact_url, resolve_db_url, value_of
 from tuner.sweeps.study.create import create_study
@@ -57,8 +58,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--storage",
         help="folder for the trials' run folders and checkpoints (default ./studies/NAME), or "
-        "s3://BUCKET/PREFIX or gs://BUCKET/PREFIX to keep them in an object store (S3 or S3-compatible, "
-        "Google Cloud Storage; credentials from the environment, docs/cluster.md)",
+        f"{URI_FORMS} to keep them in an object store (S3 or S3-compatible, Google Cloud Storage, "
+        "Azure Blob Storage; credentials from the environment, docs/cluster.md)",
     )
     p.add_argument("--name", help="study name (default: generated, e.g. tiny-20261122-0312-ab12)")
     p.add_argument("--resume", metavar="NAME", help="continue the study NAME")

@@ -33,7 +33,7 @@ SECRETS = (
     "RNNTUNE_DB_URL",
 )
 SECRET_NAME = re.compile(
-    r"(PASSWORD|TOKEN|SECRET|API_KEY|SECRET_ACCESS_KEY|ACCESS_KEY_ID|CREDENTIALS?|DB_URL)$"
+    r"(PASSWORD|TOKEN|SECRET|API_KEY|SECRET_ACCESS_KEY|ACCESS_KEY_ID|ACCOUNT_KEY|CONNECTION_STRING|CREDENTIALS?|DB_URL)$"
 )
 SECRET_WORDS = ("password", "token", "secret", "api_key", "apikey", "db_url", "dburl", "credential")
 NAMES_SECRETS = ("imagepullsecrets",)  # values keys (lower case) whose values name Secrets

@@ -5,7 +5,8 @@ environment variables carry its endpoint and credentials.
 Ray Tune reads and writes the same stores through `RunConfig.storage_filesystem` (pyarrow's S3 and
 GCS filesystems are what its `pyarrow.fs.FileSystem.from_uri` builds for `s3://` and `gs://`). Each
 filesystem leaves the credentials to its SDK's own lookup, so none is held in the object, which Ray
-pickles into its experiment state; only an endpoint travels with it.
+pickles into its experiment state; only an endpoint travels with it. pyarrow's Azure filesystem
+takes its key as an argument, so Azure's is wrapped to pickle as the recipe (azure_blob.py).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ class Backend:
     env_prefixes: tuple[str, ...]  # variables a process rnntune starts needs to reach the store
     hint: str  # what to set when the store cannot be reached
     make: Callable[[], Any]
+    bucket_word: str = "bucket"  # what the store calls a bucket
 
 
 def _endpoint(value: str) -> tuple[str, str]:
@@ -75,6 +77,13 @@ def gcs_filesystem() -> Any:
     return fs.GcsFileSystem(retry_time_limit=retry)
 
 
+def abfs_filesystem() -> Any:
+    """Azure Blob Storage: the account, its endpoint and its key or SAS from the environment (azure_blob.py)."""
+    from tuner.storage import azure_blob
+
+    return azure_blob.environment_filesystem()
+
+
 BACKENDS = {
     "s3": Backend(  # S3 or an S3-compatible store
         bucket=re.compile(r"[a-z0-9][a-z0-9.\-]{1,61}[a-z0-9]"),
@@ -97,11 +106,31 @@ BACKENDS = {
         ),
         make=gcs_filesystem,
     ),
+    "abfs": Backend(  # Azure Blob Storage (Data Lake Gen2 too): abfs://CONTAINER/PREFIX
+        bucket=re.compile(r"(?!.*--)[a-z0-9][a-z0-9\-]{1,61}[a-z0-9]"),
+        bucket_rule=(
+            "a container: 3-63 of a-z 0-9 -, no `--`; the account comes from AZURE_STORAGE_ACCOUNT_NAME "
+            "or AZURE_STORAGE_CONNECTION_STRING, not the URI"
+        ),
+        env_prefixes=("AZURE_",),
+        hint=(
+            "set AZURE_STORAGE_CONNECTION_STRING (an account, its key and, for Azurite, its endpoint), or "
+            "AZURE_STORAGE_ACCOUNT_NAME with AZURE_STORAGE_ACCOUNT_KEY, AZURE_STORAGE_SAS_TOKEN or an "
+            "Azure AD identity (docs/cluster.md)"
+        ),
+        make=abfs_filesystem,
+        bucket_word="container",
+    ),
 }
 
 
-# Other names of a scheme pyarrow's FileSystem.from_uri (and so Ray Tune) takes for the same store.
-ALIASES = {"gcs": "gs"}
+# Other names of a scheme for the same store, as pyarrow's FileSystem.from_uri (and so Ray Tune) or
+# fsspec (adlfs's `az://`) take them.
+ALIASES = {"gcs": "gs", "abfss": "abfs", "az": "abfs"}
+
+
+# The URI forms of every store, for help texts and refusals.
+URI_FORMS = ", ".join(f"{scheme}://BUCKET/PREFIX" for scheme in BACKENDS)
 
 
 def filesystem(scheme: str) -> Any:

@@ -1,10 +1,11 @@
-"""Where a study's checkpoints live when that is an object store: `s3://BUCKET/PREFIX` or
-`gs://BUCKET/PREFIX` parsed, its filesystem built from the environment (object_backends.py), and
+"""Where a study's checkpoints live when that is an object store: `s3://`, `gs://` or
+`abfs://BUCKET/PREFIX` parsed, its filesystem built from the environment (object_backends.py), and
 every key a study names confined to its prefix.
 
 The study database keeps object keys (as URIs), never the endpoint or the credentials: those come
 from each process's environment (object_backends.py: the AWS SDK's variables for S3 and
-S3-compatible servers such as MinIO, Google's Application Default Credentials for GCS). As with
+S3-compatible servers such as MinIO, Google's Application Default Credentials for GCS, Azure's
+for Azure Blob Storage). As with
 local paths (confine.py), the database is data: a key it names is read or deleted only when it lies
 inside the prefix the caller trusts (`ObjectStore.key`). Ray Tune writes its own checkpoints there
 through the same filesystem (`RunConfig.storage_filesystem`).
@@ -22,9 +23,9 @@ from pathlib import Path
 from typing import IO, Any
 
 from tuner.errors import NotFound, StudyError
-from tuner.storage.object_backends import ALIASES, BACKENDS, filesystem
+from tuner.storage.object_backends import ALIASES, BACKENDS, URI_FORMS, filesystem
 
-ALLOWED = f"a local folder, {' or '.join(f'{s}://BUCKET/PREFIX' for s in BACKENDS)} (an object store; docs/cluster.md)"
+ALLOWED = f"a local folder or one of {URI_FORMS} (an object store; docs/cluster.md)"
 
 _URI = re.compile(r"([A-Za-z][A-Za-z0-9+.\-]*)://(.*)", re.DOTALL)
 
@@ -152,7 +153,8 @@ class ObjectStore:
                 f"{field}: cannot reach {self.root.uri}: {_first_line(err)}; {self._hint}"
             ) from None
         if info.type == fs.FileType.NotFound:
-            raise StorageRefused(f"{field}: bucket {self.root.bucket!r} does not exist; {self._hint}")
+            word = BACKENDS[self.root.scheme].bucket_word
+            raise StorageRefused(f"{field}: {word} {self.root.bucket!r} does not exist; {self._hint}")
 
     def sizes(self, under: ObjectLocation | None = None) -> dict[str, int]:
         """{URI: bytes} of every object below `under` (default: the root)."""

@@ -27,6 +27,7 @@ from tuner.errors import StudyError, StudyExistsError, StudyNotFoundError
 from tuner.storage import study_attrs, trial_attrs
 from tuner.storage.database_url import DB_ENV as DB_ENV  # re-exported: the sweep command and launcher use it
 from tuner.storage.database_url import DatabaseUrlError, from_environment
+from tuner.storage.object_backends import URI_FORMS
 from tuner.storage.object_store import ObjectLocation, ObjectStore, is_uri, location, parse
 
 # Set by the API for the sweeps it launches: which start of the study (tuner.storage.lease) the driver serves.
@@ -47,8 +48,7 @@ def local_folder(value: str | os.PathLike, field: str) -> Path:
     if is_uri(text):
         raise StudyError(
             f"{field}: {text[:200]!r} is a URI, and {field} takes a local folder here "
-            "(a study's checkpoints may live in an object store: `rnntune sweep --storage s3://BUCKET/PREFIX` "
-            "or gs://BUCKET/PREFIX, "
+            f"(a study's checkpoints may live in an object store: `rnntune sweep --storage` one of {URI_FORMS}, "
             "docs/cluster.md)"
         )
     return Path(text).expanduser()

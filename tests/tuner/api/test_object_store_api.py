@@ -117,7 +117,9 @@ def test_which_checkpoints_a_request_may_name(tmp_path):
     objects = ApiSettings(db_url="sqlite://", storage_root=tmp_path, object_root=root)
     assert checkpoint_problem(str(tmp_path / "run" / "best.pt"), local) is None
     assert "inside the server's storage root" in (checkpoint_problem("/etc/passwd", local) or "")
-    assert "serve with --storage s3://" in (checkpoint_problem("s3://models/root/best.pt", local) or "")
+    assert "serve with --storage one of s3://" in (
+        checkpoint_problem("s3://models/root/best.pt", local) or ""
+    )
     assert checkpoint_problem("s3://models/root/study/trial-0/best.pt", objects) is None
     for outside in ("s3://models/rootless/best.pt", "s3://other/root/best.pt", "s3://models/root/../x.pt"):
         assert "inside the server's object root (s3://models/root)" in (

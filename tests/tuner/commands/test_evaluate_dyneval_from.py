@@ -95,7 +95,7 @@ def test_finalize_points_to_evaluate_instead(setup, capsys):
     assert f"rnntune evaluate {checkpoint} --dyneval-from dv" in capsys.readouterr().err
 
 
-def test_an_s3_checkpoint_is_evaluated_as_its_local_file_is(setup, capsys, bucket, tmp_path):
+def test_an_s3_checkpoint_is_evaluated_as_its_local_file_is(setup, capsys, bucket, tmp_path, monkeypatch):
     """`rnntune evaluate s3://...` (a best.pt a study kept in an object store wrote), against an S3
     server over HTTP: downloaded for the load, the same number as the local file; a missing key
     and another scheme exit 2 naming the checkpoint."""
@@ -111,5 +111,9 @@ def test_an_s3_checkpoint_is_evaluated_as_its_local_file_is(setup, capsys, bucke
     assert f"tuned dynamic evaluation of {checkpoint}" in shown.err  # the study tuned the local file
     assert main(["evaluate", f"s3://{bucket}/studies/dv/trial-9/best.pt"]) == 2
     assert "trial-9/best.pt: cannot be read" in capsys.readouterr().err
-    assert main(["evaluate", "az://elsewhere/best.pt"]) == 2
-    assert "checkpoint: 'az://elsewhere/best.pt' is a az:// URI" in capsys.readouterr().err
+    assert main(["evaluate", "wasb://elsewhere/best.pt"]) == 2
+    assert "checkpoint: 'wasb://elsewhere/best.pt' is a wasb:// URI" in capsys.readouterr().err
+    monkeypatch.delenv("AZURE_STORAGE_CONNECTION_STRING", raising=False)
+    monkeypatch.delenv("AZURE_STORAGE_ACCOUNT_NAME", raising=False)
+    assert main(["evaluate", "abfs://elsewhere/best.pt"]) == 2
+    assert "abfs://elsewhere/best.pt: cannot be read (no Azure account" in capsys.readouterr().err

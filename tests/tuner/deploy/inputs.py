@@ -20,11 +20,15 @@ SECRET_VALUES = {
     "MLFLOW_TRACKING_TOKEN": "mlflow-token-8e0b1c",
     "AWS_ACCESS_KEY_ID": "aws-key-id-6c0a2f",
     "AWS_SECRET_ACCESS_KEY": "aws-secret-key-4e1d7b",
+    "AZURE_STORAGE_ACCOUNT_KEY": "azure-account-key-5b1e9a",
+    "AZURE_STORAGE_CONNECTION_STRING": "AccountName=a;AccountKey=azure-conn-key-0d4c7f",
     "WANDB_API_KEY": "wandb-api-key-3f9e2d",
 }
 # A setting is a secret when its name says so; Compose may add more (the MLflow credentials, the
-# object store's keys and the W&B API key did).
-SECRET_NAME = re.compile(r"(PASSWORD|TOKEN|SECRET|API_KEY|SECRET_ACCESS_KEY|ACCESS_KEY_ID|DB_URL)$")
+# object store's keys, Azure's account key and connection string, and the W&B API key did).
+SECRET_NAME = re.compile(
+    r"(PASSWORD|TOKEN|SECRET|API_KEY|SECRET_ACCESS_KEY|ACCESS_KEY_ID|ACCOUNT_KEY|CONNECTION_STRING|DB_URL)$"
+)
 # Values that switch on every optional part: GPU workers, an ingress, a namespace, datasets.
 EVERYTHING = {
     "namespace": "ml",

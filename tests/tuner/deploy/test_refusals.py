@@ -55,7 +55,10 @@ def test_a_checkpoint_store_rnntune_cannot_write_is_refused_before_any_pod_refus
     assert found(RNNTUNE_STORAGE="/data/studies") == []
     (problem,) = found(RNNTUNE_STORAGE="hdfs://namenode/studies")
     assert problem.startswith("env: RNNTUNE_STORAGE: 'hdfs://namenode/studies' is a hdfs:// URI")
-    assert "allowed: a local folder, s3://BUCKET/PREFIX or gs://BUCKET/PREFIX" in problem
+    assert (
+        "allowed: a local folder or one of s3://BUCKET/PREFIX, gs://BUCKET/PREFIX, abfs://BUCKET/PREFIX"
+        in problem
+    )
     (problem,) = found(RNNTUNE_STORAGE="s3://Bad_Bucket/x")
     assert problem.startswith("env: RNNTUNE_STORAGE: 's3://Bad_Bucket/x' names no valid bucket")
 

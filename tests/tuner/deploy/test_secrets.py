@@ -76,7 +76,13 @@ def test_each_container_gets_only_the_secrets_compose_gives_it() -> None:
         assert rendered == expected, name
     # A worker reads the Ray token and the object store's keys (its trials upload checkpoints), nothing else.
     worker_secrets = {k for k, v in env_of(found["ray-worker"]).items() if isinstance(v, tuple)}
-    assert worker_secrets == {"RAY_AUTH_TOKEN", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"}
+    assert worker_secrets == {
+        "RAY_AUTH_TOKEN",
+        "AWS_ACCESS_KEY_ID",
+        "AWS_SECRET_ACCESS_KEY",
+        "AZURE_STORAGE_ACCOUNT_KEY",
+        "AZURE_STORAGE_CONNECTION_STRING",
+    }
     assert "POSTGRES_PASSWORD" not in env_of(found["sweep"])
 
 

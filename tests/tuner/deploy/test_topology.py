@@ -155,6 +155,19 @@ def test_checkpoints_in_an_object_store_need_no_shared_claim() -> None:
     assert one(render(), "PersistentVolumeClaim")["spec"]["accessModes"] == [
         "ReadWriteMany"
     ]  # a folder: shared
+    azure = containers(
+        render(EVERYTHING, RNNTUNE_STORAGE="abfs://ckpt/studies", AZURE_STORAGE_ACCOUNT_NAME="acct")
+    )
+    for name in (
+        "ray-head",
+        "ray-worker",
+        "ray-worker-gpu",
+        "api",
+    ):  # Azure: the account plain, the key secret
+        env = env_of(azure[name])
+        assert env["AZURE_STORAGE_ACCOUNT_NAME"] == "acct", name
+        assert env["AZURE_STORAGE_ACCOUNT_KEY"] == ("secret", "AZURE_STORAGE_ACCOUNT_KEY"), name
+        assert env["AZURE_STORAGE_CONNECTION_STRING"] == ("secret", "AZURE_STORAGE_CONNECTION_STRING"), name
 
 
 def _templates(obj: dict) -> list[dict]:

@@ -21,6 +21,7 @@ from tuner.spec import SweepSpec
 from tuner.storage import creation, study_attrs
 from tuner.storage.confine import resolve_within
 from tuner.storage.lease import read, read_all
+from tuner.storage.object_backends import URI_FORMS
 from tuner.storage.object_store import KeyRefused, is_uri
 from tuner.sweeps.launch import control
 from tuner.sweeps.trackers import uris
@@ -107,7 +108,7 @@ def check_data_dirs(body: CreateStudy, settings: ApiSettings) -> None:
 def check_checkpoint(body: CreateStudy, settings: ApiSettings) -> None:
     """422 unless the `checkpoint` a request names (a dynamic-evaluation study's model, which
     creation loads with torch.load) lies inside the server's storage root or data roots, or, for an
-    object store key (`s3://`, `gs://`), inside its object root; the answer is the same whether or
+    object store key (`s3://`, `gs://`, `abfs://`), inside its object root; the answer is the same whether or
     not it exists."""
     problem = checkpoint_problem(body.checkpoint, settings) if body.checkpoint is not None else None
     if problem is not None:
@@ -121,7 +122,7 @@ def checkpoint_problem(raw: str, settings: ApiSettings) -> str | None:
         if settings.object_root is None:
             return (
                 "a checkpoint in an object store needs a server that keeps studies in one (serve with "
-                "--storage s3://BUCKET/PREFIX or gs://BUCKET/PREFIX); give a file inside its storage root"
+                f"--storage one of {URI_FORMS}); give a file inside its storage root"
             )
         try:
             settings.object_root.confine(raw, "checkpoint")

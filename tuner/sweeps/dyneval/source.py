@@ -1,5 +1,5 @@
 """The model a dynamic-evaluation study evaluates: its `checkpoint` is a local path or an object's
-URI (`s3://` or `gs://`: a best.pt a study kept in an object store wrote), stored as `shown` gives it.
+URI (`s3://`, `gs://`, `abfs://`: a best.pt a study kept in an object store wrote), stored as `shown` gives it.
 
 An object is downloaded by the process that needs it (the driver to check it at creation, each
 trial in its own process, which may run on another node) with `object_store.local_copy`, into a

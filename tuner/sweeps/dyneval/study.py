@@ -27,6 +27,7 @@ from tuner.space import SearchSpace
 from tuner.spec import SweepSpec
 from tuner.storage import study_attrs
 from tuner.storage.confine import resolve_within
+from tuner.storage.object_backends import URI_FORMS
 from tuner.storage.object_store import is_uri, local_copy
 from tuner.storage.study import best_trial, value_of
 from tuner.sweeps.dyneval import source
@@ -92,7 +93,7 @@ def check(
 
 def _loaded(checkpoint: str) -> tuple[str, TrainConfig]:
     """The checkpoint as the study stores it (`source.shown`) and its model's config, read from a
-    local copy (an `s3://` or `gs://` object downloaded); StudyError naming `checkpoint` when it
+    local copy (an object store's object downloaded); StudyError naming `checkpoint` when it
     cannot be read."""
     from trainer.checkpoint import load_checkpoint  # PyTorch, for a trained model's study only
 
@@ -103,7 +104,7 @@ def _loaded(checkpoint: str) -> tuple[str, TrainConfig]:
     except Exception:  # one answer whether the file is missing, unreadable or not a checkpoint
         raise StudyError(
             f"checkpoint: {path} is not a readable rnntune checkpoint (a best.pt or last.pt a run wrote, "
-            "a local file or an s3:// or gs:// object)"
+            f"a local file or an object in one of {URI_FORMS})"
         ) from None
     return path, cfg
 

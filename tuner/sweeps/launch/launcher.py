@@ -36,8 +36,8 @@ KILL_AFTER_S = 15.0
 # The only environment a child gets from the API (plus its database URL): no API token, nothing else.
 # MLFLOW_* carries the tracking server's credentials and settings (docs/trackers.md) to the sweep;
 # each object store's endpoint and credentials (AWS_* for S3, GOOGLE_* and STORAGE_EMULATOR_HOST for
-# GCS: object_backends.py), which a sweep or finalize run of a study kept there (`--storage
-# s3://...`, `gs://...`) needs to write its checkpoints (docs/cluster.md).
+# GCS, AZURE_* for Azure: object_backends.py), which a sweep or finalize run of a study kept there
+# (`--storage s3://...`) needs to write its checkpoints (docs/cluster.md).
 _ENV_NAMES = (
     "PATH",
     "HOME",

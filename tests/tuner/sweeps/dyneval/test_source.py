@@ -27,7 +27,7 @@ def test_shown_normalises_a_key_and_makes_a_path_absolute(tmp_path, monkeypatch)
     monkeypatch.chdir(tmp_path)
     assert source.shown("s3://models/a/best.pt/") == "s3://models/a/best.pt"
     assert source.shown("run/best.pt") == str(tmp_path / "run" / "best.pt")
-    with pytest.raises(StorageRefused, match=r"checkpoint: .*az:// URI"):
-        source.shown("az://models/a/best.pt")
+    with pytest.raises(StorageRefused, match=r"checkpoint: .*wasb:// URI"):
+        source.shown("wasb://models/a/best.pt")
     with local_copy("run/best.pt") as local:  # a local path is not copied
         assert local == tmp_path / "run" / "best.pt"

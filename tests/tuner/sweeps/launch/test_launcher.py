@@ -34,8 +34,8 @@ def test_child_env_carries_mlflow_settings_docs_tell_users_to_set(monkeypatch):
 
 
 def test_child_env_carries_the_object_stores_settings(monkeypatch):
-    """docs/cluster.md: a study kept in an object store is written with the AWS SDK's variables (S3)
-    or Google's (GCS); a sweep or finalize run the API starts for it must see them, as it sees
+    """docs/cluster.md: a study kept in an object store is written with the AWS SDK's variables (S3),
+    Google's (GCS) or Azure's; a sweep or finalize run the API starts for it must see them, as it sees
     MLflow's credentials."""
     settings = {
         "AWS_ENDPOINT_URL_S3": "http://minio:9000",
@@ -44,6 +44,8 @@ def test_child_env_carries_the_object_stores_settings(monkeypatch):
         "AWS_DEFAULT_REGION": "eu-west-1",
         "GOOGLE_APPLICATION_CREDENTIALS": "/var/secrets/gcs.json",
         "STORAGE_EMULATOR_HOST": "http://127.0.0.1:4443",
+        "AZURE_STORAGE_CONNECTION_STRING": "AccountName=a;AccountKey=azure-key",
+        "AZURE_CLIENT_ID": "identity-for-azure-ad",
     }
     for key, value in settings.items():
         monkeypatch.setenv(key, value)

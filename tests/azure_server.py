@@ -1,0 +1,96 @@
+"""An Azure Blob Storage server over HTTP on loopback (Azurite, Microsoft's emulator that Azure's own
+SDKs and pyarrow's Azure filesystem are tested against, from the npm registry: `make test` installs
+it, AZURITE_BLOB names another copy) and the connection string that points rnntune at it:
+`--storage abfs://...` is tested against a real endpoint, as `s3://` is against moto."""
+
+from __future__ import annotations
+
+import itertools
+import os
+import shutil
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.postgres import free_port
+
+ROOT = Path(__file__).resolve().parents[1]
+INSTALLED = ROOT / ".venv" / "azurite" / "node_modules" / ".bin" / "azurite-blob"  # the Makefile's
+# Azurite's documented development account (`UseDevelopmentStorage=true`): public, not a secret.
+ACCOUNT = "devstoreaccount1"
+KEY = "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=="
+
+_containers = itertools.count()
+
+
+def _binary() -> Path:
+    found = os.environ.get("AZURITE_BLOB") or (str(INSTALLED) if INSTALLED.exists() else None)
+    found = found or shutil.which("azurite-blob")
+    if not found:
+        pytest.skip(
+            "Azurite is not installed (make test installs it: npm install azurite into .venv/azurite)"
+        )
+    return Path(found)
+
+
+def connection_string(endpoint: str) -> str:
+    return f"DefaultEndpointsProtocol=http;AccountName={ACCOUNT};AccountKey={KEY};BlobEndpoint={endpoint}/{ACCOUNT};"
+
+
+def _ready(endpoint: str, process: subprocess.Popen, log: Path) -> None:
+    from tuner.storage.azure_blob import FromEnvironment
+
+    os.environ["AZURE_STORAGE_CONNECTION_STRING"] = connection_string(endpoint)
+    try:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            if process.poll() is not None:
+                raise RuntimeError(f"Azurite exited ({process.returncode}): {log.read_text()[-2000:]}")
+            try:
+                FromEnvironment().get_file_info(["probe"])
+                return
+            except OSError:
+                time.sleep(0.2)
+        raise RuntimeError(f"Azurite did not answer within 30 s: {log.read_text()[-2000:]}")
+    finally:
+        del os.environ["AZURE_STORAGE_CONNECTION_STRING"]
+
+
+@pytest.fixture(scope="session")
+def azure_endpoint(tmp_path_factory) -> Iterator[str]:
+    """The blob endpoint of an Azurite started for this test session (objects in memory)."""
+    port = free_port()
+    endpoint = f"http://127.0.0.1:{port}"
+    folder = tmp_path_factory.mktemp("azurite")
+    log = folder / "server.log"
+    command = [str(_binary()), "--blobHost", "127.0.0.1", "--blobPort", str(port), "--inMemoryPersistence"]
+    command += ["--disableTelemetry", "--skipApiVersionCheck"]
+    with open(log, "wb") as sink:
+        process = subprocess.Popen(command, stdout=sink, stderr=subprocess.STDOUT, cwd=folder)
+    try:
+        _ready(endpoint, process, log)
+        yield endpoint
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+
+
+@pytest.fixture
+def azure_env(azure_endpoint, monkeypatch) -> dict[str, str]:
+    """AZURE_STORAGE_CONNECTION_STRING, which points Azure's clients (and rnntune's) at the server."""
+    value = connection_string(azure_endpoint)
+    monkeypatch.setenv("AZURE_STORAGE_CONNECTION_STRING", value)
+    return {"AZURE_STORAGE_CONNECTION_STRING": value}
+
+
+@pytest.fixture
+def azure_container(azure_env) -> str:
+    """A new, empty container on the session's server."""
+    from tuner.storage.azure_blob import azure_filesystem
+
+    name = f"rnntune-azure-{next(_containers)}"
+    azure_filesystem().create_dir(name)
+    return name
