@@ -8,13 +8,12 @@ from __future__ import annotations
 import itertools
 import os
 import shutil
-import subprocess
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from tests.emulator_process import emulator
 from tests.postgres import free_port
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -40,23 +39,15 @@ def connection_string(endpoint: str) -> str:
     return f"DefaultEndpointsProtocol=http;AccountName={ACCOUNT};AccountKey={KEY};BlobEndpoint={endpoint}/{ACCOUNT};"
 
 
-def _ready(endpoint: str, process: subprocess.Popen, log: Path) -> None:
-    from tuner.storage.azure_blob import FromEnvironment
+def _lists(endpoint: str) -> bool:
+    """Whether the server answers a listing, asked as rnntune asks it (pyarrow's Azure filesystem)."""
+    from pyarrow import fs
 
-    os.environ["AZURE_STORAGE_CONNECTION_STRING"] = connection_string(endpoint)
-    try:
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            if process.poll() is not None:
-                raise RuntimeError(f"Azurite exited ({process.returncode}): {log.read_text()[-2000:]}")
-            try:
-                FromEnvironment().get_file_info(["probe"])
-                return
-            except OSError:
-                time.sleep(0.2)
-        raise RuntimeError(f"Azurite did not answer within 30 s: {log.read_text()[-2000:]}")
-    finally:
-        del os.environ["AZURE_STORAGE_CONNECTION_STRING"]
+    from tuner.storage.azure_blob import options_from_environment
+
+    env = {"AZURE_STORAGE_CONNECTION_STRING": connection_string(endpoint)}
+    fs.AzureFileSystem(**options_from_environment(env)).get_file_info(["probe"])
+    return True
 
 
 @pytest.fixture(scope="session")
@@ -68,14 +59,8 @@ def azure_endpoint(tmp_path_factory) -> Iterator[str]:
     log = folder / "server.log"
     command = [str(_binary()), "--blobHost", "127.0.0.1", "--blobPort", str(port), "--inMemoryPersistence"]
     command += ["--disableTelemetry", "--skipApiVersionCheck"]
-    with open(log, "wb") as sink:
-        process = subprocess.Popen(command, stdout=sink, stderr=subprocess.STDOUT, cwd=folder)
-    try:
-        _ready(endpoint, process, log)
+    with emulator("Azurite", command, log, lambda: _lists(endpoint), cwd=folder):
         yield endpoint
-    finally:
-        process.terminate()
-        process.wait(timeout=10)
 
 
 @pytest.fixture

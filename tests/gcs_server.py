@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import itertools
 import json
-import subprocess
-import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -15,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.emulator_process import emulator
 from tests.postgres import free_port
 
 _buckets = itertools.count()
@@ -28,18 +27,9 @@ def _binary() -> Path:
     return Path(_get_binary_path())
 
 
-def _ready(url: str, process: subprocess.Popen, log: Path) -> None:
-    deadline = time.monotonic() + 20
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise RuntimeError(f"fake-gcs-server exited ({process.returncode}): {log.read_text()[-2000:]}")
-        try:
-            with urllib.request.urlopen(f"{url}/storage/v1/b", timeout=2) as answer:
-                if answer.status == 200:
-                    return
-        except (urllib.error.URLError, OSError):
-            time.sleep(0.1)
-    raise RuntimeError(f"fake-gcs-server did not answer within 20 s: {log.read_text()[-2000:]}")
+def _lists_buckets(url: str) -> bool:
+    with urllib.request.urlopen(f"{url}/storage/v1/b", timeout=2) as answer:
+        return answer.status == 200
 
 
 @pytest.fixture(scope="session")
@@ -50,14 +40,8 @@ def gcs_endpoint(tmp_path_factory) -> Iterator[str]:
     log = tmp_path_factory.mktemp("gcs") / "server.log"
     command = [str(_binary()), "-scheme", "http", "-host", "127.0.0.1", "-port", str(port)]
     command += ["-backend", "memory", "-external-url", url, "-public-host", f"127.0.0.1:{port}"]
-    with open(log, "wb") as sink:
-        process = subprocess.Popen(command, stdout=sink, stderr=subprocess.STDOUT)
-    try:
-        _ready(url, process, log)
+    with emulator("fake-gcs-server", command, log, lambda: _lists_buckets(url)):
         yield url
-    finally:
-        process.terminate()
-        process.wait(timeout=10)
 
 
 @pytest.fixture

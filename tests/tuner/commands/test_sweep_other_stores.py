@@ -1,8 +1,9 @@
-"""`rnntune sweep --storage gs://BUCKET/PREFIX` end to end against a Google Cloud Storage server over
-HTTP (fake-gcs-server): the trials' run folders and Ray Tune's state land in the bucket, retention
-deletes there, and the API streams the best checkpoint from the bucket alone with a matching
-SHA-256. The object-store rules common to both schemes are covered on S3 in
-test_sweep_object_store.py; this run checks that a second store works through the same path."""
+"""`rnntune sweep --storage gs://...` and `--storage abfs://...` end to end, each against its store's
+server over HTTP (fake-gcs-server, Azurite): the trials' run folders and Ray Tune's state land in the
+bucket, retention deletes there, and the API streams the best checkpoint from the bucket alone with a
+matching SHA-256. The object-store rules common to every scheme are covered on S3 in
+test_sweep_object_store.py; these runs check that the other stores work through the same path (and,
+for Azure, that the account key pickled into Ray's state is not in it)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import pytest
 from optuna.trial import TrialState
 
 import trainer
-from tests import gcs_server
+from tests import azure_server, gcs_server
 from tests.tuner.api.fixtures import live_server
 from tests.tuner.commands.object_downloads import best_download
 from tests.tuner.sweep_process import finish, launch, tiny_set_args
