@@ -44,12 +44,12 @@ class AzureSettingsError(OSError):
 def parse_connection_string(text: str) -> dict[str, str]:
     """A connection string's `Name=value;` pairs (a value may hold `=`, as a SAS token does)."""
     pairs: dict[str, str] = {}
-    for part in text.split(";"):
+    for number, part in enumerate(text.split(";"), 1):
         if not part.strip():
             continue
         name, sep, value = part.partition("=")
-        if not sep or not name.strip():
-            raise AzureSettingsError(f"{CONNECTION_ENV}: {name.strip()[:40]!r} is not a Name=value pair")
+        if not sep or not name.strip():  # named by its place: the part may be a pasted key
+            raise AzureSettingsError(f"{CONNECTION_ENV}: part {number} is not a Name=value pair")
         pairs[name.strip()] = value.strip()
     if pairs.get("UseDevelopmentStorage", "").lower() == "true":
         return {**_DEVELOPMENT, **{k: v for k, v in pairs.items() if k != "UseDevelopmentStorage"}}
@@ -137,7 +137,8 @@ class FromEnvironment(fs.FileSystemHandler):
     def __ne__(self, other: object) -> bool:
         return not self == other
 
-    __hash__ = object.__hash__
+    def __hash__(self) -> int:
+        return hash(type(self))
 
     def get_type_name(self) -> str:
         return "abfs-from-environment"

@@ -94,5 +94,11 @@ def read_run(path: Path) -> WandbRun:
 
 
 def runs_in(directory: Path) -> list[WandbRun]:
-    """Every run W&B wrote under `directory` (its `wandb/offline-run-*` folders)."""
+    """Every run W&B wrote under `directory` (its `wandb/offline-run-*` folders), read once W&B has
+    torn down as the sweep's process does when it exits (`wandb.teardown`, its atexit hook): the
+    last run's `finish()` may return before `wandb-core` has written its log (seen: 2 in 20 runs
+    of test_wandb.py read the last run's file without its run record)."""
+    import wandb
+
+    wandb.teardown()
     return [read_run(p) for p in sorted(directory.glob("wandb/*run-*/run-*.wandb"))]
