@@ -4,6 +4,7 @@ run folders deleted (as if resumed on another machine), the sweep resumes from t
 
 from __future__ import annotations
 
+import re
 import shutil
 import signal
 
@@ -46,6 +47,14 @@ def test_a_pbt_sweep_copies_through_the_bucket_and_resumes_from_it_alone(tmp_pat
     shutil.rmtree(tmp_path / "studies" / "pop")  # nothing local is left: the bucket holds the study
     proc, log = launch(tmp_path, ["--resume", "pop", "--db", db])
     assert finish(proc, log, 600) == 0, log.read_text()
+    # The driver read each member's start off its copy in the bucket (no folder is left here): all
+    # resume past the copy at INTERVAL, and first meet past every start, as a local resume does.
+    note = re.search(
+        r"members start from steps \[([\d, ]+)\].*first perturbation is at step (\d+)", log.read_text()
+    )
+    assert note is not None, log.read_text()
+    starts = [int(s) for s in note.group(1).split(", ")]
+    assert len(starts) == 4 and min(starts) >= INTERVAL and int(note.group(2)) > max(starts), note.group(0)
     study = load_study("pop", db)
     done = [t for t in study.trials if t.state == TrialState.COMPLETE]
     assert len(done) == 4 and {t.user_attrs["retry_of"] for t in done} == set(before)

@@ -9,11 +9,12 @@ uploaded object (`s3://...`), which the study then records. A retry on a node wi
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from tuner.storage.object_store import ObjectStore, parse
+from tuner.storage.object_store import KeyRefused, ObjectLocation, ObjectStore, parse
 
 CHECKPOINT_KEY = "best_checkpoint"
 RESUMES_FROM = "last.pt"
@@ -71,3 +72,25 @@ class RunMirror:
         if isinstance(local, str) and local:
             out[CHECKPOINT_KEY] = self.folder.child(Path(local).name).uri
         return out
+
+
+def copied_step(store: ObjectStore, folder: ObjectLocation) -> int:
+    """The step a retry of the run copied to `folder` resumes from, read without downloading its
+    weights: the last evaluation in the copy's metrics.jsonl when the copy holds a last.pt, else 0.
+    That is last.pt's step, or one evaluation past it where a push was cut between the two uploads
+    (`push` sends last.pt last)."""
+    if store.size(folder.child(RESUMES_FROM)) is None:
+        return 0
+    try:
+        lines = b"".join(store.chunks(folder.child("metrics.jsonl"))).decode(errors="replace").splitlines()
+    except (KeyRefused, OSError):  # none there, or the store failed: nothing known past the start
+        return 0
+    steps = [0]
+    for line in lines:
+        try:
+            metrics = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if isinstance(metrics, dict) and isinstance(metrics.get("step"), int):
+            steps.append(metrics["step"])
+    return max(steps)

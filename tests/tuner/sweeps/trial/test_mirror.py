@@ -13,7 +13,7 @@ from tests import s3_server
 from tests.trainer.corpora import write_ptb
 from trainer import make_config, train
 from tuner.storage.object_store import ObjectLocation, ObjectStore
-from tuner.sweeps.trial.mirror import RunMirror
+from tuner.sweeps.trial.mirror import RunMirror, copied_step
 
 s3_endpoint, s3_env, bucket = s3_server.s3_endpoint, s3_server.s3_env, s3_server.bucket  # fixtures
 
@@ -48,6 +48,12 @@ def test_a_retry_without_the_folder_resumes_from_the_copy(tmp_path, bucket):
     assert mirror.push() == []  # what was fetched is not sent back
     assert mirror.pull() == []  # a folder with a last.pt resumes from its own
     assert mirror.folder == ObjectLocation(bucket, "s/trial-0")
+    assert copied_step(mirror.store, mirror.folder) == 20  # read from the copy, weights not fetched
+    (first.parent / "trial-1").mkdir()
+    (first.parent / "trial-1" / "metrics.jsonl").write_text('{"step": 10}\nnot json\n')
+    RunMirror(f"s3://{bucket}/s", first.parent / "trial-1").push()
+    assert copied_step(mirror.store, mirror.store.root.child("trial-1")) == 0  # no last.pt: from 0
+    assert copied_step(mirror.store, mirror.store.root.child("trial-9")) == 0  # no copy at all
 
 
 class Killed(BaseException):
@@ -101,10 +107,17 @@ def test_a_push_cut_short_anywhere_loses_no_evaluation_on_another_node(tmp_path,
         where = f"s3://{bucket}/cut-{uploads}"
         stored = _killed_in_push(data, tmp_path / f"{uploads}-a" / "trial-0", where, uploads)
         other = tmp_path / f"{uploads}-b" / "trial-0"
-        RunMirror(where, other).pull()
+        mirror = RunMirror(where, other)
+        copied = copied_step(mirror.store, mirror.folder)
+        mirror.pull()
         seen: list[dict] = []
         train(_config(data, other, 40), report=seen.append)
         steps = [m["step"] for m in seen]
+        # The step the driver reads off the copy is where the retry resumed (the evaluation it
+        # reports first, again), or one evaluation past it when the cut fell between metrics.jsonl
+        # and last.pt.
+        resumed = steps[0]
+        assert copied == resumed or (copied == resumed + 10 and uploads == 2), (uploads, copied, steps)
         assert sorted(set(stored) | set(steps)) == [10, 20, 30, 40], (uploads, stored, steps)
         lines = (other / "metrics.jsonl").read_text().splitlines()
         assert [json.loads(line)["step"] for line in lines] == [10, 20, 30, 40], uploads
