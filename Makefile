@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 AZURITE := $(VENV)/azurite/node_modules/.bin/azurite-blob
 AZURITE_VERSION := 3.35.0
 
-.PHONY: setup run test test-fast test-gpu fuzz lint system-deps bench clean
+.PHONY: setup run test test-fast test-durations test-gpu fuzz lint system-deps bench clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -46,6 +46,13 @@ lint: setup
 # with fast ones filling their waits for Ray, servers and polls.
 test: setup system-deps lint $(AZURITE)
 	RNNTUNE_REQUIRE_E2E=1 $(PY) -m pytest -m "not gpu" -q -n 2 --dist worksteal --durations=30
+
+# Writes tests/slow_durations.json again, the seconds each end-to-end test takes, which `make test`
+# runs them in the order of, longest first (tests/conftest.py): after adding or renaming some.
+# Every end-to-end test on one worker, about 20 minutes.
+test-durations: setup system-deps $(AZURITE)
+	RNNTUNE_REQUIRE_E2E=1 $(PY) -m pytest -m "slow and not gpu" -q --junitxml=.pytest_cache/slow.xml
+	$(PY) scripts/slow-durations .pytest_cache/slow.xml > tests/slow_durations.json
 
 # The fast suite only (no Ray sweeps, PostgreSQL, Chromium or Docker engine).
 test-fast: setup $(AZURITE)

@@ -5,7 +5,9 @@ from __future__ import annotations
 import collections
 import contextlib
 import fcntl
+import json
 import os
+import statistics
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -52,19 +54,31 @@ def two_worker_order(items: list) -> list:
     """`make test`'s order on two pytest workers (pytest-xdist's worksteal gives the first worker the
     first half of the items, the second the rest, and lets an idle one take the other's last
     pending tests). The first worker starts with the `exclusive` tests, then half of the other
-    end-to-end tests, then fast tests from the modules with the most items (parametrised cases of a
+    end-to-end tests (every other one, longest first), then fast tests from the modules with the most items (parametrised cases of a
     fraction of a second each): many tests of little time, which an idle worker can take over at
     the end. The second worker starts with the rest of the fast tests, which take no lock and hold
     most of the fast tests' time, enough to run beside the exclusive Compose run (about 4.5 minutes
     on a fresh machine, where it builds its images) instead of waiting for it; then the other half
     of the end-to-end tests."""
     exclusive = [i for i in items if i.get_closest_marker("exclusive") is not None]
-    slow = [i for i in items if i.get_closest_marker("slow") is not None and i not in exclusive]
+    slow = longest_first(
+        [i for i in items if i.get_closest_marker("slow") is not None and i not in exclusive]
+    )
     fast = [i for i in items if i.get_closest_marker("slow") is None and i not in exclusive]
     per_module = collections.Counter(_module(i) for i in fast)
     fast.sort(key=lambda i: -per_module[_module(i)])  # stable: each module's tests stay together, in order
     # The halfway point, where the second worker's tests begin, falls among the fast tests.
     return exclusive + slow[0::2] + fast + slow[1::2]
+
+
+def longest_first(slow: list) -> list:
+    """End-to-end tests, longest first by the seconds tests/slow_durations.json records (`make
+    test-durations`; a test it lacks counts as the median): the second worker ends on them, and an
+    idle worker can take over only tests not yet started, so a long one last ran alone (a 45 s test
+    left one worker idle for 25 s of a run)."""
+    recorded = json.loads((Path(__file__).parent / "slow_durations.json").read_text())
+    typical = statistics.median(recorded.values())
+    return sorted(slow, key=lambda item: -recorded.get(item.nodeid, typical))  # stable among equals
 
 
 def _module(item) -> str:
