@@ -20,7 +20,7 @@ from ray.tune import Callback
 from tuner.policies.kinds import SchedulerInputs
 from tuner.policies.population_rules import MEMBER, first_sync
 from tuner.space.settings import max_steps_and_eval_every
-from tuner.storage.object_store import ObjectLocation, ObjectStore
+from tuner.storage.object_store import ObjectStore
 from tuner.sweeps.drive.plan import SweepPlan
 from tuner.sweeps.drive.searcher import StudySearcher, folder_state
 from tuner.sweeps.trial.mirror import copied_step
@@ -42,7 +42,8 @@ def population_search(plan: SweepPlan, searcher: StudySearcher, parallel: int) -
 
     assert plan.population is not None
     configs = member_configs(plan, searcher)
-    starts = [start_step(config, plan.objects) for config in configs]
+    store = ObjectStore(plan.objects) if plan.objects is not None else None  # one for every member
+    starts = [start_step(config, store) for config in configs]
     max_steps = max_steps_and_eval_every(plan.space.fixed)[0]
     keys = sorted({key for config in configs for key in config})
     space: dict[str, Any] = {MEMBER: tune.grid_search(list(range(len(configs))))}
@@ -72,15 +73,15 @@ def resume_note(starts: list[int], interval: int, max_steps: int) -> str | None:
     )
 
 
-def start_step(config: dict[str, Any], objects: ObjectLocation | None = None) -> int:
+def start_step(config: dict[str, Any], store: ObjectStore | None = None) -> int:
     """The step a member starts from: its run folder's last.pt (a resumed member's); for a study kept
     in an object store, where the folder may be gone (a resume on another machine), its copy's
     (`mirror.copied_step`); else 0."""
     run_dir = Path(config["trainer"]["run_dir"])
     local = folder_state(run_dir)[1]
-    if local is not None or objects is None:
+    if local is not None or store is None:
         return local or 0
-    return copied_step(ObjectStore(objects), objects.child(run_dir.name))
+    return copied_step(store, store.root.child(run_dir.name))
 
 
 def _member_value(configs: list[dict[str, Any]], key: str) -> Any:
