@@ -381,13 +381,23 @@ def ray_job_entrypoints(cluster: Cluster) -> list[str]:
 
 
 def check_token_auth(cluster: Cluster) -> None:
-    """Ray refuses a driver without the cluster's token; the compose healthcheck of the head works with it."""
-    env = {**cluster.base_env, "RAY_AUTH_MODE": "disabled", "HOME": str(cluster.root / "nohome")}
+    """Ray refuses a driver without the cluster's token; the compose healthcheck of the head works with it.
+
+    The refused driver gives up after 2 connection attempts (`RAY_gcs_server_port_wait_time_s`, read
+    by ray/_private/node.py's `_init_gcs_client`) instead of Ray's default 20, a second each."""
+    env = {
+        **cluster.base_env,
+        "RAY_AUTH_MODE": "disabled",
+        "HOME": str(cluster.root / "nohome"),
+        "RAY_gcs_server_port_wait_time_s": "2",
+    }
     code = f"import ray; ray.init(address={cluster.gcs!r}, logging_level='ERROR'); print('CONNECTED')"
     out = subprocess.run(
         [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=180, cwd=cluster.root
     )
-    assert "CONNECTED" not in out.stdout and out.returncode != 0, out.stdout + out.stderr[-2000:]
+    refused = out.stdout + out.stderr[-2000:]
+    assert "CONNECTED" not in out.stdout and out.returncode != 0, refused
+    assert "InvalidAuthToken" in out.stderr, refused  # refused for its token, not unreachable
     health = subprocess.run(
         [BIN / "ray", "health-check", "--address", cluster.gcs],
         capture_output=True,
