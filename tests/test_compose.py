@@ -628,7 +628,7 @@ def test_compose_up_runs_the_sweep_on_postgres_and_scales_ray_workers(compose_pr
     model, config = load_checkpoint(target)
     assert model is not None and config.cell == "mogrifier_lstm"
 
-    # Two Ray workers: a second sweep, two trials at once of a whole node each, uses both.
+    # Two Ray workers: a second sweep, with as many trials at once as they have CPUs, uses both.
     compose("up", "-d", "--no-deps", "--scale", "ray-worker=2", "ray-worker")
     workers = compose.containers("ray-worker")
     assert len(workers) == 2
@@ -642,9 +642,7 @@ def test_compose_up_runs_the_sweep_on_postgres_and_scales_ray_workers(compose_pr
         time.sleep(2)
     else:
         pytest.fail("the second Ray worker never joined\n" + compose.logs())
-    # Each trial asks for every CPU a worker offers (both offer the machine's cores): two trials in
-    # flight cannot share a node, so each worker runs one.
-    node_cpus = min(
+    cpus = sum(
         int(subprocess.run(["docker", "exec", w, "nproc"], capture_output=True, text=True).stdout)
         for w in workers
     )
@@ -653,11 +651,9 @@ def test_compose_up_runs_the_sweep_on_postgres_and_scales_ray_workers(compose_pr
         "create",
         "scaled",
         "--trials",
-        "2",
+        str(cpus),
         "--parallel",
-        "2",
-        "--cpus-per-trial",
-        str(node_cpus),
+        str(cpus),
         "--scheduler",
         "none",
         "--set",
