@@ -319,7 +319,12 @@ def test_dockerfile_installs_the_pinned_cpu_torch_and_no_secrets() -> None:
     assert "ARG TORCH_INDEX_URL=https://download.pytorch.org/whl/cpu" in text
     assert re.search(r"^ARG BASE_IMAGE=python:3\.1[1-9]", text, re.M)
     assert re.search(r"^FROM \$\{BASE_IMAGE\}", text, re.M)
-    assert re.search(r'pip install --index-url "\$TORCH_INDEX_URL" "torch==\$\{TORCH_VERSION\}"', text)
+    assert re.search(
+        r'pip install --no-compile --index-url "\$TORCH_INDEX_URL" "torch==\$\{TORCH_VERSION\}"', text
+    )
+    # pip compiles no bytecode; docker/compile-bytecode does after each install, in the same layer.
+    installs = re.findall(r"^RUN pip install .*$", text.replace("\\\n", " "), re.M)
+    assert len(installs) == 3 and all("compile-bytecode" in step for step in installs), installs
     assert re.search(r"^USER rnntune$", text, re.M), "containers must not run as root"
     assert 'ENTRYPOINT ["/app/docker/entrypoint"]' in text
     for line in text.splitlines():

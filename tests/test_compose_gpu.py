@@ -101,5 +101,5 @@ def test_the_gpu_build_installs_a_c_compiler_and_python_headers() -> None:
     assert (
         text.index("ARG WITH_COMPILER=0")
         < text.index(step)
-        < text.index('pip install --index-url "$TORCH_INDEX_URL"')
+        < text.index('pip install --no-compile --index-url "$TORCH_INDEX_URL"')
     )
