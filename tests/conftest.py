@@ -14,7 +14,10 @@ from pathlib import Path
 import pytest
 from hypothesis import settings
 
+from tests.optuna_scripts import share_alembic_scripts
 from tests.postgres import PostgresUnavailable, postgres_server
+
+share_alembic_scripts()  # Optuna's migration scripts parsed once per test process, not per database
 
 # Property-based tests draw the same cases on every run of a commit (no seed from the clock, no
 # example database); `make fuzz` sets RNNTUNE_FUZZ_EXPLORE=1 to draw fresh ones.

@@ -16,6 +16,7 @@ import httpx
 import pytest
 
 import trainer
+from tests.conftest import TINY_SETTINGS
 from tests.postgres import free_port
 from tests.tuner.api.fixtures import live_server
 from tuner.api import ApiSettings
@@ -50,7 +51,9 @@ def wait_for(client, name, predicate, timeout_s, what):
     )
 
 
-def create(client, name, n_trials, parallel, max_steps):
+def create(client, name, n_trials, parallel, max_steps, settings: dict | None = None):
+    """Create `name` on the tiny space; `settings` fix more trainer settings (TINY_SETTINGS: a
+    smaller model, for tests whose trials may be quick)."""
     body = {
         "name": name,
         "space": "tiny",
@@ -60,15 +63,16 @@ def create(client, name, n_trials, parallel, max_steps):
         "seed": 0,
         "scheduler": "none",
         # 64 evaluation streams: the end-of-run figures take a quarter of the sequential steps.
-        "overrides": {"set": {"max_steps": max_steps, "eval_batch_size": 64}},
+        "overrides": {"set": {"eval_batch_size": 64, **(settings or {}), "max_steps": max_steps}},
     }
     response = client.post("/studies", json=body, headers=AUTH)
     assert response.status_code == 201, response.text
     assert response.json()["status"] == "created"
 
 
-def test_sweep_runs_to_the_end_and_its_best_checkpoint_loads(api, tmp_path):
-    create(api, "api-run", n_trials=2, parallel=2, max_steps=60)
+def test_sweep_runs_to_the_end_and_its_best_checkpoint_loads(api, tmp_path, joined_ray, monkeypatch):
+    monkeypatch.setenv("RAY_ADDRESS", joined_ray["RAY_ADDRESS"])  # the API passes RAY_* to its sweeps
+    create(api, "api-run", n_trials=2, parallel=2, max_steps=60, settings=TINY_SETTINGS)
     started = api.post("/studies/api-run/start", headers=AUTH)
     assert started.status_code == 202 and started.json()["status"] == "running"
     assert api.post("/studies/api-run/start", headers=AUTH).status_code == 409

@@ -16,6 +16,7 @@ import optuna
 import pytest
 from optuna.trial import TrialState
 
+from tests.conftest import TINY_SETTINGS
 from tests.postgres import DATABASE, USER, _call, _run_as, free_port, pg_bin
 from tests.tuner.api.fixtures import live_server
 from tests.tuner.api.test_sweep_api import AUTH, TOKEN, create, wait_for
@@ -337,7 +338,7 @@ def test_drill_four_sweeps_in_one_postgres_database_while_the_api_reads_and_post
     settings = ApiSettings(db_url=pg.url, storage_root=tmp_path / "storage", api_token=TOKEN)
     with live_server(settings) as url, httpx.Client(base_url=url, timeout=30, headers=AUTH) as client:
         for name in names:
-            create(client, name, n_trials=2, parallel=1, max_steps=50)
+            create(client, name, n_trials=2, parallel=1, max_steps=50, settings=TINY_SETTINGS)
         for name in names:
             assert client.post(f"/studies/{name}/start").status_code == 202
         with _Reads(url, names) as reads:

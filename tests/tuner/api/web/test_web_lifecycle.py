@@ -50,8 +50,9 @@ def test_warm_started_study_links_its_source(browser, studies):
     page.close()
 
 
-def test_widen_and_continue_widens_the_range_and_runs_the_sweep(browser, studies):
+def test_widen_and_continue_widens_the_range_and_runs_the_sweep(browser, studies, joined_ray, monkeypatch):
     url, db = studies
+    monkeypatch.setenv("RAY_ADDRESS", joined_ray["RAY_ADDRESS"])  # the API passes RAY_* to its sweeps
     before = {t.number: (t.state, t.params, t.value) for t in load_study("edgy", db).trials}
     page, _, errors = _page(browser, url)
     page.goto(f"{url}/web/studies/edgy")
