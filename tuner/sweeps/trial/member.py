@@ -23,6 +23,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import pyarrow.fs
+
 CHECKPOINT_FILES = ("last.pt", "best.pt")
 MEMBER_FILE = "member.json"
 
@@ -32,8 +34,7 @@ def restore(checkpoint: Any, run_dir: Path, own_id: str, max_steps: int) -> bool
     atomically); False (nothing changed) for its own checkpoint, whose files the folder already
     holds, and for one at the last step: a copy there would only end as a duplicate of the other."""
     run_dir.mkdir(parents=True, exist_ok=True)
-    with checkpoint.as_directory() as where:
-        where = Path(where)
+    with files_of(checkpoint) as where:
         info = json.loads((where / MEMBER_FILE).read_text())
         if info.get("ray_trial_id") == own_id or int(info.get("step") or 0) >= max_steps:
             return False
@@ -45,12 +46,27 @@ def restore(checkpoint: Any, run_dir: Path, own_id: str, max_steps: int) -> bool
     return True
 
 
+@contextmanager
+def files_of(checkpoint: Any) -> Iterator[Path]:
+    """A folder holding a Ray checkpoint's files: its own on a local filesystem, else a download
+    into a temporary folder of this call's own. Not Ray's `Checkpoint.as_directory`, which downloads
+    a checkpoint in remote storage to one folder per checkpoint shared by a node's processes: when
+    members restore one copy at once, one's clean-up can delete it under another waiting for it
+    (Ray 2.60.0, ray/train/_checkpoint.py `to_directory`: "does not exist, even though it should
+    have been created by another process"), and that member fails and is retried."""
+    if isinstance(checkpoint.filesystem, pyarrow.fs.LocalFileSystem):
+        yield Path(checkpoint.path)
+        return
+    with tempfile.TemporaryDirectory(prefix="rnntune-checkpoint-") as folder:
+        yield Path(checkpoint.to_directory(folder))
+
+
 def given_step(checkpoint: Any) -> int | None:
     """The step of the Ray checkpoint a member started from (None without one)."""
     if checkpoint is None:
         return None
-    with checkpoint.as_directory() as where:
-        step = json.loads((Path(where) / MEMBER_FILE).read_text()).get("step")
+    with files_of(checkpoint) as where:
+        step = json.loads((where / MEMBER_FILE).read_text()).get("step")
     return None if step is None else int(step)
 
 

@@ -43,3 +43,74 @@ def test_a_saved_checkpoint_names_its_member_and_step_and_restores_only_anothers
     assert member.restore(kept, own, "a", max_steps=80) is True
     assert (own / "last.pt").read_bytes() == b"source model"
     assert member.restore(kept, own, "a", max_steps=40) is False  # at the last step: no copy
+
+
+def _in_remote_storage(tmp_path, own: str, step: int) -> Checkpoint:
+    """A member's checkpoint as Ray Tune keeps it in an object store: on a filesystem that is not
+    pyarrow's local one (a subtree of a folder here), which Ray downloads before it is read."""
+    import pyarrow.fs
+
+    source = tmp_path / "source"
+    source.mkdir()
+    (source / "last.pt").write_bytes(b"source model")
+    (tmp_path / "bucket").mkdir()
+    with member.saved(source, own, {"step": step, "val_loss": 3.5}) as checkpoint:
+        checkpoint.to_directory(str(tmp_path / "bucket" / "ckpt"))
+    store = pyarrow.fs.SubTreeFileSystem(str(tmp_path / "bucket"), pyarrow.fs.LocalFileSystem())
+    return Checkpoint("ckpt", filesystem=store)
+
+
+class _DeletesRaysSharedFolder:
+    """What another member's clean-up does to Ray's one download folder of a checkpoint: holds Ray's
+    lock on it, deletes it once it appears, and lets go (at most `wait_s` later)."""
+
+    def __init__(self, checkpoint: Checkpoint, wait_s: float = 2.0) -> None:
+        import shutil
+        import threading
+        import time
+        from pathlib import Path
+
+        from ray.air._internal.filelock import TempFileLock
+
+        self.folder = Path(checkpoint._get_temporary_checkpoint_dir())
+        locked = threading.Event()
+
+        def run() -> None:
+            with TempFileLock(str(self.folder)):
+                locked.set()
+                deadline = time.monotonic() + wait_s
+                while not self.folder.exists() and time.monotonic() < deadline:
+                    time.sleep(0.01)
+                shutil.rmtree(self.folder, ignore_errors=True)
+
+        self.thread = threading.Thread(target=run)
+        self.thread.start()
+        locked.wait(10)
+
+    def join(self) -> None:
+        self.thread.join(10)
+
+
+def test_rays_shared_download_folder_can_vanish_under_a_waiting_member(tmp_path) -> None:
+    """Ray's side, as met in a population sweep kept in S3: `as_directory` waits for the node's one
+    folder of the checkpoint, and fails when another process's clean-up deleted it meanwhile."""
+    checkpoint = _in_remote_storage(tmp_path, "b", 40)
+    other = _DeletesRaysSharedFolder(checkpoint)
+    vanished = "does not exist, even though it should have been created"
+    with pytest.raises(RuntimeError, match=vanished), checkpoint.as_directory():
+        pass
+    other.join()
+
+
+def test_a_member_reads_a_remote_checkpoint_in_a_folder_of_its_own(tmp_path) -> None:
+    checkpoint = _in_remote_storage(tmp_path, "b", 40)
+    own = tmp_path / "own"
+    other = _DeletesRaysSharedFolder(checkpoint, wait_s=0.5)
+    assert member.given_step(checkpoint) == 40
+    assert member.restore(checkpoint, own, "a", max_steps=80) is True
+    other.join()
+    assert (own / "last.pt").read_bytes() == b"source model"
+    assert not other.folder.exists()  # Ray's shared folder was never used
+    with member.files_of(checkpoint) as where:
+        assert (where / "last.pt").read_bytes() == b"source model"
+    assert not where.exists()  # the private download is removed after use
