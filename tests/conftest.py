@@ -60,7 +60,7 @@ def two_worker_order(items: list) -> list:
     end-to-end tests (every other one, longest first), then fast tests from the modules with the most items (parametrised cases of a
     fraction of a second each): many tests of little time, which an idle worker can take over at
     the end. The second worker starts with the rest of the fast tests, which take no lock and hold
-    most of the fast tests' time, enough to run beside the exclusive Compose run (about 4 minutes
+    most of the fast tests' time, enough to run beside the exclusive Compose run (about 3.5 minutes
     on a fresh machine, where it builds its images) instead of waiting for it; then the other half
     of the end-to-end tests."""
     exclusive = [i for i in items if i.get_closest_marker("exclusive") is not None]
