@@ -44,10 +44,8 @@ def test_a_database_made_with_it_is_the_one_optuna_makes_without_it(tmp_path, mo
     monkeypatch.setattr(rdb._VersionManager, "_create_alembic_script", shared.original)
     optuna.create_study(storage=f"sqlite:///{tmp_path / 'plain.db'}", study_name="s")
     assert _tables(tmp_path / "shared.db") == _tables(tmp_path / "plain.db")
-    fresh = rdb._VersionManager._create_alembic_script(
-        optuna.storages.RDBStorage(f"sqlite:///{tmp_path / 'plain.db'}")._version_manager
-    )
-    assert _tables(tmp_path / "shared.db")["alembic_version"] == [(fresh.get_current_head(),)]
+    head = optuna.storages.RDBStorage(f"sqlite:///{tmp_path / 'plain.db'}").get_head_version()
+    assert _tables(tmp_path / "shared.db")["alembic_version"] == [(head,)]
     # Optuna's own check, with its own parse, accepts the database made with the shared one.
     optuna.storages.RDBStorage(f"sqlite:///{tmp_path / 'shared.db'}").get_current_version()
     opened = optuna.load_study(study_name="s", storage=f"sqlite:///{tmp_path / 'shared.db'}")

@@ -34,10 +34,10 @@ def restore(checkpoint: Any, run_dir: Path, own_id: str, max_steps: int) -> bool
     atomically); False (nothing changed) for its own checkpoint, whose files the folder already
     holds, and for one at the last step: a copy there would only end as a duplicate of the other."""
     run_dir.mkdir(parents=True, exist_ok=True)
+    info = _member_info(checkpoint)
+    if info.get("ray_trial_id") == own_id or int(info.get("step") or 0) >= max_steps:
+        return False
     with files_of(checkpoint) as where:
-        info = json.loads((where / MEMBER_FILE).read_text())
-        if info.get("ray_trial_id") == own_id or int(info.get("step") or 0) >= max_steps:
-            return False
         for name in CHECKPOINT_FILES:
             if (where / name).is_file():
                 tmp = run_dir / f".{name}.restoring"
@@ -65,9 +65,14 @@ def given_step(checkpoint: Any) -> int | None:
     """The step of the Ray checkpoint a member started from (None without one)."""
     if checkpoint is None:
         return None
-    with files_of(checkpoint) as where:
-        step = json.loads((where / MEMBER_FILE).read_text()).get("step")
+    step = _member_info(checkpoint).get("step")
     return None if step is None else int(step)
+
+
+def _member_info(checkpoint: Any) -> dict[str, Any]:
+    """The checkpoint's `member.json`, read alone from its storage (no download of the weights)."""
+    with checkpoint.filesystem.open_input_stream(f"{checkpoint.path}/{MEMBER_FILE}") as stream:
+        return json.loads(stream.read())
 
 
 def sends_checkpoint(step: int, interval: int, given: int | None, start: int) -> bool:
