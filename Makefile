@@ -43,8 +43,10 @@ lint: setup
 # two pytest workers (pytest-xdist; tests/conftest.py orders them): the first starts with the test
 # marked `exclusive` (the Compose run, whose image builds take every core), which no other
 # end-to-end test runs beside, while the second runs fast tests; then both run end-to-end tests,
-# with fast ones filling their waits for Ray, servers and polls.
-test: setup system-deps lint $(AZURITE)
+# with fast ones filling their waits for Ray, servers and polls. Lint runs beside Azurite's install,
+# which mostly waits on the npm registry.
+test: setup system-deps
+	$(MAKE) --no-print-directory -j2 lint $(AZURITE)
 	RNNTUNE_REQUIRE_E2E=1 $(PY) -m pytest -m "not gpu" -q -n 2 --dist worksteal --durations=30
 
 # Writes tests/slow_durations.json again, the seconds each end-to-end test takes, which `make test`

@@ -22,7 +22,9 @@ def _race(url: str, name: str, barrier, results) -> None:
 
 
 def _racing_drivers(url: str, name: str) -> list[tuple[str, bool]]:
-    ctx = multiprocessing.get_context("spawn")
+    # Fresh processes without a pytest worker's threads; the fork server imports this module once.
+    ctx = multiprocessing.get_context("forkserver")
+    ctx.set_forkserver_preload([__name__])
     barrier, results = ctx.Barrier(RACERS), ctx.Queue()
     procs = [ctx.Process(target=_race, args=(url, name, barrier, results)) for _ in range(RACERS)]
     for p in procs:
