@@ -3,29 +3,20 @@ real uv (the one `make setup` installed) accepts."""
 
 from __future__ import annotations
 
-import importlib.machinery
-import importlib.util
 import os
+import runpy
 import shutil
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / "scripts" / "install-venv"
 
-
-def _script():
-    loader = importlib.machinery.SourceFileLoader("install_venv", str(SCRIPT))
-    spec = importlib.util.spec_from_loader("install_venv", loader)
-    module = importlib.util.module_from_spec(spec)
-    loader.exec_module(module)
-    return module
-
-
-install_venv = _script()
+install_venv = SimpleNamespace(**runpy.run_path(str(SCRIPT)))  # its functions, main() not run
 
 
 @pytest.fixture
@@ -84,8 +75,7 @@ def test_the_pinned_uv_accepts_every_flag_the_script_passes(pip_config):
             "constraint": str(pip_config / "constraints.txt"),
         }
     )
-    command = [uv, "pip", "install", "--dry-run", "--offline", "--python", sys.executable]
-    command += ["--compile-bytecode", "--index-strategy", "unsafe-best-match", *flags, "pytest"]
+    command = install_venv.uv_command(uv, sys.executable, ["--dry-run", "--offline", *flags, "pytest"])
     done = subprocess.run(command, capture_output=True, text=True, env={**os.environ, **env})
     assert done.returncode == 0, done.stderr
     assert "Would make no changes" in done.stderr, done.stderr
